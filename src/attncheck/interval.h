@@ -1,0 +1,144 @@
+/* attncheck/interval.h — stage-0 rigorous arithmetic in double precision.
+ *
+ * Everything here runs in the default rounding mode (round to nearest) and
+ * obtains rigorous bounds from a-priori error analysis, never by switching the
+ * rounding mode: threaded BLAS ignores the mode of the calling thread
+ * (MATH.md §4).  u = 2^-53 is the unit roundoff, eta = 2^-1074 the smallest
+ * subnormal, realmin = 2^-1022.
+ *
+ * Scalar rule used throughout: if c = fl(a op b) for op in {+,-,*,/,sqrt} in
+ * round-to-nearest and c is finite, the exact result lies in
+ * [ac_dn(c), ac_up(c)], the neighbouring doubles of c (the rounding error is at
+ * most half an ulp, subnormal results included).
+ *
+ * Interval matrices are in midpoint-radius form: the set
+ * {A : |A - mid| <= rad entrywise}; rad == NULL means a point matrix (radius 0),
+ * e.g. exact input data.  Products follow Rump, "Fast and parallel interval
+ * arithmetic", BIT 39 (1999) and Ogita & Rump's a-priori bound
+ * |fl(AB) - AB| <= gamma_k |A||B| (Higham, ASNA 2nd ed., §3.5).
+ */
+#ifndef ATTNCHECK_INTERVAL_H
+#define ATTNCHECK_INTERVAL_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "attncheck/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define AC_U      0x1p-53    /* unit roundoff */
+#define AC_ETA    0x1p-1074  /* smallest positive subnormal */
+#define AC_REALMIN 0x1p-1022 /* smallest positive normal */
+
+/* Next double towards +inf / -inf (nextafter without the libm call).
+ * ac_up(+inf) = +inf, ac_up(-DBL_MAX) = ..., NaN passes through. */
+static inline double ac_up(double x)
+{
+    uint64_t b;
+    if (x != x || x == INFINITY)
+        return x;
+    if (x == 0.0)
+        return AC_ETA;
+    memcpy(&b, &x, sizeof b);
+    b += (x > 0) ? 1 : (uint64_t)-1;
+    memcpy(&x, &b, sizeof b);
+    return x;
+}
+
+static inline double ac_dn(double x)
+{
+    return -ac_up(-x);
+}
+
+/* Directed operations: a bound on the exact result of one operation. */
+static inline double ac_add_up(double a, double b) { return ac_up(a + b); }
+static inline double ac_add_dn(double a, double b) { return ac_dn(a + b); }
+static inline double ac_sub_up(double a, double b) { return ac_up(a - b); }
+static inline double ac_sub_dn(double a, double b) { return ac_dn(a - b); }
+static inline double ac_mul_up(double a, double b) { return ac_up(a * b); }
+static inline double ac_mul_dn(double a, double b) { return ac_dn(a * b); }
+static inline double ac_div_up(double a, double b) { return ac_up(a / b); }
+static inline double ac_div_dn(double a, double b) { return ac_dn(a / b); }
+static inline double ac_sqrt_up(double a) { return ac_up(sqrt(a)); }
+static inline double ac_sqrt_dn(double a) { double s = ac_dn(sqrt(a)); return s < 0 ? 0 : s; }
+
+/* An upper bound on gamma_k = k u / (1 - k u) (Higham (3.8)); +inf if k u >= 1/2. */
+double ac_gamma_up(double k);
+
+/* Rigorous enclosure of exp(x): *lo <= e^x <= *hi for every finite double x,
+ * with relative width about 150 u (see the error analysis in interval.c).
+ * NaN input gives NaN bounds; x = +inf gives [DBL_MAX, inf], -inf gives [0, 0]. */
+void ac_exp_enclose(double x, double *lo, double *hi);
+
+/* Enclosure of the sum of n doubles: lo <= sum x_i <= hi (recursive summation
+ * with the bound |fl(sum) - sum| <= gamma_{n-1} sum |x_i|).  Returns 0 if the
+ * sum overflowed (bounds are then -inf/+inf). */
+int ac_sum_enclose(const double *x, size_t n, size_t stride, double *lo, double *hi);
+
+/* Upper bound on sqrt(sum x_i^2) (Frobenius / 2-norm of a vector). */
+double ac_norm2_up(const double *x, size_t n);
+
+/* ---- interval matrices (midpoint-radius) ---------------------------------- */
+
+typedef struct {
+    size_t rows, cols;
+    double *mid;  /* rows*cols, row-major */
+    double *rad;  /* rows*cols, >= 0, or NULL for a point matrix */
+} ac_imat;
+
+/* Allocate (mid and, if with_rad, rad zero-filled). */
+int  ac_imat_init(ac_imat *m, size_t rows, size_t cols, int with_rad, ac_err *err);
+void ac_imat_free(ac_imat *m);
+/* A point interval matrix viewing an ac_mat (owns nothing: do not free). */
+ac_imat ac_imat_view(const ac_mat *m);
+
+typedef enum { AC_NOTRANS = 0, AC_TRANS = 1 } ac_trans;
+
+/* C = op(A) op(B) enclosed: for all A' in A, B' in B, op(A')op(B') in C.
+ * op(A) is m x k, op(B) is k x n; C must be allocated m x n with a radius.
+ * Cost: 2 dgemm for point inputs, 4 with radii.  The radius is
+ *   c1 fl(|Am||Bm|) + c2 fl(|Am| Br + Ar (|Bm| + Br)) + realmin,
+ * c1 >= gamma_k/(1-gamma_k), c2 >= 1/(1-gamma_{2k+1}), every operation rounded
+ * outward; underflow in the products adds at most 2k eta < realmin.
+ * Returns AC_OK; AC_EUSAGE on a shape mismatch; AC_EINTERNAL out of memory.
+ * Non-finite results leave Inf/NaN in C: check with ac_imat_finite. */
+int ac_imat_mul(ac_imat *C, ac_trans ta, const ac_imat *A, ac_trans tb, const ac_imat *B,
+                ac_err *err);
+
+/* 1 if every midpoint and radius is finite. */
+int ac_imat_finite(const ac_imat *A);
+
+/* Lower/upper endpoints of entry i: [dn(mid - rad), up(mid + rad)]. */
+static inline double ac_imat_lo(const ac_imat *A, size_t i)
+{
+    return A->rad ? ac_sub_dn(A->mid[i], A->rad[i]) : A->mid[i];
+}
+static inline double ac_imat_hi(const ac_imat *A, size_t i)
+{
+    return A->rad ? ac_add_up(A->mid[i], A->rad[i]) : A->mid[i];
+}
+
+/* Upper bound on max_ij |A_ij - B_ij| for A in the interval matrix and the
+ * point matrix B (same shape); B == NULL means B = 0.  With identity != 0,
+ * B is the identity instead (A square). */
+double ac_imat_maxdev_up(const ac_imat *A, const double *B, int identity);
+/* Upper bound on the Frobenius norm of A - B over the interval (same conventions). */
+double ac_imat_fro_dev_up(const ac_imat *A, const double *B, int identity);
+
+/* Column-wise softmax enclosure (MATH.md §4): given logit intervals
+ * [lo_ij, hi_ij] for an n x m matrix (columns are the softmax groups),
+ * fill plo, phi with rigorous bounds on Softmax(L)_ij for every L in the box:
+ *   p_ij in [E-_i/(E-_i + sum_{k!=i} E+_k), E+_i/(E+_i + sum_{k!=i} E-_k)],
+ * E± the enclosures of exp(endpoint - max_k hi_kj), rounded outward.
+ * Returns 0 if some input is not finite (bounds then [0, 1]). */
+int ac_softmax_col_enclose(const double *lo, const double *hi, size_t n, size_t m,
+                           double *plo, double *phi);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ATTNCHECK_INTERVAL_H */

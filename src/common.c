@@ -1,0 +1,81 @@
+/* common.c — error reports and dense matrices (attncheck/common.h). */
+#include <config.h>
+
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attncheck/common.h"
+
+int ac_err_set(ac_err *err, int status, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+        /* Messages are one line. */
+        for (char *p = err->msg; *p; p++)
+            if (*p == '\n' || *p == '\r')
+                *p = ' ';
+        err->status = status;
+    }
+    return status;
+}
+
+void ac_err_clear(ac_err *err)
+{
+    if (err) {
+        err->status = AC_OK;
+        err->msg[0] = '\0';
+    }
+}
+
+int ac_size_mul(size_t a, size_t b, size_t *out)
+{
+    if (a != 0 && b > SIZE_MAX / a)
+        return 0;
+    *out = a * b;
+    return 1;
+}
+
+int ac_mat_init(ac_mat *m, size_t rows, size_t cols, ac_err *err)
+{
+    size_t n;
+    m->rows = m->cols = 0;
+    m->data = NULL;
+    if (!ac_size_mul(rows, cols, &n) || n > SIZE_MAX / sizeof(double))
+        return ac_err_set(err, AC_EUSAGE, "matrix of %zu x %zu entries is too large", rows, cols);
+    m->data = calloc(n ? n : 1, sizeof(double));
+    if (!m->data)
+        return ac_err_set(err, AC_EINTERNAL, "out of memory allocating a %zu x %zu matrix", rows, cols);
+    m->rows = rows;
+    m->cols = cols;
+    return AC_OK;
+}
+
+void ac_mat_free(ac_mat *m)
+{
+    if (!m)
+        return;
+    free(m->data);
+    m->data = NULL;
+    m->rows = m->cols = 0;
+}
+
+int ac_mat_copy(ac_mat *dst, const ac_mat *src, ac_err *err)
+{
+    int st = ac_mat_init(dst, src->rows, src->cols, err);
+    if (st)
+        return st;
+    if (src->rows * src->cols)
+        memcpy(dst->data, src->data, src->rows * src->cols * sizeof(double));
+    return AC_OK;
+}
+
+const char *ac_version(void)
+{
+    return PACKAGE_VERSION;
+}

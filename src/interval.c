@@ -1,0 +1,432 @@
+/* interval.c — stage-0 rigorous arithmetic in round-to-nearest
+ * (attncheck/interval.h).  Each bound below cites the inequality it relies on;
+ * u = 2^-53, eta = 2^-1074.
+ */
+#include <config.h>
+
+#include <float.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cblas.h>
+
+#include "attncheck/interval.h"
+
+double ac_gamma_up(double k)
+{
+    /* gamma_k = k u / (1 - k u).  k u is exact for k < 2^53 (a power-of-two
+     * scaling), 1 - k u is rounded down, the quotient rounded up. */
+    double ku = k * AC_U;
+    if (!(ku < 0.5))
+        return INFINITY;
+    return ac_div_up(ku, ac_sub_dn(1.0, ku));
+}
+
+/* ---- exp ------------------------------------------------------------------
+ *
+ * e^x = 2^k e^r*, r* = x - k ln2, k = nearest integer to x/ln2.
+ *
+ * Reduction (Cody & Waite): LN2_HI has 32 significant bits, so t1 = k*LN2_HI
+ * is exact for |k| < 2^21; r1 = fl(x - t1), t2 = fl(k*LN2_LO), r = fl(r1 - t2).
+ * Each rounding is at most u times the rounded value (Higham (2.5)), and
+ * |ln2 - LN2_HI - LN2_LO| < 2^-86 (checked in the tests with MPFR), so
+ *     |r* - r| <= E_r := u(|r1| + |t2| + |r|) + |k| 2^-86.
+ *
+ * Polynomial: p(r) = sum_{i<=15} c_i r^i, c_i = fl(1/i!), |c_i - 1/i!| <= u/i!.
+ * For |r| <= 0.36 the Taylor remainder is at most 0.36^16/16! e^0.36
+ * < 6e-21 < 0.06 u.  Horner's rule satisfies |p^ - p| <= gamma_30 sum |c_i||r|^i
+ * (Higham (5.3)); with the coefficient errors and the remainder,
+ *     |p^ - e^r| <= (gamma_30 (1+u) + u + 0.06u) e^|r| <= 31.2 u e^0.36,
+ * and since e^r >= e^-0.36 this is a relative error of at most
+ * 31.2 u e^0.72 < 64.1 u.  (Underflow inside Horner adds below 2^-1070,
+ * negligible against e^r > 0.69.)
+ *
+ * Hence e^r* in p^ [(1 - 64.2u) e^-1.01E_r, (1 + 64.2u) e^1.01E_r]
+ * and we use the relative radius rho = 72u + 1.02 E_r (E_r < 0.4u + 2^-75).
+ * The scaling p^ 2^k is exact unless the result is subnormal, where it adds
+ * at most eta/2 (one rounding).
+ */
+#define LN2_HI 0x1.62e42feep-1          /* 32 significant bits */
+#define LN2_LO 0x1.a39ef35793c76p-33    /* ln2 - LN2_HI, rounded */
+#define LOG2E  0x1.71547652b82fep0
+
+static const double exp_coef[16] = {
+    1.0,
+    1.0,
+    1.0 / 2,
+    1.0 / 6,
+    1.0 / 24,
+    1.0 / 120,
+    1.0 / 720,
+    1.0 / 5040,
+    1.0 / 40320,
+    1.0 / 362880,
+    1.0 / 3628800,
+    1.0 / 39916800,
+    1.0 / 479001600,
+    1.0 / 6227020800.0,
+    1.0 / 87178291200.0,
+    1.0 / 1307674368000.0,
+};
+
+void ac_exp_enclose(double x, double *lo, double *hi)
+{
+    if (x != x) {
+        *lo = *hi = x;
+        return;
+    }
+    if (x > 709.0) {
+        /* e^x >= e^709 > 8.2e307; the upper bound is infinite. */
+        double l, h;
+        ac_exp_enclose(709.0, &l, &h);
+        *lo = l;
+        *hi = INFINITY;
+        return;
+    }
+    if (x < -745.2) {
+        /* e^-745.2 < 2^-1075 */
+        *lo = 0.0;
+        *hi = AC_ETA;
+        return;
+    }
+    double kd = nearbyint(x * LOG2E);
+    int k = (int)kd;
+    double t1 = kd * LN2_HI;                 /* exact */
+    double r1 = x - t1;
+    double t2 = kd * LN2_LO;
+    double r = r1 - t2;
+    double er = AC_U * (fabs(r1) + fabs(t2) + fabs(r)) * 1.0001 + fabs(kd) * 0x1p-86;
+    if (!(fabs(r) <= 0.36)) {
+        /* Cannot happen for |x| <= 745.2 (|x/ln2 - k| <= 1/2 + tiny); stay
+         * rigorous anyway with a trivial enclosure. */
+        *lo = 0.0;
+        *hi = INFINITY;
+        return;
+    }
+    double p = exp_coef[15];
+    for (int i = 14; i >= 0; i--)
+        p = p * r + exp_coef[i];
+    double rho = ac_up(72.0 * AC_U + 1.02 * er);
+    double plo = ac_mul_dn(p, ac_sub_dn(1.0, rho));
+    double phi = ac_mul_up(p, ac_add_up(1.0, rho));
+    /* scale by 2^k; ldexp is exact unless the result is subnormal */
+    double l = ldexp(plo, k), h = ldexp(phi, k);
+    if (l < AC_REALMIN) {
+        l = ac_dn(l);
+        if (l < 0)
+            l = 0;
+    }
+    if (h < AC_REALMIN)
+        h = ac_up(h);
+    *lo = l;
+    *hi = h;
+}
+
+int ac_sum_enclose(const double *x, size_t n, size_t stride, double *lo, double *hi)
+{
+    /* |fl(s) - s| <= gamma_{n-1} sum|x_i| (Higham (4.4)); sum|x_i| <=
+     * fl(sum|x_i|)/(1 - gamma_{n-1}) since that sum has non-negative terms. */
+    double s = 0.0, a = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double v = x[i * stride];
+        s += v;
+        a += fabs(v);
+    }
+    if (!isfinite(s) || !isfinite(a)) {
+        *lo = -INFINITY;
+        *hi = INFINITY;
+        return 0;
+    }
+    if (n <= 1) {
+        *lo = *hi = s;
+        return 1;
+    }
+    double g = ac_gamma_up((double)(n - 1));
+    double err = ac_mul_up(ac_div_up(g, ac_sub_dn(1.0, g)), a);
+    *lo = ac_sub_dn(s, err);
+    *hi = ac_add_up(s, err);
+    return 1;
+}
+
+double ac_norm2_up(const double *x, size_t n)
+{
+    double m = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double v = fabs(x[i]);
+        if (!(v <= DBL_MAX))
+            return INFINITY; /* Inf or NaN */
+        if (v > m)
+            m = v;
+    }
+    if (m == 0.0)
+        return 0.0;
+    /* Scale by 2^-e (exact unless an entry becomes subnormal: at most eta/2
+     * lost per entry, accounted for below), so that the largest is in [1/2,1). */
+    int e;
+    frexp(m, &e);
+    double s = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double v = ldexp(x[i], -e);
+        s += v * v;
+    }
+    /* each square: relative error u plus eta/2 absolute; the sum of n
+     * non-negative terms: relative gamma_{n-1}.  Together <= gamma_n relative
+     * plus n*eta absolute on sum (x_i 2^-e)^2 (with the scaling loss, the
+     * exact scaled value v_i satisfies |v_i| <= |fl v_i| + eta/2). */
+    double g = ac_gamma_up((double)n + 1);
+    double bound = ac_mul_up(s, ac_div_up(1.0, ac_sub_dn(1.0, g)));
+    /* (|v|+eta/2)^2 <= v^2 + eta|v| + eta^2/4 <= v^2 + 2 eta */
+    bound = ac_add_up(bound, ac_mul_up((double)n, 4 * AC_ETA + 0x1p-1060));
+    return ldexp(ac_sqrt_up(bound), e) * (1.0 + 2 * AC_U) + AC_ETA;
+}
+
+/* ---- interval matrices ---------------------------------------------------- */
+
+int ac_imat_init(ac_imat *m, size_t rows, size_t cols, int with_rad, ac_err *err)
+{
+    size_t n;
+    m->rows = m->cols = 0;
+    m->mid = m->rad = NULL;
+    if (!ac_size_mul(rows, cols, &n) || n > SIZE_MAX / sizeof(double))
+        return ac_err_set(err, AC_EUSAGE, "interval matrix of %zu x %zu entries is too large",
+                          rows, cols);
+    m->mid = calloc(n ? n : 1, sizeof(double));
+    if (with_rad)
+        m->rad = calloc(n ? n : 1, sizeof(double));
+    if (!m->mid || (with_rad && !m->rad)) {
+        free(m->mid);
+        free(m->rad);
+        m->mid = m->rad = NULL;
+        return ac_err_set(err, AC_EINTERNAL, "out of memory (%zu x %zu interval matrix)", rows, cols);
+    }
+    m->rows = rows;
+    m->cols = cols;
+    return AC_OK;
+}
+
+void ac_imat_free(ac_imat *m)
+{
+    if (!m)
+        return;
+    free(m->mid);
+    free(m->rad);
+    m->mid = m->rad = NULL;
+    m->rows = m->cols = 0;
+}
+
+ac_imat ac_imat_view(const ac_mat *m)
+{
+    ac_imat v;
+    v.rows = m->rows;
+    v.cols = m->cols;
+    v.mid = m->data;
+    v.rad = NULL;
+    return v;
+}
+
+int ac_imat_finite(const ac_imat *A)
+{
+    size_t n = A->rows * A->cols;
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(A->mid[i]) || (A->rad && !isfinite(A->rad[i])))
+            return 0;
+    return 1;
+}
+
+static double *abs_copy(const double *x, size_t n)
+{
+    double *y = malloc((n ? n : 1) * sizeof(double));
+    if (y)
+        for (size_t i = 0; i < n; i++)
+            y[i] = fabs(x[i]);
+    return y;
+}
+
+int ac_imat_mul(ac_imat *C, ac_trans ta, const ac_imat *A, ac_trans tb, const ac_imat *B,
+                ac_err *err)
+{
+    size_t m = ta ? A->cols : A->rows, k = ta ? A->rows : A->cols;
+    size_t kb = tb ? B->cols : B->rows, n = tb ? B->rows : B->cols;
+    if (k != kb || C->rows != m || C->cols != n || !C->rad)
+        return ac_err_set(err, AC_EUSAGE,
+                          "interval product: shapes %zux%zu%s * %zux%zu%s -> %zux%zu do not match",
+                          A->rows, A->cols, ta ? "^T" : "", B->rows, B->cols, tb ? "^T" : "",
+                          C->rows, C->cols);
+    size_t mn = m * n;
+    if (mn == 0)
+        return AC_OK;
+    if (k == 0) {
+        memset(C->mid, 0, mn * sizeof(double));
+        memset(C->rad, 0, mn * sizeof(double));
+        return AC_OK;
+    }
+    CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
+    int lda = (int)A->cols, ldb = (int)B->cols, ldc = (int)n;
+    size_t na = A->rows * A->cols, nb = B->rows * B->cols;
+    double *absA = abs_copy(A->mid, na), *absB = abs_copy(B->mid, nb);
+    double *G2 = NULL, *Bs = NULL;
+    int st = AC_OK;
+    if (!absA || !absB) {
+        st = ac_err_set(err, AC_EINTERNAL, "out of memory in an interval product");
+        goto done;
+    }
+    /* C_m = fl(A_m B_m) */
+    cblas_dgemm(CblasRowMajor, TA, TB, (int)m, (int)n, (int)k, 1.0, A->mid, lda, B->mid, ldb,
+                0.0, C->mid, ldc);
+    /* G1 = fl(|A_m||B_m|) into C->rad */
+    cblas_dgemm(CblasRowMajor, TA, TB, (int)m, (int)n, (int)k, 1.0, absA, lda, absB, ldb, 0.0,
+                C->rad, ldc);
+    /* c1 >= gamma_k / (1 - gamma_k): |A_m B_m - C_m| <= gamma_k (|A_m||B_m|)
+     * <= gamma_k G1 / (1 - gamma_k) */
+    double gk = ac_gamma_up((double)k);
+    double c1 = ac_div_up(gk, ac_sub_dn(1.0, gk));
+    if (A->rad || B->rad) {
+        /* G2 = fl(|A_m| B_r + A_r Bs), Bs >= |B_m| + B_r: two accumulating
+         * dgemm, i.e. a sum of at most 2k+1 non-negative terms per entry, so
+         * the exact value is at most G2 / (1 - gamma_{2k+1}). */
+        G2 = calloc(mn, sizeof(double));
+        if (!G2) {
+            st = ac_err_set(err, AC_EINTERNAL, "out of memory in an interval product");
+            goto done;
+        }
+        if (B->rad)
+            cblas_dgemm(CblasRowMajor, TA, TB, (int)m, (int)n, (int)k, 1.0, absA, lda, B->rad,
+                        ldb, 0.0, G2, ldc);
+        if (A->rad) {
+            const double *bs = absB;
+            if (B->rad) {
+                Bs = malloc(nb * sizeof(double));
+                if (!Bs) {
+                    st = ac_err_set(err, AC_EINTERNAL, "out of memory in an interval product");
+                    goto done;
+                }
+                for (size_t i = 0; i < nb; i++)
+                    Bs[i] = ac_add_up(absB[i], B->rad[i]);
+                bs = Bs;
+            }
+            cblas_dgemm(CblasRowMajor, TA, TB, (int)m, (int)n, (int)k, 1.0, A->rad, lda, bs, ldb,
+                        1.0, G2, ldc);
+        }
+        double g2k = ac_gamma_up(2.0 * (double)k + 1.0);
+        double c2 = ac_div_up(1.0, ac_sub_dn(1.0, g2k));
+        for (size_t i = 0; i < mn; i++)
+            C->rad[i] = ac_add_up(ac_add_up(ac_mul_up(c1, C->rad[i]), ac_mul_up(c2, G2[i])),
+                                  AC_REALMIN);
+    } else {
+        for (size_t i = 0; i < mn; i++)
+            C->rad[i] = ac_add_up(ac_mul_up(c1, C->rad[i]), AC_REALMIN);
+    }
+done:
+    free(absA);
+    free(absB);
+    free(G2);
+    free(Bs);
+    return st;
+}
+
+double ac_imat_maxdev_up(const ac_imat *A, const double *B, int identity)
+{
+    size_t n = A->rows * A->cols;
+    double m = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double b = 0.0;
+        if (identity)
+            b = (i / A->cols == i % A->cols) ? 1.0 : 0.0;
+        else if (B)
+            b = B[i];
+        /* |a - b| <= |mid - b| + rad; c = fl(mid - b) gives |mid - b| <= up(|c|) */
+        double d = ac_up(fabs(A->mid[i] - b));
+        if (A->rad)
+            d = ac_add_up(d, A->rad[i]);
+        if (!(d <= DBL_MAX))
+            return INFINITY;
+        if (d > m)
+            m = d;
+    }
+    return m;
+}
+
+double ac_imat_fro_dev_up(const ac_imat *A, const double *B, int identity)
+{
+    size_t n = A->rows * A->cols;
+    double *d = malloc((n ? n : 1) * sizeof(double));
+    if (!d)
+        return INFINITY;
+    for (size_t i = 0; i < n; i++) {
+        double b = 0.0;
+        if (identity)
+            b = (i / A->cols == i % A->cols) ? 1.0 : 0.0;
+        else if (B)
+            b = B[i];
+        double v = ac_up(fabs(A->mid[i] - b));
+        if (A->rad)
+            v = ac_add_up(v, A->rad[i]);
+        d[i] = v;
+    }
+    double r = ac_norm2_up(d, n);
+    free(d);
+    return r;
+}
+
+int ac_softmax_col_enclose(const double *lo, const double *hi, size_t n, size_t m,
+                           double *plo, double *phi)
+{
+    int ok = 1;
+    double *El = malloc((n ? n : 1) * sizeof(double)), *Eh = malloc((n ? n : 1) * sizeof(double));
+    if (!El || !Eh) {
+        free(El);
+        free(Eh);
+        return 0;
+    }
+    for (size_t j = 0; j < m; j++) {
+        double mx = -INFINITY;
+        int bad = 0;
+        for (size_t i = 0; i < n; i++) {
+            double a = lo[i * m + j], b = hi[i * m + j];
+            if (!isfinite(a) || !isfinite(b) || a > b)
+                bad = 1;
+            if (b > mx)
+                mx = b;
+        }
+        if (bad) {
+            ok = 0;
+            for (size_t i = 0; i < n; i++) {
+                plo[i * m + j] = 0.0;
+                phi[i * m + j] = 1.0;
+            }
+            continue;
+        }
+        /* E-_i <= exp(lo_i - mx), E+_i >= exp(hi_i - mx); the shift cancels
+         * in the ratios, so any mx works as long as the bounds are rigorous. */
+        for (size_t i = 0; i < n; i++) {
+            double t, dummy;
+            ac_exp_enclose(ac_sub_dn(lo[i * m + j], mx), &t, &dummy);
+            El[i] = t;
+            ac_exp_enclose(ac_sub_up(hi[i * m + j], mx), &dummy, &t);
+            Eh[i] = t;
+        }
+        double sl, sh, tmp;
+        ac_sum_enclose(El, n, 1, &sl, &tmp);   /* sl <= sum E-_k */
+        ac_sum_enclose(Eh, n, 1, &tmp, &sh);   /* sh >= sum E+_k */
+        for (size_t i = 0; i < n; i++) {
+            /* sum_{k != i} E+_k <= sh - E+_i; sum_{k != i} E-_k >= sl - E-_i */
+            double oh = ac_sub_up(sh, Eh[i]);
+            double ol = ac_sub_dn(sl, El[i]);
+            if (ol < 0)
+                ol = 0;
+            double pl = ac_div_dn(El[i], ac_add_up(El[i], oh));
+            double den = ac_add_dn(Eh[i], ol);
+            double ph = den > 0 ? ac_div_up(Eh[i], den) : 1.0;
+            if (!(pl >= 0))
+                pl = 0;
+            if (!(ph <= 1))
+                ph = 1;
+            plo[i * m + j] = pl;
+            phi[i * m + j] = ph;
+        }
+    }
+    free(El);
+    free(Eh);
+    return ok;
+}

@@ -1,0 +1,403 @@
+/* linalg.c — approximate and certified dense linear algebra (attncheck/linalg.h). */
+#include <config.h>
+
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cblas.h>
+#include <lapacke.h>
+#include <flint/nmod_mat.h>
+#include <flint/ulong_extras.h>
+
+#include "ac_arb.h"
+#include "attncheck/linalg.h"
+
+int ac_gemm(ac_mat *C, ac_trans ta, const ac_mat *A, ac_trans tb, const ac_mat *B, ac_err *err)
+{
+    size_t m = ta ? A->cols : A->rows, k = ta ? A->rows : A->cols;
+    size_t kb = tb ? B->cols : B->rows, n = tb ? B->rows : B->cols;
+    if (k != kb || C->rows != m || C->cols != n)
+        return ac_err_set(err, AC_EUSAGE, "matrix product: shapes do not match");
+    if (m == 0 || n == 0)
+        return AC_OK;
+    if (k == 0) {
+        memset(C->data, 0, m * n * sizeof(double));
+        return AC_OK;
+    }
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                (int)m, (int)n, (int)k, 1.0, A->data, (int)A->cols, B->data, (int)B->cols, 0.0,
+                C->data, (int)n);
+    return AC_OK;
+}
+
+int ac_approx_pinv_fullcol(ac_mat *Y, const ac_mat *X, ac_err *err)
+{
+    size_t d = X->rows, n = X->cols;
+    ac_mat A = {0}, B = {0};
+    int st;
+    if (d < n)
+        return ac_err_set(err, AC_EDATA, "X (%zu x %zu) cannot have full column rank: d < n", d, n);
+    if ((st = ac_mat_copy(&A, X, err)) || (st = ac_mat_init(&B, d, d, err)))
+        goto fail;
+    for (size_t i = 0; i < d; i++)
+        AC_MAT(&B, i, i) = 1.0;
+    if (n > 0) {
+        /* min ||X Y - I_d||_F column by column: the solution is X^+ (n x d),
+         * returned in the first n rows of B. */
+        lapack_int info = LAPACKE_dgels(LAPACK_ROW_MAJOR, 'N', (lapack_int)d, (lapack_int)n,
+                                        (lapack_int)d, A.data, (lapack_int)n, B.data,
+                                        (lapack_int)d);
+        if (info > 0) {
+            st = ac_err_set(err, AC_EDATA, "X is rank deficient (zero pivot %d in QR)", (int)info);
+            goto fail;
+        }
+        if (info < 0) {
+            st = ac_err_set(err, AC_EINTERNAL, "LAPACKE_dgels: argument %d invalid", (int)-info);
+            goto fail;
+        }
+    }
+    if ((st = ac_mat_init(Y, n, d, err)))
+        goto fail;
+    if (n * d)
+        memcpy(Y->data, B.data, n * d * sizeof(double));
+    ac_mat_free(&A);
+    ac_mat_free(&B);
+    return AC_OK;
+fail:
+    ac_mat_free(&A);
+    ac_mat_free(&B);
+    return st;
+}
+
+int ac_approx_svd(const ac_mat *A, ac_mat *U, double *s, ac_mat *Vt, ac_err *err)
+{
+    size_t m = A->rows, n = A->cols, p = m < n ? m : n;
+    ac_mat W = {0};
+    int st;
+    U->data = Vt->data = NULL;
+    if ((st = ac_mat_init(U, m, p, err)) || (st = ac_mat_init(Vt, p, n, err)) ||
+        (st = ac_mat_copy(&W, A, err)))
+        goto fail;
+    if (p > 0) {
+        lapack_int info = LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'S', (lapack_int)m, (lapack_int)n,
+                                         W.data, (lapack_int)n, s, U->data, (lapack_int)p,
+                                         Vt->data, (lapack_int)n);
+        if (info != 0) {
+            /* dgesdd's divide and conquer rarely fails to converge; dgesvd is the fallback */
+            double *superb = malloc((p ? p : 1) * sizeof(double));
+            ac_mat_free(&W);
+            if (!superb || (st = ac_mat_copy(&W, A, err))) {
+                free(superb);
+                st = st ? st : ac_err_set(err, AC_EINTERNAL, "out of memory in the SVD");
+                goto fail;
+            }
+            info = LAPACKE_dgesvd(LAPACK_ROW_MAJOR, 'S', 'S', (lapack_int)m, (lapack_int)n,
+                                  W.data, (lapack_int)n, s, U->data, (lapack_int)p, Vt->data,
+                                  (lapack_int)n, superb);
+            free(superb);
+            if (info != 0) {
+                st = ac_err_set(err, AC_EDATA, "SVD did not converge (LAPACK info %d)", (int)info);
+                goto fail;
+            }
+        }
+    }
+    ac_mat_free(&W);
+    return AC_OK;
+fail:
+    ac_mat_free(&W);
+    ac_mat_free(U);
+    ac_mat_free(Vt);
+    return st;
+}
+
+int ac_approx_svd_values(const ac_mat *A, double *s, ac_err *err)
+{
+    size_t m = A->rows, n = A->cols, p = m < n ? m : n;
+    ac_mat W = {0};
+    int st = ac_mat_copy(&W, A, err);
+    if (st)
+        return st;
+    if (p > 0) {
+        lapack_int info = LAPACKE_dgesdd(LAPACK_ROW_MAJOR, 'N', (lapack_int)m, (lapack_int)n,
+                                         W.data, (lapack_int)n, s, NULL, (lapack_int)m, NULL,
+                                         (lapack_int)n);
+        if (info != 0) {
+            ac_mat_free(&W);
+            return ac_err_set(err, AC_EDATA, "SVD did not converge (LAPACK info %d)", (int)info);
+        }
+    }
+    ac_mat_free(&W);
+    return AC_OK;
+}
+
+int ac_approx_pinv(ac_mat *Y, const ac_mat *X, double rcond, ac_err *err)
+{
+    size_t d = X->rows, n = X->cols, p = d < n ? d : n;
+    ac_mat U = {0}, Vt = {0};
+    double *s = malloc((p ? p : 1) * sizeof(double));
+    int st;
+    if (!s)
+        return ac_err_set(err, AC_EINTERNAL, "out of memory in the pseudo-inverse");
+    if ((st = ac_approx_svd(X, &U, s, &Vt, err)) || (st = ac_mat_init(Y, n, d, err)))
+        goto out;
+    /* Y = V diag(1/s) U^T over the singular values above rcond * s_1 */
+    for (size_t k = 0; k < p; k++) {
+        if (!(s[k] > rcond * s[0]) || s[k] == 0.0)
+            break;
+        double inv = 1.0 / s[k];
+        for (size_t i = 0; i < n; i++) {
+            double v = AC_MAT(&Vt, k, i) * inv;
+            for (size_t j = 0; j < d; j++)
+                AC_MAT(Y, i, j) += v * AC_MAT(&U, j, k);
+        }
+    }
+out:
+    free(s);
+    ac_mat_free(&U);
+    ac_mat_free(&Vt);
+    return st;
+}
+
+/* Upper bound on ||M - I||_F or ||M||_F for an interval matrix M. */
+static double fro_minus_identity_up(const ac_imat *M)
+{
+    return ac_imat_fro_dev_up(M, NULL, 1);
+}
+
+int ac_sv_enclose(const ac_imat *A, double *lo, double *hi, double *eps_out, ac_err *err)
+{
+    size_t m = A->rows, n = A->cols, p = m < n ? m : n;
+    ac_mat Amid = {A->rows, A->cols, A->mid}, U = {0}, Vt = {0};
+    ac_imat US = {0}, F = {0}, UtU = {0}, VVt = {0};
+    double *s = malloc((p ? p : 1) * sizeof(double));
+    int st;
+    if (eps_out)
+        *eps_out = INFINITY;
+    if (!s)
+        return ac_err_set(err, AC_EINTERNAL, "out of memory in ac_sv_enclose");
+    if (!ac_imat_finite(A)) {
+        for (size_t i = 0; i < p; i++) {
+            lo[i] = 0;
+            hi[i] = INFINITY;
+        }
+        free(s);
+        return AC_OK;
+    }
+    if ((st = ac_approx_svd(&Amid, &U, s, &Vt, err)))
+        goto out;
+    /* US = U diag(s): one rounding per entry, so the exact product lies within
+     * u|fl(U s)| + eta/2 of the computed one. */
+    if ((st = ac_imat_init(&US, m, p, 1, err)) || (st = ac_imat_init(&F, m, n, 1, err)) ||
+        (st = ac_imat_init(&UtU, p, p, 1, err)) || (st = ac_imat_init(&VVt, p, p, 1, err)))
+        goto out;
+    for (size_t i = 0; i < m; i++)
+        for (size_t k = 0; k < p; k++) {
+            double v = AC_MAT(&U, i, k) * s[k];
+            US.mid[i * p + k] = v;
+            US.rad[i * p + k] = ac_up(ac_mul_up(fabs(v), AC_U) + AC_ETA);
+        }
+    {
+        ac_imat Vti = ac_imat_view(&Vt), Ui = ac_imat_view(&U);
+        if ((st = ac_imat_mul(&F, AC_NOTRANS, &US, AC_NOTRANS, &Vti, err)) ||
+            (st = ac_imat_mul(&UtU, AC_TRANS, &Ui, AC_NOTRANS, &Ui, err)) ||
+            (st = ac_imat_mul(&VVt, AC_NOTRANS, &Vti, AC_TRANS, &Vti, err)))
+            goto out;
+    }
+    /* eps >= ||F - A'||_F for all A' in A: |F - A'| <= |F.mid - A.mid| + F.rad + A.rad */
+    if (A->rad)
+        for (size_t i = 0; i < m * n; i++)
+            F.rad[i] = ac_add_up(F.rad[i], A->rad[i]);
+    double eps = ac_imat_fro_dev_up(&F, A->mid, 0);
+    double alpha = fro_minus_identity_up(&UtU), beta = fro_minus_identity_up(&VVt);
+    if (eps_out)
+        *eps_out = eps;
+    if (!(alpha < 1) || !(beta < 1)) {
+        for (size_t i = 0; i < p; i++) {
+            lo[i] = 0;
+            hi[i] = INFINITY;
+        }
+        goto out;
+    }
+    double fl = ac_sqrt_dn(ac_mul_dn(ac_sub_dn(1, alpha), ac_sub_dn(1, beta)));
+    double fh = ac_sqrt_up(ac_mul_up(ac_add_up(1, alpha), ac_add_up(1, beta)));
+    for (size_t i = 0; i < p; i++) {
+        double l = ac_sub_dn(ac_mul_dn(s[i], fl), eps);
+        lo[i] = l > 0 ? l : 0;
+        hi[i] = ac_add_up(ac_mul_up(s[i], fh), eps);
+    }
+out:
+    free(s);
+    ac_mat_free(&U);
+    ac_mat_free(&Vt);
+    ac_imat_free(&US);
+    ac_imat_free(&F);
+    ac_imat_free(&UtU);
+    ac_imat_free(&VVt);
+    return st;
+}
+
+int ac_cert_left_inverse(const ac_mat *Y, const ac_mat *X, double *q_lo, double *q_hi,
+                         double *sigma_lo, ac_err *err)
+{
+    size_t n = X->cols;
+    ac_imat YX = {0};
+    ac_imat Yi = ac_imat_view(Y), Xi = ac_imat_view(X);
+    int st;
+    if (Y->cols != X->rows || Y->rows != n)
+        return ac_err_set(err, AC_EUSAGE, "left inverse: Y is %zu x %zu, X is %zu x %zu", Y->rows,
+                          Y->cols, X->rows, X->cols);
+    if ((st = ac_imat_init(&YX, n, n, 1, err)))
+        return st;
+    if ((st = ac_imat_mul(&YX, AC_NOTRANS, &Yi, AC_NOTRANS, &Xi, err))) {
+        ac_imat_free(&YX);
+        return st;
+    }
+    double qh = ac_imat_fro_dev_up(&YX, NULL, 1);
+    /* lower bound: ||YX - I||_F >= max over entries of (|mid - I| - rad) */
+    double ql = 0.0;
+    for (size_t i = 0; i < n * n; i++) {
+        double b = (i / n == i % n) ? 1.0 : 0.0;
+        double d = ac_sub_dn(ac_dn(fabs(YX.mid[i] - b)), YX.rad[i]);
+        if (d > ql)
+            ql = d;
+    }
+    ac_imat_free(&YX);
+    if (q_lo)
+        *q_lo = ql;
+    if (q_hi)
+        *q_hi = qh;
+    if (sigma_lo) {
+        /* YX = I + E, ||E|| <= q < 1  =>  sigma_min(YX) >= 1 - q, and
+         * sigma_min(YX) <= ||Y||_2 sigma_min(X)  =>  sigma_min(X) >= (1-q)/||Y||_2. */
+        double ny = ac_norm2_up(Y->data, Y->rows * Y->cols);
+        *sigma_lo = (qh < 1 && ny > 0) ? ac_div_dn(ac_sub_dn(1.0, qh), ny) : 0.0;
+        if (n == 0)
+            *sigma_lo = INFINITY;
+    }
+    return AC_OK;
+}
+
+/* ---- exact rank ------------------------------------------------------------ */
+
+/* Decompose a finite nonzero double as x = m 2^e with m an odd... any int64
+ * mantissa |m| < 2^53. */
+static void split_double(double x, int64_t *m, int *e)
+{
+    int ex;
+    double f = frexp(x, &ex); /* x = f 2^ex, 0.5 <= |f| < 1 */
+    *m = (int64_t)ldexp(f, 53);
+    *e = ex - 53;
+}
+
+static int min_exponent(const ac_mat *A, int *emin, int *emax)
+{
+    int have = 0;
+    size_t N = A->rows * A->cols;
+    for (size_t i = 0; i < N; i++) {
+        double x = A->data[i];
+        if (x == 0.0)
+            continue;
+        int64_t m;
+        int e;
+        split_double(x, &m, &e);
+        if (!have || e < *emin)
+            *emin = e;
+        if (!have || e > *emax)
+            *emax = e;
+        have = 1;
+    }
+    return have;
+}
+
+int ac_rank_lower_modp(const ac_mat *A, long *rank, ac_err *err)
+{
+    size_t r = A->rows, c = A->cols;
+    int emin = 0, emax = 0;
+    for (size_t i = 0; i < r * c; i++)
+        if (!isfinite(A->data[i]))
+            return ac_err_set(err, AC_EDATA, "matrix has a non-finite entry");
+    if (!min_exponent(A, &emin, &emax)) {
+        *rank = 0;
+        return AC_OK;
+    }
+    mp_limb_t p = n_nextprime(UWORD(1) << 61, 1);
+    nmod_mat_t M;
+    nmod_mat_init(M, (slong)r, (slong)c, p);
+    for (size_t i = 0; i < r; i++)
+        for (size_t j = 0; j < c; j++) {
+            double x = A->data[i * c + j];
+            mp_limb_t v = 0;
+            if (x != 0.0) {
+                int64_t m;
+                int e;
+                split_double(x, &m, &e);
+                mp_limb_t am = (mp_limb_t)(m < 0 ? -m : m) % p;
+                v = n_mulmod2_preinv(am, n_powmod2(2, (mp_limb_signed_t)(e - emin), p), p,
+                                     n_preinvert_limb(p));
+                if (m < 0)
+                    v = v ? p - v : 0;
+            }
+            nmod_mat_entry(M, i, j) = v;
+        }
+    *rank = nmod_mat_rank(M);
+    nmod_mat_clear(M);
+    return AC_OK;
+}
+
+int ac_rank_exact(const ac_mat *A, double max_work, long *rank, size_t *pivot_rows, ac_err *err)
+{
+    size_t r = A->rows, c = A->cols;
+    int emin = 0, emax = 0;
+    *rank = -1;
+    for (size_t i = 0; i < r * c; i++)
+        if (!isfinite(A->data[i]))
+            return ac_err_set(err, AC_EDATA, "matrix has a non-finite entry");
+    if (!min_exponent(A, &emin, &emax)) {
+        *rank = 0;
+        return AC_OK;
+    }
+    double bits = 53.0 + (double)(emax - emin);
+    double mn = (double)(r < c ? r : c);
+    if (max_work <= 0)
+        max_work = 0x1p34;
+    if ((double)r * (double)c * mn * bits > max_work)
+        return AC_OK; /* too large: unknown */
+    /* rows of A = columns of A^T: the pivot columns of rref(A^T) */
+    fmpz_mat_t T, R;
+    fmpz_t den;
+    fmpz_mat_init(T, (slong)c, (slong)r);
+    fmpz_mat_init(R, (slong)c, (slong)r);
+    fmpz_init(den);
+    for (size_t i = 0; i < r; i++)
+        for (size_t j = 0; j < c; j++) {
+            double x = A->data[i * c + j];
+            fmpz *z = fmpz_mat_entry(T, j, i);
+            if (x == 0.0) {
+                fmpz_zero(z);
+                continue;
+            }
+            int64_t m;
+            int e;
+            split_double(x, &m, &e);
+            fmpz_set_si(z, (slong)m);
+            fmpz_mul_2exp(z, z, (ulong)(e - emin));
+        }
+    slong rk = fmpz_mat_rref(R, den, T);
+    *rank = (long)rk;
+    if (pivot_rows) {
+        slong col = 0;
+        for (slong i = 0; i < rk; i++) {
+            while (col < (slong)r && fmpz_is_zero(fmpz_mat_entry(R, i, col)))
+                col++;
+            pivot_rows[i] = (size_t)col;
+            col++;
+        }
+    }
+    fmpz_mat_clear(T);
+    fmpz_mat_clear(R);
+    fmpz_clear(den);
+    return AC_OK;
+}

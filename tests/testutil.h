@@ -1,0 +1,75 @@
+/* testutil.h — shared helpers for attncheck's Check test programs.
+ *
+ * Randomised tests take their seed from the environment variable
+ * ATTNCHECK_TEST_SEED (a fixed default otherwise) and print it with every
+ * failure, so a failing case can be replayed exactly.
+ */
+#ifndef AC_TESTUTIL_H
+#define AC_TESTUTIL_H
+
+#include <check.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static uint64_t test_seed_value = 20261121u;
+
+static inline void test_seed_init(void)
+{
+    const char *s = getenv("ATTNCHECK_TEST_SEED");
+    if (s && *s)
+        test_seed_value = strtoull(s, NULL, 0);
+}
+
+/* splitmix64: a small, fast generator for test data (not the library RNG). */
+typedef struct { uint64_t s; } test_rng;
+
+static inline void test_rng_init(test_rng *r, uint64_t stream)
+{
+    r->s = test_seed_value * 0x9E3779B97F4A7C15ull + stream * 0xD1B54A32D192ED03ull + 1;
+}
+
+static inline uint64_t test_rng_u64(test_rng *r)
+{
+    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+/* uniform in [0, 1) with 53 bits */
+static inline double test_rng_unif(test_rng *r)
+{
+    return (double)(test_rng_u64(r) >> 11) * 0x1p-53;
+}
+
+/* uniform in [a, b) */
+static inline double test_rng_range(test_rng *r, double a, double b)
+{
+    return a + (b - a) * test_rng_unif(r);
+}
+
+/* approximately standard normal (sum of uniforms is enough for test data) */
+static inline double test_rng_gauss(test_rng *r)
+{
+    double s = 0;
+    for (int i = 0; i < 12; i++)
+        s += test_rng_unif(r);
+    return s - 6.0;
+}
+
+
+/* Run a suite; exit status 0 only if every test passed. */
+static inline int test_run_suite(Suite *s)
+{
+    SRunner *sr = srunner_create(s);
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    if (failed)
+        fprintf(stderr, "failures with ATTNCHECK_TEST_SEED=%llu\n",
+                (unsigned long long)test_seed_value);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
+
+#endif
