@@ -70,7 +70,7 @@ int ac_mat_copy(ac_mat *dst, const ac_mat *src, ac_err *err)
     int st = ac_mat_init(dst, src->rows, src->cols, err);
     if (st)
         return st;
-    if (src->rows * src->cols)
+    if (src->rows > 0 && src->cols > 0)
         memcpy(dst->data, src->data, src->rows * src->cols * sizeof(double));
     return AC_OK;
 }

@@ -15,6 +15,16 @@
 #include "ac_arb.h"
 #include "attncheck/linalg.h"
 
+void ac_dgemm(ac_trans ta, ac_trans tb, size_t m, size_t n, size_t k, double alpha,
+              const double *A, size_t lda, const double *B, size_t ldb, double beta, double *C,
+              size_t ldc)
+{
+    if (m == 0 || n == 0)
+        return;
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                (int)m, (int)n, (int)k, alpha, A, (int)lda, B, (int)ldb, beta, C, (int)ldc);
+}
+
 int ac_gemm(ac_mat *C, ac_trans ta, const ac_mat *A, ac_trans tb, const ac_mat *B, ac_err *err)
 {
     size_t m = ta ? A->cols : A->rows, k = ta ? A->rows : A->cols;
@@ -61,7 +71,7 @@ int ac_approx_pinv_fullcol(ac_mat *Y, const ac_mat *X, ac_err *err)
     }
     if ((st = ac_mat_init(Y, n, d, err)))
         goto fail;
-    if (n * d)
+    if (n > 0 && d > 0)
         memcpy(Y->data, B.data, n * d * sizeof(double));
     ac_mat_free(&A);
     ac_mat_free(&B);

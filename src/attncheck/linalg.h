@@ -17,6 +17,13 @@ extern "C" {
 /* C = op(A) op(B) in double (cblas_dgemm); C allocated by the caller. */
 int ac_gemm(ac_mat *C, ac_trans ta, const ac_mat *A, ac_trans tb, const ac_mat *B, ac_err *err);
 
+/* Raw row-major dgemm: C = alpha op(A) op(B) + beta C, op(A) m x k,
+ * op(B) k x n (a thin wrapper over cblas_dgemm, so that callers need not
+ * include cblas.h, which clashes with GSL's gsl_cblas.h). */
+void ac_dgemm(ac_trans ta, ac_trans tb, size_t m, size_t n, size_t k, double alpha,
+              const double *A, size_t lda, const double *B, size_t ldb, double beta, double *C,
+              size_t ldc);
+
 /* Y = X^+ = (X^T X)^{-1} X^T (n x d) for X (d x n) of full column rank,
  * computed by Householder QR least squares (LAPACK dgels applied to I_d), so
  * that Y X ~ I_n.  Approximate: certify Y X = I separately (ac_cert_left_inverse).

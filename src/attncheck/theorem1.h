@@ -1,0 +1,133 @@
+/* attncheck/theorem1.h — Theorem 1 of Bhojanapalli et al. (2020), the
+ * representation power of one attention head and the low-rank bottleneck,
+ * checked on concrete instances (MATH.md §1).
+ *
+ * Layout (paper 1): X is d x n, one column per token; P is n x n, positive
+ * and column-stochastic; the head's context matrix is
+ *     Softmax((Wk X)^T (Wq X) / sqrt(dk)),  Wk, Wq in R^{dk x d},
+ * with the softmax taken over each column.
+ *
+ * The claim decided for an instance (X, P, dk) and a tolerance tol is
+ *     C(tol):  some head of size dk has max_ij |Softmax(...) - P|_ij <= tol,
+ * with real-valued weights.  The certificate encloses
+ *     dist = inf over Wk, Wq of max |Softmax - P|
+ * in [dist_lo, dist_hi]: dist_hi is reached by the weights actually written
+ * (certified, or 0 up to the normalisation of P when exact representability
+ * is proved), dist_lo comes from the log-domain residual and rank conditions
+ * of MATH.md §1.3.  PROVED iff dist_hi <= tol, REFUTED iff dist_lo > tol.
+ */
+#ifndef ATTNCHECK_THEOREM1_H
+#define ATTNCHECK_THEOREM1_H
+
+#include <stdint.h>
+
+#include "attncheck/common.h"
+#include "attncheck/verdict.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Default tolerance of C(tol): 2^-26 ~ 1.5e-8 = sqrt(u), half the digits of
+ * double: a P produced in double by any stable computation from exactly
+ * representable logits is within that distance of them. */
+#define AC_T1_TOL_DEFAULT 0x1p-26
+
+/* Column sums of P must be 1 within AC_T1_COLSUM_FACTOR * n * u: the
+ * rounding of n probabilities (u each) and of their sum (gamma_{n-1}), with
+ * room for the producer's own normalisation. */
+#define AC_T1_COLSUM_FACTOR 16.0
+
+typedef enum {
+    AC_T1_ROUTE_CONSTRUCT = 0, /* rank X = n <= dk: eqs. (4)-(7), exact */
+    AC_T1_ROUTE_DECIDE = 1     /* MATH.md §1.3: residual and rank conditions */
+} ac_t1_route;
+
+typedef struct {
+    size_t dk;             /* head size; 0 means dk = d */
+    const double *d0;      /* positive diagonal of D0 (length n), NULL = I */
+    double tol;            /* the tolerance of C(tol) */
+    ac_schedule sched;     /* precisions of the ball stages */
+    int optimize;          /* iterations of the best-approximation refinement
+                              (decide route; 0 = none) */
+    double max_rank_work;  /* budget for exact rational rank (0 = default) */
+    int want_weights;      /* construct Wk, Wq (default 1) */
+} ac_t1_opts;
+
+void ac_t1_opts_default(ac_t1_opts *o);
+
+#define AC_T1_MAX_STEPS 12
+
+/* One proof step with its certified residual (for --trace). */
+typedef struct {
+    char name[80];       /* e.g. "step 1: X^+ X = I" */
+    char quantity[96];   /* e.g. "||X^+ X - I||_F" */
+    double lo, hi;       /* certified enclosure of the quantity */
+    int stage;           /* AC_STAGE_DOUBLE, ball stage, AC_STAGE_EXACT */
+    long prec;
+    char note[160];      /* what it shows */
+} ac_t1_step;
+
+typedef struct {
+    ac_verdict verdict;      /* C(tol) */
+    ac_t1_route route;
+    ac_verdict exact;        /* "the column-normalised P is exactly representable" */
+    size_t d, n, dk;
+    long rank;               /* certified rank of X; -1 if it could not be certified */
+    char rank_method[96];
+    double sigma_lo;         /* certified lower bound on sigma_rank(X) (0 if unknown) */
+    double norm_gap;         /* certified max |P - P diag(1/colsum)| */
+    double rho_lo, rho_hi;   /* log-domain residual min_c ||M(c) - Pi M(c) Pi||_F (NAN: n/a) */
+    double lowrank_lo, lowrank_hi; /* sigma_{dk+1}(K Pi L Pi) (NAN: n/a) */
+    double dist_lo, dist_hi; /* enclosure of dist (see above) */
+    ac_cert cert;            /* claim "dist <= tol" with [dist_lo, dist_hi] */
+    ac_cert weights_cert;    /* claim "max|Softmax - P| <= tol" for the written weights */
+    ac_mat Wq, Wk;           /* dk x d, the weights written (empty if none) */
+    ac_t1_step steps[AC_T1_MAX_STEPS];
+    size_t nsteps;
+    char summary[320];       /* one sentence: why this verdict */
+} ac_t1_result;
+
+/* Decide C(tol) for (X, P, opts->dk), construct weights and fill the
+ * certificate.  X (d x n) and P (n x n) must pass ac_t1_validate.
+ * Returns AC_OK (the verdict is in res), AC_EDATA / AC_EUSAGE for bad input,
+ * AC_EINTERNAL.  res must be freed with ac_t1_result_free in every case. */
+int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1_opts *opts,
+                ac_err *err);
+void ac_t1_result_free(ac_t1_result *res);
+
+/* Validate an instance; names (e.g. file names) are used in the messages.
+ * AC_EDATA: non-finite entries, P not n x n, P with an entry <= 0, a column
+ * sum off 1 by more than AC_T1_COLSUM_FACTOR * n * u, d0 not positive and
+ * finite.  AC_EUSAGE: n = 0, d = 0, dk = 0. */
+int ac_t1_validate(const ac_mat *X, const char *xname, const ac_mat *P, const char *pname,
+                   const double *d0, size_t nd0, const char *d0name, size_t dk, ac_err *err);
+
+/* Column-stochastic tolerance for n tokens (see AC_T1_COLSUM_FACTOR). */
+double ac_t1_colsum_tol(size_t n);
+
+/* Generated instances (Philox streams keyed by seed):
+ *   X d x n i.i.d. N(0,1); P n x n with i.i.d. Dirichlet(1,...,1) columns. */
+int ac_t1_generate(ac_mat *X, ac_mat *P, size_t d, size_t n, uint64_t seed, ac_err *err);
+/* A representable P for a given X: P = Softmax(X^T A X / sqrt(dk)) with
+ * A = Wk^T Wq, Wk, Wq dk x d Gaussian scaled by 1/sqrt(d) (rank <= dk). */
+int ac_t1_generate_representable(ac_mat *P, const ac_mat *X, size_t dk, uint64_t seed,
+                                 ac_err *err);
+/* The paper's counterexample (§1.2): d = 1, n = 2, X = [1, 0],
+ * P = [[0.5, 0.75], [0.5, 0.25]]. */
+int ac_t1_example_paper(ac_mat *X, ac_mat *P, ac_err *err);
+
+/* S = column-wise Softmax((Wk X)^T (Wq X) / sqrt(dk)) in double (n x n).
+ * S must be zeroed; allocated here. */
+int ac_head_softmax(ac_mat *S, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq, ac_err *err);
+
+/* Certified enclosure of max_ij |Softmax((Wk X)^T (Wq X)/sqrt(dk)) - P|_ij for
+ * the given doubles: prec = 0 is stage 0 (interval products in double), prec
+ * >= 2 ball arithmetic at prec bits. */
+int ac_head_maxdev_enclose(double *lo, double *hi, const ac_mat *X, const ac_mat *Wk,
+                           const ac_mat *Wq, const ac_mat *P, long prec, ac_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ATTNCHECK_THEOREM1_H */

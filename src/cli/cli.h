@@ -1,0 +1,133 @@
+/* cli.h — shared pieces of the attncheck program (not part of the library).
+ *
+ * Exit status, shared by every command (attncheck(1), EXIT STATUS):
+ *   0 proved, 1 refuted, 2 undecided, 64 usage error, 65 bad input data,
+ *   66 cannot open input, 70 internal error, 73 cannot create output.
+ */
+#ifndef AC_CLI_H
+#define AC_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "attncheck/common.h"
+#include "attncheck/json.h"
+#include "attncheck/verdict.h"
+
+#define CLI_EXIT_PROVED 0
+#define CLI_EXIT_REFUTED 1
+#define CLI_EXIT_UNDECIDED 2
+
+/* A subcommand: git-style table entry (main.c). */
+typedef struct {
+    const char *name;
+    int (*run)(int argc, char **argv); /* argv[0] is the command name */
+    const char *summary;               /* one line for `attncheck --help` */
+    const char *help;                  /* full text for `CMD --help` / `help CMD` */
+} cli_command;
+
+extern const cli_command cli_commands[];
+const cli_command *cli_find_command(const char *name);
+
+/* The command running now, for messages ("attncheck rep-theorem: ..."). */
+extern const char *cli_cmd_name;
+
+/* Print "attncheck CMD: message" on stderr and return status. */
+int cli_fail(int status, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+/* Print the library error (err->msg) and return its status. */
+int cli_fail_err(const ac_err *err);
+/* Usage error: the message, then "Try 'attncheck CMD --help'." */
+int cli_usage(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
+
+/* Strict number parsing for option values; on error print a usage error and
+ * return AC_EUSAGE. */
+int cli_parse_size(const char *opt, const char *s, size_t min, size_t max, size_t *out);
+int cli_parse_u64(const char *opt, const char *s, uint64_t *out);
+int cli_parse_double(const char *opt, const char *s, double min, double max, double *out);
+int cli_parse_int(const char *opt, const char *s, long min, long max, long *out);
+
+/* Common options of every command, parsed by cli_common_option(). */
+typedef struct {
+    int json;          /* --json */
+    int trace;         /* --trace */
+    const char *out_dir;
+    long max_prec;     /* --max-prec BITS (ball stages up to BITS; 0 = none) */
+    int threads;       /* --threads N (0 = library default) */
+} cli_common;
+
+void cli_common_init(cli_common *c);
+/* Apply --threads. */
+void cli_common_apply(const cli_common *c);
+ac_schedule cli_schedule(const cli_common *c);
+
+/* Staged output directory: files are written into a private temporary
+ * directory inside DIR and renamed into DIR only when all are complete, so an
+ * error leaves nothing half-written behind. */
+typedef struct {
+    char *dir, *tmp;
+    char **names;
+    size_t n, cap;
+} cli_outdir;
+
+int cli_outdir_begin(cli_outdir *o, const char *dir, ac_err *err);
+/* Path in the staging area for the file `name` (remembered for commit). */
+const char *cli_outdir_path(cli_outdir *o, const char *name);
+int cli_outdir_commit(cli_outdir *o, ac_err *err);
+void cli_outdir_abort(cli_outdir *o);
+
+/* Exit status of a verdict. */
+int cli_exit_of(ac_verdict v);
+
+/* Format a double for tables: %.3g, "inf", "-inf", "nan". */
+const char *cli_num(char *buf, size_t n, double x);
+
+/* Certificate as JSON: {"verdict", "quantity", "relation", "tau", "lo", "hi",
+ * "stage", "precision_bits", "method", "seconds"}. */
+void cli_json_cert(ac_json *j, const ac_cert *c);
+/* "stage 0 (double)", "stage 2 (256-bit balls)", "exact" */
+const char *cli_stage_name(char *buf, size_t n, int stage, long prec);
+
+/* Open stdout for --json output (one JSON object) */
+ac_json *cli_json_stdout(void);
+int cli_json_finish(ac_json *j);
+
+/* The time now in seconds (monotonic). */
+double cli_now(void);
+
+/* Commands */
+int cmd_rep_theorem(int argc, char **argv);
+int cmd_report(int argc, char **argv);
+extern const char cmd_rep_theorem_help[];
+extern const char cmd_report_help[];
+
+/* Report rows: each check module contributes a function that appends rows. */
+typedef struct {
+    char claim[96];
+    char instance[96];
+    ac_verdict expected;
+    ac_verdict verdict;
+    char bound[96];
+    double seconds;
+    int error;          /* nonzero: the check failed to run (status) */
+    char detail[256];
+} cli_report_row;
+
+typedef struct {
+    cli_report_row *rows;
+    size_t n, cap;
+    uint64_t seed;
+    int quick;
+} cli_report;
+
+cli_report_row *cli_report_add(cli_report *r);
+void report_rows_theorem1(cli_report *r);
+
+#endif

@@ -1,0 +1,529 @@
+/* cmd_rep_theorem.c — `attncheck rep-theorem`: Theorem 1 on one instance. */
+#include <config.h>
+
+#include <getopt.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attncheck/fileio.h"
+#include "attncheck/npy.h"
+#include "attncheck/theorem1.h"
+#include "cli.h"
+
+const char cmd_rep_theorem_help[] =
+    "Usage: attncheck rep-theorem [OPTIONS]\n"
+    "\n"
+    "Theorem 1 (Bhojanapalli et al. 2020) on one instance: can one attention head\n"
+    "of size dk produce the context matrix P from the input X?\n"
+    "    Softmax((Wk X)^T (Wq X) / sqrt(dk)) = P    (softmax over each column)\n"
+    "Decides the claim \"some head has max|Softmax - P| <= TOL\": PROVED with\n"
+    "weights whose error is certified, REFUTED with a certified lower bound on\n"
+    "the distance, or UNDECIDED.  rank X = n <= dk uses the paper's construction\n"
+    "(eqs. 4-7); every other case is decided as in MATH.md 1.3.\n"
+    "\n"
+    "Input (X is d x n, one column per token; P is n x n, positive and\n"
+    "column-stochastic, columns summing to 1 within 16*n*u):\n"
+    "  --x FILE          X from a float64 .npy file (C or Fortran order)\n"
+    "  --p FILE          P from a float64 .npy file\n"
+    "  --d0 FILE         diagonal of D0 in eq. (6): .npy vector of n positive numbers\n"
+    "                    (default: the identity)\n"
+    "  --normalize       divide each column of P by its sum before checking\n"
+    "  --example paper   the paper's counterexample: d = 1, n = 2, X = [1, 0],\n"
+    "                    P = [[0.5, 0.75], [0.5, 0.25]]\n"
+    "Generated input (for whichever of X, P is not given):\n"
+    "  --n N             tokens (default 8, or the size of the given X or P)\n"
+    "  --d D             rows of X (default n)\n"
+    "  --seed S          seed of the random streams (default 1): X i.i.d. N(0,1),\n"
+    "                    columns of P i.i.d. Dirichlet(1,...,1)\n"
+    "  --representable   generate P = Softmax(X'AX/sqrt(dk)) with A = Wk'Wq for\n"
+    "                    random Gaussian Wk, Wq (dk x d): representable by design\n"
+    "Check:\n"
+    "  --dk K            head size (default d)\n"
+    "  --tol T           tolerance of the claim (default 2^-26 = 1.49e-08)\n"
+    "  --max-prec BITS   highest precision of the ball stages (default 512;\n"
+    "                    0 = double precision stage only)\n"
+    "  --optimize ITERS  BFGS iterations refining the best approximation when P\n"
+    "                    is not reached exactly (default 200; 0 = off)\n"
+    "Output:\n"
+    "  --trace           print each proof step with its certified residual\n"
+    "  --json            print one JSON object (verdict, certificate, ...)\n"
+    "  --out-dir DIR     write Wq.npy, Wk.npy (dk x d), certificate.json, and the\n"
+    "                    X.npy, P.npy that were checked if generated or changed\n"
+    "  --threads N       number of BLAS threads\n"
+    "  -h, --help        show this help\n"
+    "\n"
+    "Exit status: 0 proved, 1 refuted, 2 undecided, 64 usage error, 65 bad input\n"
+    "data, 66 cannot open input, 70 internal error, 73 cannot create output.\n";
+
+enum {
+    OPT_X = 256, OPT_P, OPT_D0, OPT_NORMALIZE, OPT_EXAMPLE, OPT_N, OPT_D, OPT_SEED,
+    OPT_REPRESENTABLE, OPT_DK, OPT_TOL, OPT_MAXPREC, OPT_OPTIMIZE, OPT_TRACE, OPT_JSON,
+    OPT_OUTDIR, OPT_THREADS
+};
+
+static const struct option long_opts[] = {
+    {"x", required_argument, NULL, OPT_X},
+    {"p", required_argument, NULL, OPT_P},
+    {"d0", required_argument, NULL, OPT_D0},
+    {"normalize", no_argument, NULL, OPT_NORMALIZE},
+    {"example", required_argument, NULL, OPT_EXAMPLE},
+    {"n", required_argument, NULL, OPT_N},
+    {"d", required_argument, NULL, OPT_D},
+    {"seed", required_argument, NULL, OPT_SEED},
+    {"representable", no_argument, NULL, OPT_REPRESENTABLE},
+    {"dk", required_argument, NULL, OPT_DK},
+    {"tol", required_argument, NULL, OPT_TOL},
+    {"max-prec", required_argument, NULL, OPT_MAXPREC},
+    {"optimize", required_argument, NULL, OPT_OPTIMIZE},
+    {"trace", no_argument, NULL, OPT_TRACE},
+    {"json", no_argument, NULL, OPT_JSON},
+    {"out-dir", required_argument, NULL, OPT_OUTDIR},
+    {"threads", required_argument, NULL, OPT_THREADS},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
+};
+
+/* Size limits: n x n matrices of doubles; 2^16 tokens is 32 GiB per matrix. */
+#define MAX_DIM ((size_t)1 << 16)
+
+typedef struct {
+    const char *xfile, *pfile, *d0file, *example;
+    int normalize, representable;
+    size_t n, d, dk;
+    int have_n, have_d, have_dk;
+    uint64_t seed;
+    double tol;
+    long optimize;
+    cli_common common;
+} t1_args;
+
+static int parse_args(t1_args *a, int argc, char **argv)
+{
+    int c, st;
+    memset(a, 0, sizeof *a);
+    a->seed = 1;
+    a->tol = AC_T1_TOL_DEFAULT;
+    a->optimize = 200;
+    cli_common_init(&a->common);
+    optind = 1;
+    opterr = 0;
+    while ((c = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
+        st = AC_OK;
+        switch (c) {
+        case OPT_X: a->xfile = optarg; break;
+        case OPT_P: a->pfile = optarg; break;
+        case OPT_D0: a->d0file = optarg; break;
+        case OPT_NORMALIZE: a->normalize = 1; break;
+        case OPT_EXAMPLE:
+            if (strcmp(optarg, "paper") != 0)
+                return cli_usage("--example: unknown example '%s' (the one example is 'paper')",
+                                 optarg);
+            a->example = optarg;
+            break;
+        case OPT_N: st = cli_parse_size("--n", optarg, 1, MAX_DIM, &a->n); a->have_n = 1; break;
+        case OPT_D: st = cli_parse_size("--d", optarg, 1, MAX_DIM, &a->d); a->have_d = 1; break;
+        case OPT_SEED: st = cli_parse_u64("--seed", optarg, &a->seed); break;
+        case OPT_REPRESENTABLE: a->representable = 1; break;
+        case OPT_DK: st = cli_parse_size("--dk", optarg, 1, MAX_DIM, &a->dk); a->have_dk = 1; break;
+        case OPT_TOL: st = cli_parse_double("--tol", optarg, 0.0, 1.0, &a->tol); break;
+        case OPT_MAXPREC: st = cli_parse_int("--max-prec", optarg, 0, 1L << 20, &a->common.max_prec); break;
+        case OPT_OPTIMIZE: st = cli_parse_int("--optimize", optarg, 0, 1000000, &a->optimize); break;
+        case OPT_TRACE: a->common.trace = 1; break;
+        case OPT_JSON: a->common.json = 1; break;
+        case OPT_OUTDIR: a->common.out_dir = optarg; break;
+        case OPT_THREADS: {
+            long t;
+            st = cli_parse_int("--threads", optarg, 1, 1024, &t);
+            a->common.threads = (int)t;
+            break;
+        }
+        case ':': return cli_usage("option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage("unknown option '%s'", argv[optind - 1]);
+        }
+        if (st)
+            return st;
+    }
+    if (optind < argc)
+        return cli_usage("unexpected argument '%s'", argv[optind]);
+    if (a->example && (a->xfile || a->pfile || a->have_n || a->have_d || a->representable))
+        return cli_usage("--example paper fixes X and P; it cannot be combined with --x, --p, "
+                         "--n, --d or --representable");
+    if (a->pfile && a->representable)
+        return cli_usage("--representable generates P; it cannot be combined with --p");
+    return AC_OK;
+}
+
+/* Load or generate X and P. *generated_x / *generated_p report what to write. */
+static int load_instance(t1_args *a, ac_mat *X, ac_mat *P, double **d0, size_t *nd0,
+                         int *gen_x, int *gen_p, ac_err *err)
+{
+    int st;
+    *gen_x = *gen_p = 0;
+    if (a->example) {
+        *gen_x = *gen_p = 1;
+        return ac_t1_example_paper(X, P, err);
+    }
+    if (a->xfile && (st = ac_npy_read_mat(a->xfile, X, err)))
+        return st;
+    if (a->pfile && (st = ac_npy_read_mat(a->pfile, P, err)))
+        return st;
+    if (a->xfile) {
+        if (a->have_n && a->n != X->cols)
+            return ac_err_set(err, AC_EUSAGE, "--n %zu contradicts %s, which has n = %zu columns",
+                              a->n, a->xfile, X->cols);
+        if (a->have_d && a->d != X->rows)
+            return ac_err_set(err, AC_EUSAGE, "--d %zu contradicts %s, which has d = %zu rows",
+                              a->d, a->xfile, X->rows);
+        if (X->cols == 0 || X->rows == 0)
+            return ac_err_set(err, AC_EDATA, "%s: X is %zu x %zu; it needs at least one row and "
+                              "one column", a->xfile, X->rows, X->cols);
+    }
+    if (a->pfile && !a->xfile && a->have_n && a->n != P->rows)
+        return ac_err_set(err, AC_EUSAGE, "--n %zu contradicts %s, which is %zu x %zu", a->n,
+                          a->pfile, P->rows, P->cols);
+    size_t n = a->xfile ? X->cols : (a->pfile ? P->rows : (a->have_n ? a->n : 8));
+    size_t d = a->xfile ? X->rows : (a->have_d ? a->d : n);
+    if (!a->xfile) {
+        ac_mat dummy = {0};
+        if ((st = ac_t1_generate(X, &dummy, d, n, a->seed, err)))
+            return st;
+        ac_mat_free(&dummy);
+        *gen_x = 1;
+    }
+    if (!a->pfile) {
+        *gen_p = 1;
+        if (a->representable) {
+            size_t dk = a->have_dk ? a->dk : X->rows;
+            if ((st = ac_t1_generate_representable(P, X, dk, a->seed, err)))
+                return st;
+        } else {
+            ac_mat dummy = {0};
+            if ((st = ac_t1_generate(&dummy, P, 1, X->cols, a->seed, err)))
+                return st;
+            ac_mat_free(&dummy);
+        }
+    }
+    if (a->normalize && P->rows > 0) {
+        for (size_t j = 0; j < P->cols; j++) {
+            double s = 0;
+            for (size_t i = 0; i < P->rows; i++)
+                s += AC_MAT(P, i, j);
+            if (s > 0 && isfinite(s))
+                for (size_t i = 0; i < P->rows; i++)
+                    AC_MAT(P, i, j) /= s;
+        }
+        *gen_p = 1;
+    }
+    if (a->d0file && (st = ac_npy_read_vec(a->d0file, d0, nd0, err)))
+        return st;
+    size_t dk = a->have_dk ? a->dk : X->rows;
+    return ac_t1_validate(X, a->xfile ? a->xfile : "X", P, a->pfile ? a->pfile : "P", *d0, *nd0,
+                          a->d0file ? a->d0file : "D0", dk, err);
+}
+
+static void describe_instance(char *buf, size_t n, const t1_args *a, const ac_mat *X)
+{
+    if (a->example)
+        snprintf(buf, n, "the paper's example (d = 1, n = 2, X = [1, 0])");
+    else if (a->xfile && a->pfile)
+        snprintf(buf, n, "X = %s (%zu x %zu), P = %s", a->xfile, X->rows, X->cols, a->pfile);
+    else
+        snprintf(buf, n, "X %s (%zu x %zu), P %s, seed %llu",
+                 a->xfile ? a->xfile : "Gaussian", X->rows, X->cols,
+                 a->pfile ? a->pfile : (a->representable ? "representable" : "Dirichlet"),
+                 (unsigned long long)a->seed);
+}
+
+static void write_json(ac_json *j, const t1_args *a, const char *instance, const ac_t1_result *r,
+                       int gen_x, int gen_p)
+{
+    char sb[64];
+    ac_json_begin_object(j);
+    ac_json_kv_string(j, "command", "rep-theorem");
+    ac_json_kv_string(j, "version", PACKAGE_VERSION);
+    ac_json_kv_string(j, "verdict", ac_verdict_name(r->verdict));
+    ac_json_kv_string(j, "claim", "some head of size dk has max|Softmax - P| <= tol");
+    ac_json_kv_number(j, "tol", a->tol);
+    ac_json_key(j, "certificate");
+    cli_json_cert(j, &r->cert);
+    ac_json_key(j, "instance");
+    ac_json_begin_object(j);
+    ac_json_kv_string(j, "description", instance);
+    ac_json_kv_int(j, "d", (long long)r->d);
+    ac_json_kv_int(j, "n", (long long)r->n);
+    ac_json_kv_int(j, "dk", (long long)r->dk);
+    if (a->xfile)
+        ac_json_kv_string(j, "x", a->xfile);
+    if (a->pfile)
+        ac_json_kv_string(j, "p", a->pfile);
+    if (gen_x || gen_p)
+        ac_json_kv_int(j, "seed", (long long)a->seed);
+    ac_json_kv_bool(j, "x_generated", gen_x);
+    ac_json_kv_bool(j, "p_generated_or_changed", gen_p);
+    ac_json_end_object(j);
+    ac_json_kv_string(j, "route", r->route == AC_T1_ROUTE_CONSTRUCT ? "construct" : "decide");
+    ac_json_kv_string(j, "exact", ac_verdict_name(r->exact));
+    ac_json_kv_string(j, "summary", r->summary);
+    ac_json_key(j, "rank");
+    ac_json_begin_object(j);
+    if (r->rank >= 0)
+        ac_json_kv_int(j, "value", r->rank);
+    else
+        ac_json_kv_string(j, "value", "unknown");
+    ac_json_kv_string(j, "method", r->rank_method);
+    ac_json_kv_number(j, "sigma_min_lo", r->sigma_lo);
+    ac_json_end_object(j);
+    ac_json_kv_number(j, "normalisation_gap", r->norm_gap);
+    ac_json_key(j, "log_residual");
+    if (isnan(r->rho_lo))
+        ac_json_null(j);
+    else {
+        ac_json_begin_object(j);
+        ac_json_kv_number(j, "lo", r->rho_lo);
+        ac_json_kv_number(j, "hi", r->rho_hi);
+        ac_json_end_object(j);
+    }
+    ac_json_key(j, "rank_condition");
+    if (isnan(r->lowrank_lo))
+        ac_json_null(j);
+    else {
+        ac_json_begin_object(j);
+        ac_json_kv_number(j, "lo", r->lowrank_lo);
+        ac_json_kv_number(j, "hi", r->lowrank_hi);
+        ac_json_end_object(j);
+    }
+    ac_json_key(j, "distance");
+    ac_json_begin_object(j);
+    ac_json_kv_number(j, "lo", r->dist_lo);
+    ac_json_kv_number(j, "hi", r->dist_hi);
+    ac_json_end_object(j);
+    ac_json_key(j, "weights");
+    cli_json_cert(j, &r->weights_cert);
+    ac_json_key(j, "trace");
+    ac_json_begin_array(j);
+    for (size_t i = 0; i < r->nsteps; i++) {
+        const ac_t1_step *s = &r->steps[i];
+        ac_json_begin_object(j);
+        ac_json_kv_string(j, "step", s->name);
+        ac_json_kv_string(j, "quantity", s->quantity);
+        ac_json_kv_number(j, "lo", s->lo);
+        ac_json_kv_number(j, "hi", s->hi);
+        ac_json_kv_string(j, "stage", cli_stage_name(sb, sizeof sb, s->stage, s->prec));
+        ac_json_kv_string(j, "note", s->note);
+        ac_json_end_object(j);
+    }
+    ac_json_end_array(j);
+    ac_json_end_object(j);
+}
+
+static void print_text(const t1_args *a, const char *instance, const ac_t1_result *r)
+{
+    char b1[32], b2[32], sb[64];
+    printf("instance   %s, dk = %zu\n", instance, r->dk);
+    printf("route      %s\n", r->route == AC_T1_ROUTE_CONSTRUCT
+                                  ? "Theorem 1 construction, eqs. (4)-(7)"
+                                  : "decision procedure (MATH.md 1.3)");
+    if (r->rank >= 0)
+        printf("rank X     %ld (%s)\n", r->rank, r->rank_method);
+    else
+        printf("rank X     not certified\n");
+    if (!isnan(r->rho_lo))
+        printf("residual   rho in [%s, %s]  (log-domain, min over c)\n",
+               cli_num(b1, sizeof b1, r->rho_lo), cli_num(b2, sizeof b2, r->rho_hi));
+    if (!isnan(r->lowrank_lo))
+        printf("rank cond. sigma_{dk+1} in [%s, %s]\n", cli_num(b1, sizeof b1, r->lowrank_lo),
+               cli_num(b2, sizeof b2, r->lowrank_hi));
+    printf("exact      %s\n", r->exact == AC_PROVED ? "P (column-normalised) is exactly representable"
+                              : r->exact == AC_REFUTED ? "P is not exactly representable"
+                                                       : "not decided");
+    printf("weights    max|Softmax - P| in [%s, %s], %s\n",
+           cli_num(b1, sizeof b1, r->weights_cert.lo), cli_num(b2, sizeof b2, r->weights_cert.hi),
+           cli_stage_name(sb, sizeof sb, r->weights_cert.stage, r->weights_cert.prec));
+    printf("distance   inf over heads of max|Softmax - P| in [%s, %s]\n",
+           cli_num(b1, sizeof b1, r->dist_lo), cli_num(b2, sizeof b2, r->dist_hi));
+    if (a->common.trace) {
+        printf("trace\n");
+        for (size_t i = 0; i < r->nsteps; i++) {
+            const ac_t1_step *s = &r->steps[i];
+            printf("  %zu. %s\n     %s in [%s, %s]  %s\n     %s\n", i + 1, s->name, s->quantity,
+                   cli_num(b1, sizeof b1, s->lo), cli_num(b2, sizeof b2, s->hi),
+                   cli_stage_name(sb, sizeof sb, s->stage, s->prec), s->note);
+        }
+    }
+    printf("summary    %s\n", r->summary);
+    printf("verdict    %s: dist <= tol = %s  [%s, %.3g s]\n", ac_verdict_name(r->verdict),
+           cli_num(b1, sizeof b1, a->tol), r->cert.method, r->cert.seconds);
+}
+
+static int write_outputs(const t1_args *a, const ac_mat *X, const ac_mat *P,
+                         const ac_t1_result *r, int gen_x, int gen_p, const char *instance)
+{
+    cli_outdir o;
+    ac_err err;
+    int st;
+    ac_err_clear(&err);
+    if ((st = cli_outdir_begin(&o, a->common.out_dir, &err)))
+        return cli_fail_err(&err);
+    const char *path;
+    if (r->Wq.data) {
+        if (!(path = cli_outdir_path(&o, "Wq.npy")) || (st = ac_npy_write_mat(path, &r->Wq, &err)))
+            goto fail;
+        if (!(path = cli_outdir_path(&o, "Wk.npy")) || (st = ac_npy_write_mat(path, &r->Wk, &err)))
+            goto fail;
+    }
+    if (gen_x && (!(path = cli_outdir_path(&o, "X.npy")) || (st = ac_npy_write_mat(path, X, &err))))
+        goto fail;
+    if (gen_p && (!(path = cli_outdir_path(&o, "P.npy")) || (st = ac_npy_write_mat(path, P, &err))))
+        goto fail;
+    if (!(path = cli_outdir_path(&o, "certificate.json")))
+        goto fail;
+    {
+        ac_atomic f;
+        if ((st = ac_atomic_open(&f, path, &err)))
+            goto fail;
+        ac_json *j = ac_json_new(f.fp, 2);
+        write_json(j, a, instance, r, gen_x, gen_p);
+        int jst = ac_json_error(j);
+        ac_json_free(j);
+        if (jst) {
+            ac_atomic_abort(&f);
+            st = ac_err_set(&err, AC_ECANTCREAT, "%s: cannot write the certificate", path);
+            goto fail;
+        }
+        if ((st = ac_atomic_commit(&f, &err)))
+            goto fail;
+    }
+    if ((st = cli_outdir_commit(&o, &err)))
+        return cli_fail_err(&err);
+    return AC_OK;
+fail:
+    cli_outdir_abort(&o);
+    if (!st)
+        st = ac_err_set(&err, AC_EINTERNAL, "out of memory");
+    return cli_fail_err(&err);
+}
+
+int cmd_rep_theorem(int argc, char **argv)
+{
+    t1_args a;
+    ac_mat X = {0}, P = {0};
+    double *d0 = NULL;
+    size_t nd0 = 0;
+    int gen_x, gen_p, st;
+    ac_err err;
+    ac_t1_result r;
+    char instance[256];
+    memset(&r, 0, sizeof r);
+    ac_err_clear(&err);
+    if ((st = parse_args(&a, argc, argv)))
+        return st;
+    cli_common_apply(&a.common);
+    if ((st = load_instance(&a, &X, &P, &d0, &nd0, &gen_x, &gen_p, &err))) {
+        st = cli_fail_err(&err);
+        goto out;
+    }
+    describe_instance(instance, sizeof instance, &a, &X);
+    ac_t1_opts o;
+    ac_t1_opts_default(&o);
+    o.dk = a.have_dk ? a.dk : X.rows;
+    o.d0 = d0;
+    o.tol = a.tol;
+    o.sched = cli_schedule(&a.common);
+    o.optimize = (int)a.optimize;
+    if ((st = ac_t1_check(&r, &X, &P, &o, &err))) {
+        st = cli_fail_err(&err);
+        goto out;
+    }
+    if (a.common.out_dir && (st = write_outputs(&a, &X, &P, &r, gen_x, gen_p, instance)))
+        goto out;
+    if (a.common.json) {
+        ac_json *j = cli_json_stdout();
+        write_json(j, &a, instance, &r, gen_x, gen_p);
+        if ((st = cli_json_finish(j)))
+            goto out;
+    } else {
+        print_text(&a, instance, &r);
+    }
+    st = cli_exit_of(r.verdict);
+out:
+    ac_t1_result_free(&r);
+    ac_mat_free(&X);
+    ac_mat_free(&P);
+    free(d0);
+    return st;
+}
+
+/* ---- report rows ---------------------------------------------------------- */
+
+static void t1_row(cli_report *rep, const char *claim, const char *instance, ac_verdict expected,
+                   const ac_mat *X, const ac_mat *P, size_t dk)
+{
+    cli_report_row *row = cli_report_add(rep);
+    ac_t1_result r;
+    ac_err err;
+    char b1[32], b2[32];
+    if (!row)
+        return;
+    snprintf(row->claim, sizeof row->claim, "%s", claim);
+    snprintf(row->instance, sizeof row->instance, "%s", instance);
+    row->expected = expected;
+    ac_t1_opts o;
+    ac_t1_opts_default(&o);
+    o.dk = dk;
+    double t0 = cli_now();
+    ac_err_clear(&err);
+    int st = ac_t1_check(&r, X, P, &o, &err);
+    row->seconds = cli_now() - t0;
+    if (st) {
+        row->error = st;
+        row->verdict = AC_UNDECIDED;
+        snprintf(row->detail, sizeof row->detail, "%s", err.msg);
+    } else {
+        row->verdict = r.verdict;
+        if (r.verdict == AC_REFUTED)
+            snprintf(row->bound, sizeof row->bound, "dist >= %s", cli_num(b1, sizeof b1, r.dist_lo));
+        else
+            snprintf(row->bound, sizeof row->bound, "dist <= %s",
+                     cli_num(b2, sizeof b2, r.dist_hi));
+        snprintf(row->detail, sizeof row->detail, "%s", r.summary);
+    }
+    ac_t1_result_free(&r);
+}
+
+void report_rows_theorem1(cli_report *rep)
+{
+    ac_mat X = {0}, P = {0}, Xr = {0};
+    ac_err err;
+    char inst[96];
+    uint64_t seed = rep->seed;
+    /* Theorem 1, d >= n: proved by construction */
+    size_t n = rep->quick ? 16 : 64;
+    if (ac_t1_generate(&X, &P, n, n, seed, &err) == AC_OK) {
+        snprintf(inst, sizeof inst, "d = n = dk = %zu, Gaussian X, Dirichlet P", n);
+        t1_row(rep, "Thm 1: head of size n represents P", inst, AC_PROVED, &X, &P, n);
+    }
+    ac_mat_free(&X);
+    ac_mat_free(&P);
+    /* the paper's counterexample */
+    if (ac_t1_example_paper(&X, &P, &err) == AC_OK)
+        t1_row(rep, "Thm 1: d < n bottleneck (paper)", "d = 1, n = 2, X = [1, 0]", AC_REFUTED,
+               &X, &P, 1);
+    ac_mat_free(&X);
+    ac_mat_free(&P);
+    /* a random d < n instance */
+    if (ac_t1_generate(&X, &P, 4, 8, seed, &err) == AC_OK)
+        t1_row(rep, "Thm 1: d < n, random P", "d = dk = 4, n = 8, Dirichlet P", AC_REFUTED, &X,
+               &P, 4);
+    ac_mat_free(&X);
+    ac_mat_free(&P);
+    /* a constructed representable d < n instance */
+    if (ac_t1_generate(&Xr, &P, 4, 8, seed + 1, &err) == AC_OK) {
+        ac_mat_free(&P);
+        if (ac_t1_generate_representable(&P, &Xr, 2, seed + 1, &err) == AC_OK)
+            t1_row(rep, "Thm 1: d < n, representable P", "d = 4, n = 8, dk = 2, P = head(X)",
+                   AC_PROVED, &Xr, &P, 2);
+    }
+    ac_mat_free(&Xr);
+    ac_mat_free(&P);
+}

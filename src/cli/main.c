@@ -1,0 +1,104 @@
+/* main.c — the attncheck program: a table of subcommands (as in git.c). */
+#include <config.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attncheck/blas.h"
+#include "cli.h"
+
+const cli_command cli_commands[] = {
+    {"rep-theorem", cmd_rep_theorem,
+     "Theorem 1: construct Wq, Wk for a context matrix P, or decide it is unreachable",
+     cmd_rep_theorem_help},
+    {"report", cmd_report, "run every check on built-in defaults and print a one-page table",
+     cmd_report_help},
+    {NULL, NULL, NULL, NULL},
+};
+
+const cli_command *cli_find_command(const char *name)
+{
+    for (const cli_command *c = cli_commands; c->name; c++)
+        if (strcmp(c->name, name) == 0)
+            return c;
+    return NULL;
+}
+
+static const char main_help_head[] =
+    "Usage: attncheck [--help | --version] COMMAND [OPTIONS]\n"
+    "       attncheck help COMMAND\n"
+    "\n"
+    "Checks the theory of multi-head attention on concrete instances with\n"
+    "rigorous verdicts: PROVED, REFUTED or UNDECIDED, each with a certificate\n"
+    "(stage, precision and rigorous bounds).\n"
+    "\n"
+    "Commands:\n";
+
+static const char main_help_tail[] =
+    "\n"
+    "Exit status (every command):\n"
+    "  0 proved, 1 refuted, 2 undecided, 64 usage error, 65 bad input data,\n"
+    "  66 cannot open input, 70 internal error, 73 cannot create output.\n"
+    "\n"
+    "Environment:\n"
+    "  OPENBLAS_CORETYPE      OpenBLAS kernels; set automatically when OpenBLAS\n"
+    "                         misdetects the CPU (see attncheck(1), BLAS)\n"
+    "  ATTNCHECK_NO_BLAS_FIX  set to keep OpenBLAS's own choice\n"
+    "\n"
+    "See attncheck(1) and attncheck-COMMAND(1).\n";
+
+static void print_main_help(FILE *f)
+{
+    fputs(main_help_head, f);
+    for (const cli_command *c = cli_commands; c->name; c++)
+        fprintf(f, "  %-13s %s\n", c->name, c->summary);
+    fputs(main_help_tail, f);
+}
+
+static void print_version(void)
+{
+    printf("attncheck %s\n", PACKAGE_VERSION);
+    printf("BLAS kernels: %s (%d threads)\n", ac_blas_corename(), ac_blas_get_threads());
+}
+
+int main(int argc, char **argv)
+{
+    ac_blas_fix_core(argv);
+    if (argc < 2) {
+        print_main_help(stderr);
+        return AC_EUSAGE;
+    }
+    const char *a = argv[1];
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+        print_main_help(stdout);
+        return 0;
+    }
+    if (strcmp(a, "--version") == 0 || strcmp(a, "-V") == 0) {
+        print_version();
+        return 0;
+    }
+    if (strcmp(a, "help") == 0) {
+        if (argc < 3) {
+            print_main_help(stdout);
+            return 0;
+        }
+        const cli_command *c = cli_find_command(argv[2]);
+        if (!c)
+            return cli_usage("help: no such command '%s'", argv[2]);
+        fputs(c->help, stdout);
+        return 0;
+    }
+    if (a[0] == '-')
+        return cli_usage("unknown option '%s' before the command", a);
+    const cli_command *c = cli_find_command(a);
+    if (!c)
+        return cli_usage("'%s' is not an attncheck command", a);
+    cli_cmd_name = c->name;
+    for (int i = 2; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            fputs(c->help, stdout);
+            return 0;
+        }
+    return c->run(argc - 1, argv + 1);
+}

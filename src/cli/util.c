@@ -1,0 +1,307 @@
+/* util.c — option parsing, messages, staged output and JSON helpers shared by
+ * the commands of the attncheck program. */
+#include <config.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "attncheck/blas.h"
+#include "attncheck/fileio.h"
+#include "cli.h"
+
+const char *cli_cmd_name = "attncheck";
+
+static void vfail(const char *fmt, va_list ap)
+{
+    if (strcmp(cli_cmd_name, "attncheck") == 0)
+        fprintf(stderr, "attncheck: ");
+    else
+        fprintf(stderr, "attncheck %s: ", cli_cmd_name);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+int cli_fail(int status, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(fmt, ap);
+    va_end(ap);
+    return status;
+}
+
+int cli_fail_err(const ac_err *err)
+{
+    return cli_fail(err->status ? err->status : AC_EINTERNAL, "%s",
+                    err->msg[0] ? err->msg : "internal error");
+}
+
+int cli_usage(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vfail(fmt, ap);
+    va_end(ap);
+    if (strcmp(cli_cmd_name, "attncheck") == 0)
+        fprintf(stderr, "Try 'attncheck --help'.\n");
+    else
+        fprintf(stderr, "Try 'attncheck %s --help'.\n", cli_cmd_name);
+    return AC_EUSAGE;
+}
+
+int cli_parse_u64(const char *opt, const char *s, uint64_t *out)
+{
+    char *end;
+    errno = 0;
+    if (!s || !*s || *s == '-')
+        return cli_usage("%s: '%s' is not a non-negative whole number", opt, s ? s : "");
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end)
+        return cli_usage("%s: '%s' is not a non-negative whole number", opt, s);
+    *out = (uint64_t)v;
+    return AC_OK;
+}
+
+int cli_parse_size(const char *opt, const char *s, size_t min, size_t max, size_t *out)
+{
+    uint64_t v;
+    int st = cli_parse_u64(opt, s, &v);
+    if (st)
+        return st;
+    if (v < min || v > max)
+        return cli_usage("%s: %s is out of range [%zu, %zu]", opt, s, min, max);
+    *out = (size_t)v;
+    return AC_OK;
+}
+
+int cli_parse_int(const char *opt, const char *s, long min, long max, long *out)
+{
+    char *end;
+    errno = 0;
+    if (!s || !*s)
+        return cli_usage("%s: missing number", opt);
+    long v = strtol(s, &end, 10);
+    if (errno || *end)
+        return cli_usage("%s: '%s' is not a whole number", opt, s);
+    if (v < min || v > max)
+        return cli_usage("%s: %s is out of range [%ld, %ld]", opt, s, min, max);
+    *out = v;
+    return AC_OK;
+}
+
+int cli_parse_double(const char *opt, const char *s, double min, double max, double *out)
+{
+    char *end;
+    errno = 0;
+    if (!s || !*s)
+        return cli_usage("%s: missing number", opt);
+    double v = strtod(s, &end);
+    if (errno == ERANGE && fabs(v) > 1)
+        return cli_usage("%s: '%s' overflows a double", opt, s);
+    if (*end || v != v)
+        return cli_usage("%s: '%s' is not a number", opt, s);
+    if (v < min || v > max)
+        return cli_usage("%s: %s is out of range [%g, %g]", opt, s, min, max);
+    *out = v;
+    return AC_OK;
+}
+
+void cli_common_init(cli_common *c)
+{
+    memset(c, 0, sizeof *c);
+    c->max_prec = 512;
+}
+
+void cli_common_apply(const cli_common *c)
+{
+    if (c->threads > 0) {
+        ac_blas_set_threads(c->threads);
+#ifdef _OPENMP
+        omp_set_num_threads(c->threads);
+#endif
+    }
+}
+
+ac_schedule cli_schedule(const cli_common *c)
+{
+    return ac_schedule_upto(c->max_prec);
+}
+
+/* ---- staged output directory ---------------------------------------------- */
+
+int cli_outdir_begin(cli_outdir *o, const char *dir, ac_err *err)
+{
+    int st;
+    memset(o, 0, sizeof *o);
+    if ((st = ac_mkdir_p(dir, err)))
+        return st;
+    size_t len = strlen(dir) + 32;
+    o->dir = strdup(dir);
+    o->tmp = malloc(len);
+    if (!o->dir || !o->tmp) {
+        cli_outdir_abort(o);
+        return ac_err_set(err, AC_EINTERNAL, "out of memory");
+    }
+    snprintf(o->tmp, len, "%s/.attncheck-XXXXXX", dir);
+    if (!mkdtemp(o->tmp)) {
+        int e = errno;
+        free(o->tmp);
+        o->tmp = NULL;
+        cli_outdir_abort(o);
+        return ac_err_set(err, AC_ECANTCREAT, "%s: cannot create files there: %s", dir, strerror(e));
+    }
+    return AC_OK;
+}
+
+const char *cli_outdir_path(cli_outdir *o, const char *name)
+{
+    static char buf[4096];
+    if (o->n == o->cap) {
+        size_t cap = o->cap ? 2 * o->cap : 8;
+        char **nn = realloc(o->names, cap * sizeof(char *));
+        if (!nn)
+            return NULL;
+        o->names = nn;
+        o->cap = cap;
+    }
+    o->names[o->n] = strdup(name);
+    if (!o->names[o->n])
+        return NULL;
+    o->n++;
+    snprintf(buf, sizeof buf, "%s/%s", o->tmp, name);
+    return buf;
+}
+
+int cli_outdir_commit(cli_outdir *o, ac_err *err)
+{
+    char a[4096], b[4096];
+    int st = AC_OK;
+    for (size_t i = 0; i < o->n; i++) {
+        snprintf(a, sizeof a, "%s/%s", o->tmp, o->names[i]);
+        snprintf(b, sizeof b, "%s/%s", o->dir, o->names[i]);
+        if (rename(a, b) != 0) {
+            st = ac_err_set(err, AC_ECANTCREAT, "%s: cannot create: %s", b, strerror(errno));
+            break;
+        }
+    }
+    cli_outdir_abort(o); /* removes what is left and the staging directory */
+    return st;
+}
+
+void cli_outdir_abort(cli_outdir *o)
+{
+    char a[4096];
+    if (o->tmp) {
+        for (size_t i = 0; i < o->n; i++) {
+            snprintf(a, sizeof a, "%s/%s", o->tmp, o->names[i]);
+            unlink(a);
+        }
+        rmdir(o->tmp);
+    }
+    for (size_t i = 0; i < o->n; i++)
+        free(o->names[i]);
+    free(o->names);
+    free(o->dir);
+    free(o->tmp);
+    memset(o, 0, sizeof *o);
+}
+
+/* ---- verdicts, numbers, JSON ---------------------------------------------- */
+
+int cli_exit_of(ac_verdict v)
+{
+    switch (v) {
+    case AC_PROVED: return CLI_EXIT_PROVED;
+    case AC_REFUTED: return CLI_EXIT_REFUTED;
+    default: return CLI_EXIT_UNDECIDED;
+    }
+}
+
+const char *cli_num(char *buf, size_t n, double x)
+{
+    if (x != x)
+        snprintf(buf, n, "nan");
+    else if (isinf(x))
+        snprintf(buf, n, x > 0 ? "inf" : "-inf");
+    else
+        snprintf(buf, n, "%.3g", x);
+    return buf;
+}
+
+const char *cli_stage_name(char *buf, size_t n, int stage, long prec)
+{
+    if (stage == AC_STAGE_DOUBLE)
+        snprintf(buf, n, "stage 0 (double)");
+    else if (stage == AC_STAGE_EXACT)
+        snprintf(buf, n, "exact");
+    else if (stage == AC_STAGE_NONE)
+        snprintf(buf, n, "not computed");
+    else
+        snprintf(buf, n, "stage %d (%ld-bit balls)", stage, prec);
+    return buf;
+}
+
+void cli_json_cert(ac_json *j, const ac_cert *c)
+{
+    char sb[64];
+    ac_json_begin_object(j);
+    ac_json_kv_string(j, "verdict", ac_verdict_name(c->verdict));
+    ac_json_kv_string(j, "quantity", c->quantity);
+    ac_json_kv_string(j, "relation", ac_relation_name(c->rel));
+    ac_json_kv_number(j, "tau", c->tau);
+    ac_json_kv_number(j, "lo", c->lo);
+    ac_json_kv_number(j, "hi", c->hi);
+    ac_json_kv_int(j, "stage", c->stage);
+    ac_json_kv_string(j, "stage_name", cli_stage_name(sb, sizeof sb, c->stage, c->prec));
+    ac_json_kv_int(j, "precision_bits", c->prec);
+    ac_json_kv_string(j, "method", c->method);
+    ac_json_kv_number(j, "seconds", c->seconds);
+    ac_json_end_object(j);
+}
+
+ac_json *cli_json_stdout(void)
+{
+    return ac_json_new(stdout, 2);
+}
+
+int cli_json_finish(ac_json *j)
+{
+    int st = ac_json_error(j);
+    ac_json_free(j);
+    fflush(stdout);
+    if (st)
+        return cli_fail(AC_EINTERNAL, "could not write the JSON output");
+    return AC_OK;
+}
+
+double cli_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+cli_report_row *cli_report_add(cli_report *r)
+{
+    if (r->n == r->cap) {
+        size_t cap = r->cap ? 2 * r->cap : 16;
+        cli_report_row *nr = realloc(r->rows, cap * sizeof *nr);
+        if (!nr)
+            return NULL;
+        r->rows = nr;
+        r->cap = cap;
+    }
+    cli_report_row *row = &r->rows[r->n++];
+    memset(row, 0, sizeof *row);
+    return row;
+}
