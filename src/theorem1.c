@@ -219,17 +219,18 @@ int ac_t1_example_paper(ac_mat *X, ac_mat *P, ac_err *err)
 /* Stage 0: logit enclosures llo <= (Wk X)^T (Wq X) / sqrt(dk) <= lhi (n x n),
  * and optionally the interval S = (Wk X)^T (Wq X) itself. */
 static int logits_stage0(double *llo, double *lhi, ac_imat *S_out, const ac_mat *X,
-                         const ac_mat *Wk, const ac_mat *Wq, ac_err *err)
+                         const ac_mat *Wk, const ac_mat *Wq, const ac_imat *Kpre, ac_err *err)
 {
     size_t n = X->cols, dk = Wk->rows;
     ac_imat K = {0}, Q = {0}, S = {0};
     ac_imat Xi = ac_imat_view(X), Wki = ac_imat_view(Wk), Wqi = ac_imat_view(Wq);
+    const ac_imat *Kp = Kpre ? Kpre : &K;
     int st;
-    if ((st = ac_imat_init(&K, dk, n, 1, err)) || (st = ac_imat_init(&Q, dk, n, 1, err)) ||
-        (st = ac_imat_init(&S, n, n, 1, err)) ||
-        (st = ac_imat_mul(&K, AC_NOTRANS, &Wki, AC_NOTRANS, &Xi, err)) ||
+    if ((!Kpre && ((st = ac_imat_init(&K, dk, n, 1, err)) ||
+                   (st = ac_imat_mul(&K, AC_NOTRANS, &Wki, AC_NOTRANS, &Xi, err)))) ||
+        (st = ac_imat_init(&Q, dk, n, 1, err)) || (st = ac_imat_init(&S, n, n, 1, err)) ||
         (st = ac_imat_mul(&Q, AC_NOTRANS, &Wqi, AC_NOTRANS, &Xi, err)) ||
-        (st = ac_imat_mul(&S, AC_TRANS, &K, AC_NOTRANS, &Q, err)))
+        (st = ac_imat_mul(&S, AC_TRANS, Kp, AC_NOTRANS, &Q, err)))
         goto out;
     /* 1/sqrt(dk) in [s_lo, s_hi]: sqrt is correctly rounded */
     double s_lo = ac_div_dn(1.0, ac_sqrt_up((double)dk));
@@ -324,7 +325,7 @@ static int maxdev_stage0(double *lo, double *hi, const ac_mat *X, const ac_mat *
         st = ac_err_set(err, AC_EINTERNAL, "out of memory");
         goto out;
     }
-    if ((st = logits_stage0(llo, lhi, NULL, X, Wk, Wq, err)))
+    if ((st = logits_stage0(llo, lhi, NULL, X, Wk, Wq, NULL, err)))
         goto out;
     /* the softmax bounds overwrite the logit bounds */
     double *plo = malloc(N * sizeof(double)), *phi = malloc(N * sizeof(double));
@@ -359,14 +360,22 @@ int ac_head_maxdev_enclose(double *lo, double *hi, const ac_mat *X, const ac_mat
     return maxdev_ball(lo, hi, NULL, NULL, X, Wk, Wq, P, prec);
 }
 
-/* The quantity "max|Softmax - P| of the written weights" for the engine. */
+/* The quantity "max|Softmax - P| of the written weights" for the engine.
+ * pre != NULL: stage 0 was already computed (the construction route shares
+ * the interval products with its trace of eq. 4). */
 typedef struct {
     const ac_mat *X, *Wk, *Wq, *P;
+    const double *pre; /* {lo, hi} or NULL */
 } weights_ctx;
 
 static int weights_stage0(void *v, double *lo, double *hi, ac_err *err)
 {
     weights_ctx *c = v;
+    if (c->pre) {
+        *lo = c->pre[0];
+        *hi = c->pre[1];
+        return AC_OK;
+    }
     return maxdev_stage0(lo, hi, c->X, c->Wk, c->Wq, c->P, err);
 }
 
@@ -377,9 +386,9 @@ static int weights_ball(void *v, long prec, mpfr_t lo, mpfr_t hi, ac_err *err)
 }
 
 static int certify_weights(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
-                           const ac_mat *P, const ac_t1_opts *o, ac_err *err)
+                           const ac_mat *P, const double *pre, const ac_t1_opts *o, ac_err *err)
 {
-    weights_ctx c = {X, Wk, Wq, P};
+    weights_ctx c = {X, Wk, Wq, P, pre};
     ac_quantity q = {"max|Softmax((Wk X)'(Wq X)/sqrt(dk)) - P|", weights_stage0, weights_ball,
                      NULL, &c,
                      "interval products in double (gamma_k bound) + rigorous exp",
@@ -450,9 +459,11 @@ static int construct_theorem1(ac_t1_result *res, ac_mat *Wt, const ac_mat *Y, co
     return AC_OK;
 }
 
-/* Trace of eqs. (4) and (7) for the written weights. */
-static int trace_theorem1(ac_t1_result *res, const ac_mat *X, const ac_mat *Wt, const ac_mat *P,
-                          const double *d0, size_t dk, ac_err *err)
+/* Trace of eqs. (4) and (7) for the written weights; the same interval
+ * products give the stage-0 enclosure pre[0..1] of max|Softmax - P|. */
+static int trace_theorem1(ac_t1_result *res, double *pre, const ac_mat *X, const ac_mat *Wt,
+                          const ac_mat *P, const double *d0, size_t dk, const ac_imat *YX,
+                          ac_err *err)
 {
     size_t n = X->cols, N = n * n;
     double *llo = malloc(N * sizeof(double)), *lhi = malloc(N * sizeof(double));
@@ -462,7 +473,22 @@ static int trace_theorem1(ac_t1_result *res, const ac_mat *X, const ac_mat *Wt, 
         st = ac_err_set(err, AC_EINTERNAL, "out of memory");
         goto out;
     }
-    if ((st = logits_stage0(llo, lhi, &S, X, &res->Wk, &res->Wq, err)))
+    /* Wk = [X^+; 0]: Wk X = [X^+ X; 0], already enclosed by the rank step */
+    ac_imat K = {0};
+    const ac_imat *Kp = NULL;
+    if (YX && YX->mid && YX->rows == n && YX->cols == n) {
+        if (dk == n)
+            Kp = YX;
+        else if ((st = ac_imat_init(&K, dk, n, 1, err)) == AC_OK) {
+            memcpy(K.mid, YX->mid, n * n * sizeof(double));
+            memcpy(K.rad, YX->rad, n * n * sizeof(double));
+            Kp = &K;
+        } else
+            goto out;
+    }
+    st = logits_stage0(llo, lhi, &S, X, &res->Wk, &res->Wq, Kp, err);
+    ac_imat_free(&K);
+    if (st)
         goto out;
     double e4 = ac_imat_maxdev_up(&S, Wt->data, 0);
     double e4lo = 0;
@@ -474,24 +500,49 @@ static int trace_theorem1(ac_t1_result *res, const ac_mat *X, const ac_mat *Wt, 
     }
     add_step(res, "eq. (4): X'Wk'WqX = Wk~'Wq~", "max|(Wk X)'(Wq X) - Wkq~|", e4lo, e4,
              AC_STAGE_DOUBLE, 53, "X^+ cancels X: the logits are the chosen Wkq~ (eq. 4)");
+    ac_imat_free(&S);
+    /* stage 0 of the final identity from the same logits (the softmax bounds
+     * overwrite nothing: separate buffers) */
+    {
+        double *plo = malloc(N * sizeof(double)), *phi = malloc(N * sizeof(double));
+        if (!plo || !phi) {
+            free(plo);
+            free(phi);
+            st = ac_err_set(err, AC_EINTERNAL, "out of memory");
+            goto out;
+        }
+        if (ac_softmax_col_enclose(llo, lhi, n, n, plo, phi))
+            maxdev_from_bounds(plo, phi, P->data, N, &pre[0], &pre[1]);
+        else {
+            pre[0] = 0;
+            pre[1] = INFINITY;
+        }
+        free(plo);
+        free(phi);
+    }
     /* eq. (7): column sums of exp(Wkq~/sqrt(dk)) equal the diagonal of D0 */
     double s_lo = ac_div_dn(1.0, ac_sqrt_up((double)dk)), s_hi = ac_div_up(1.0, ac_sqrt_dn((double)dk));
     double e7 = 0, e7lo = 0;
     double *el = malloc(n * sizeof(double)), *eh = malloc(n * sizeof(double));
-    if (!el || !eh) {
+    double *xa = malloc(n * sizeof(double)), *xb = malloc(n * sizeof(double));
+    double *tmp = malloc(n * sizeof(double));
+    if (!el || !eh || !xa || !xb || !tmp) {
         free(el);
         free(eh);
+        free(xa);
+        free(xb);
+        free(tmp);
         st = ac_err_set(err, AC_EINTERNAL, "out of memory");
         goto out;
     }
     for (size_t j = 0; j < n; j++) {
         for (size_t i = 0; i < n; i++) {
-            double w = Wt->data[i * n + j], a, b, t;
-            a = w >= 0 ? ac_mul_dn(w, s_lo) : ac_mul_dn(w, s_hi);
-            b = w >= 0 ? ac_mul_up(w, s_hi) : ac_mul_up(w, s_lo);
-            ac_exp_enclose(a, &el[i], &t);
-            ac_exp_enclose(b, &t, &eh[i]);
+            double w = Wt->data[i * n + j];
+            xa[i] = w >= 0 ? ac_mul_dn(w, s_lo) : ac_mul_dn(w, s_hi);
+            xb[i] = w >= 0 ? ac_mul_up(w, s_hi) : ac_mul_up(w, s_lo);
         }
+        ac_exp_enclose_array(xa, n, el, tmp);
+        ac_exp_enclose_array(xb, n, tmp, eh);
         double sl, sh, t;
         ac_sum_enclose(el, n, 1, &sl, &t);
         ac_sum_enclose(eh, n, 1, &t, &sh);
@@ -506,6 +557,9 @@ static int trace_theorem1(ac_t1_result *res, const ac_mat *X, const ac_mat *Wt, 
     }
     free(el);
     free(eh);
+    free(xa);
+    free(xb);
+    free(tmp);
     add_step(res, "eq. (7): 1'exp(Wkq~/sqrt(dk)) = 1'D0", "max_j |1'exp(Wkq~/sqrt(dk))_j / D0_jj - 1|",
              e7lo, e7, AC_STAGE_DOUBLE, 53,
              "the softmax normaliser D equals D0, so Softmax(Wkq~/sqrt(dk)) = P D0 D0^-1 = P");
@@ -1088,8 +1142,8 @@ static double dist_lower_bound(double m, size_t n, double pmin)
     return t > 0 ? t : 0.0;
 }
 
-static int certify_rank(ac_t1_result *res, ac_mat *Y, size_t **piv_out, const ac_mat *X,
-                        const ac_t1_opts *o, ac_err *err)
+static int certify_rank(ac_t1_result *res, ac_mat *Y, ac_imat *YX, size_t **piv_out,
+                        const ac_mat *X, const ac_t1_opts *o, ac_err *err)
 {
     size_t d = X->rows, n = X->cols, p = d < n ? d : n;
     int st;
@@ -1112,7 +1166,7 @@ static int certify_rank(ac_t1_result *res, ac_mat *Y, size_t **piv_out, const ac
     ac_mat *Yp = (d >= n) ? Y : &Yt;
     st = ac_approx_pinv_fullcol(Yp, A, NULL);
     if (st == AC_OK) {
-        if ((st = ac_cert_left_inverse(Yp, A, &qlo, &qhi, &slo, err)))
+        if ((st = ac_cert_left_inverse(Yp, A, &qlo, &qhi, &slo, d >= n ? YX : NULL, err)))
             goto out;
         add_step(res, d >= n ? "step 1: X^+ X = I" : "rank: (X')^+ X' = I",
                  d >= n ? "||X^+ X - I||_F" : "||(X')^+ X' - I||_F", qlo, qhi, AC_STAGE_DOUBLE, 53,
@@ -1173,6 +1227,7 @@ int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1
     const ac_t1_opts *o = opts;
     size_t d = X->rows, n = X->cols;
     ac_mat Y = {0}, Wt = {0}, Wk2 = {0}, Wq2 = {0};
+    ac_imat YX = {0};
     size_t *piv = NULL;
     int st;
     double t_start = ac_t1_now();
@@ -1202,7 +1257,7 @@ int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1
                 AC_STAGE_NONE, 0, 0, INFINITY, "no weights constructed");
     res->weights_cert.verdict = AC_UNDECIDED;
 
-    if ((st = certify_rank(res, &Y, &piv, X, o, err)))
+    if ((st = certify_rank(res, &Y, &YX, &piv, X, o, err)))
         goto out;
     int stage = AC_STAGE_DOUBLE;
     long prec = 53;
@@ -1218,9 +1273,10 @@ int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1
             (st = ac_approx_pinv(&Y, X, 0.0, err))) /* rank proved exactly, QR gave up */
             goto out;
         if (o->want_weights) {
+            double pre[2];
             if ((st = construct_theorem1(res, &Wt, &Y, P, o->d0, dk, err)) ||
-                (st = trace_theorem1(res, X, &Wt, P, o->d0, dk, err)) ||
-                (st = certify_weights(&res->weights_cert, X, &res->Wk, &res->Wq, P, o, err)))
+                (st = trace_theorem1(res, pre, X, &Wt, P, o->d0, dk, &YX, err)) ||
+                (st = certify_weights(&res->weights_cert, X, &res->Wk, &res->Wq, P, pre, o, err)))
                 goto out;
             add_step(res, "final identity: Softmax(X'Wk'WqX/sqrt(dk)) = P", "max|Softmax - P|",
                      res->weights_cert.lo, res->weights_cert.hi, res->weights_cert.stage,
@@ -1309,12 +1365,12 @@ int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1
         }
         if (o->want_weights) {
             if ((st = construct_projected(res, X, P, r, dk, err)) ||
-                (st = certify_weights(&res->weights_cert, X, &res->Wk, &res->Wq, P, o, err)))
+                (st = certify_weights(&res->weights_cert, X, &res->Wk, &res->Wq, P, NULL, o, err)))
                 goto out;
             if (res->weights_cert.verdict != AC_PROVED &&
                 refine_weights(&Wk2, &Wq2, X, P, &res->Wk, &res->Wq, o->optimize)) {
                 ac_cert c2;
-                if ((st = certify_weights(&c2, X, &Wk2, &Wq2, P, o, err)))
+                if ((st = certify_weights(&c2, X, &Wk2, &Wq2, P, NULL, o, err)))
                     goto out;
                 if (c2.hi < res->weights_cert.hi) {
                     ac_mat_free(&res->Wk);
@@ -1373,6 +1429,7 @@ int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1
     }
 out:
     free(piv);
+    ac_imat_free(&YX);
     ac_mat_free(&Y);
     ac_mat_free(&Wt);
     ac_mat_free(&Wk2);
