@@ -137,6 +137,7 @@ void ac_exp_enclose_array(const double *x, size_t n, double *lo, double *hi)
     int bad = 0;
     for (size_t i = 0; i < n; i++) {
         double xc = x[i];
+        xc = xc == xc ? xc : 0.0; /* NaN: recomputed below */
         xc = xc < -708.0 ? -708.0 : xc;
         xc = xc > 709.0 ? 709.0 : xc;
         double kd = (xc * LOG2E + shifter) - shifter;
@@ -164,7 +165,7 @@ void ac_exp_enclose_array(const double *x, size_t n, double *lo, double *hi)
         p = p * r + exp_coef[1];
         p = p * r + exp_coef[0];
         double rho = (72.0 * AC_U + 1.02 * er) * (1.0 + 0x1p-50);
-        int64_t kb = ((int64_t)kd + 1023) << 52;
+        uint64_t kb = (uint64_t)((int64_t)kd + 1023) << 52; /* 1 <= kd + 1023 <= 2046 */
         double sc;
         memcpy(&sc, &kb, sizeof sc);
         lo[i] = (p * (1.0 - 2.0 * rho)) * sc;

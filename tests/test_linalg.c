@@ -76,13 +76,10 @@ START_TEST(test_left_inverse_rank_deficient)
             AC_MAT(&X, i, 1) = b;
             AC_MAT(&X, i, 2) = a - 2 * b; /* exact */
         }
-        ac_mat_init(&Y, 3, 6, NULL);
         if (t % 2) {
-            ac_approx_pinv(&Y, &X, 0.0, NULL);
-            ac_mat Z = {0};
-            /* also a perturbed-pinv attempt */
-            ac_mat_free(&Z);
+            ac_approx_pinv(&Y, &X, 0.0, NULL); /* the best left inverse there is */
         } else {
+            ac_mat_init(&Y, 3, 6, NULL);
             fill_gauss(&Y, &r);
         }
         double qlo, qhi, slo;
