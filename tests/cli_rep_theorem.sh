@@ -134,5 +134,11 @@ expect 0 "Usage: attncheck rep-theorem" -- $ATTNCHECK help rep-theorem
 expect 0 "attncheck [0-9]" -- $ATTNCHECK --version
 expect 64 "no such command" -- $ATTNCHECK help nope
 
+# ---- the OpenBLAS core fix: a misdetected generic core is replaced once
+if grep -q avx512f /proc/cpuinfo 2>/dev/null; then
+    expect 0 "BLAS kernels: SkylakeX" -- env -u OPENBLAS_CORETYPE ATTNCHECK_BLAS_TEST_CORENAME=Prescott $ATTNCHECK --version
+    expect 0 "BLAS kernels: Prescott" -- env OPENBLAS_CORETYPE=Prescott $ATTNCHECK --version
+fi
+
 echo "$n checks"
 exit $fail
