@@ -58,27 +58,34 @@ int ac_t1_validate(const ac_mat *X, const char *xname, const ac_mat *P, const ch
     int st;
     size_t d = X->rows, n = X->cols;
     if (n == 0 || d == 0)
-        return ac_err_set(err, AC_EDATA, "%s: X is %zu x %zu; it needs d >= 1 rows and n >= 1 "
-                          "columns (one per token)", xname, d, n);
+        return ac_err_set(err, AC_EDATA,
+                          "%s: X is %zu x %zu; it needs d >= 1 rows and n >= 1 "
+                          "columns (one per token)",
+                          xname, d, n);
     if (dk == 0)
         return ac_err_set(err, AC_EUSAGE, "head size dk must be at least 1");
     if (P->rows != n || P->cols != n)
-        return ac_err_set(err, AC_EDATA, "%s: P is %zu x %zu but X (%s) has n = %zu columns, so "
-                          "P must be %zu x %zu", pname, P->rows, P->cols, xname, n, n, n);
+        return ac_err_set(err, AC_EDATA,
+                          "%s: P is %zu x %zu but X (%s) has n = %zu columns, so "
+                          "P must be %zu x %zu",
+                          pname, P->rows, P->cols, xname, n, n, n);
     if ((st = check_finite(X, xname, err)) || (st = check_finite(P, pname, err)))
         return st;
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < n; j++)
             if (!(AC_MAT(P, i, j) > 0))
-                return ac_err_set(err, AC_EDATA, "%s: entry (%zu, %zu) = %g is not positive "
-                                  "(a softmax output is always > 0)", pname, i, j, AC_MAT(P, i, j));
+                return ac_err_set(err, AC_EDATA,
+                                  "%s: entry (%zu, %zu) = %g is not positive "
+                                  "(a softmax output is always > 0)",
+                                  pname, i, j, AC_MAT(P, i, j));
     double tol = ac_t1_colsum_tol(n);
     for (size_t j = 0; j < n; j++) {
         double lo, hi;
         ac_sum_enclose(P->data + j, n, n, &lo, &hi);
         if (lo > 1 + tol || hi < 1 - tol) {
             double s = 0.5 * (lo + hi);
-            return ac_err_set(err, AC_EDATA, "%s: column %zu sums to 1%+.3g, not 1 (tolerance "
+            return ac_err_set(err, AC_EDATA,
+                              "%s: column %zu sums to 1%+.3g, not 1 (tolerance "
                               "%.0f*n*u = %.3g; P must be column-stochastic: renormalise with "
                               "P /= P.sum(axis=0) or pass --normalize)",
                               pname, j, s - 1, AC_T1_COLSUM_FACTOR, tol);
@@ -90,8 +97,10 @@ int ac_t1_validate(const ac_mat *X, const char *xname, const ac_mat *P, const ch
                               nd0, n);
         for (size_t j = 0; j < n; j++)
             if (!isfinite(d0[j]) || !(d0[j] > 0))
-                return ac_err_set(err, AC_EDATA, "%s: entry %zu = %g is not a positive finite "
-                                  "number (D0 is a positive diagonal)", d0name, j, d0[j]);
+                return ac_err_set(err, AC_EDATA,
+                                  "%s: entry %zu = %g is not a positive finite "
+                                  "number (D0 is a positive diagonal)",
+                                  d0name, j, d0[j]);
     }
     return AC_OK;
 }
@@ -150,10 +159,13 @@ int ac_head_softmax(ac_mat *S, const ac_mat *X, const ac_mat *Wk, const ac_mat *
     int st;
     S->data = NULL;
     if (Wk->cols != d || Wq->cols != d || Wq->rows != dk)
-        return ac_err_set(err, AC_EDATA, "weights are %zu x %zu and %zu x %zu; expected dk x d "
-                          "with d = %zu", Wk->rows, Wk->cols, Wq->rows, Wq->cols, d);
+        return ac_err_set(err, AC_EDATA,
+                          "weights are %zu x %zu and %zu x %zu; expected dk x d "
+                          "with d = %zu",
+                          Wk->rows, Wk->cols, Wq->rows, Wq->cols, d);
     if ((st = ac_mat_init(&K, dk, n, err)) || (st = ac_mat_init(&Q, dk, n, err)) ||
-        (st = ac_mat_init(S, n, n, err)) || (st = ac_gemm(&K, AC_NOTRANS, Wk, AC_NOTRANS, X, err)) ||
+        (st = ac_mat_init(S, n, n, err)) ||
+        (st = ac_gemm(&K, AC_NOTRANS, Wk, AC_NOTRANS, X, err)) ||
         (st = ac_gemm(&Q, AC_NOTRANS, Wq, AC_NOTRANS, X, err)) ||
         (st = ac_gemm(S, AC_TRANS, &K, AC_NOTRANS, &Q, err))) {
         ac_mat_free(&K);
@@ -170,8 +182,7 @@ int ac_head_softmax(ac_mat *S, const ac_mat *X, const ac_mat *Wk, const ac_mat *
     return AC_OK;
 }
 
-int ac_t1_generate_representable(ac_mat *P, const ac_mat *X, size_t dk, uint64_t seed,
-                                 ac_err *err)
+int ac_t1_generate_representable(ac_mat *P, const ac_mat *X, size_t dk, uint64_t seed, ac_err *err)
 {
     size_t d = X->rows;
     ac_mat Wk = {0}, Wq = {0};
@@ -352,8 +363,8 @@ out:
 int ac_head_maxdev_enclose(double *lo, double *hi, const ac_mat *X, const ac_mat *Wk,
                            const ac_mat *Wq, const ac_mat *P, long prec, ac_err *err)
 {
-    if (Wk->cols != X->rows || Wq->cols != X->rows || Wq->rows != Wk->rows ||
-        P->rows != X->cols || P->cols != X->cols)
+    if (Wk->cols != X->rows || Wq->cols != X->rows || Wq->rows != Wk->rows || P->rows != X->cols ||
+        P->cols != X->cols)
         return ac_err_set(err, AC_EUSAGE, "head check: shapes do not match");
     if (prec <= 0)
         return maxdev_stage0(lo, hi, X, Wk, Wq, P, err);
@@ -389,10 +400,14 @@ static int certify_weights(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, con
                            const ac_mat *P, const double *pre, const ac_t1_opts *o, ac_err *err)
 {
     weights_ctx c = {X, Wk, Wq, P, pre};
-    ac_quantity q = {"max|Softmax((Wk X)'(Wq X)/sqrt(dk)) - P|", weights_stage0, weights_ball,
-                     NULL, &c,
+    ac_quantity q = {"max|Softmax((Wk X)'(Wq X)/sqrt(dk)) - P|",
+                     weights_stage0,
+                     weights_ball,
+                     NULL,
+                     &c,
                      "interval products in double (gamma_k bound) + rigorous exp",
-                     "Arb ball arithmetic", NULL};
+                     "Arb ball arithmetic",
+                     NULL};
     return ac_decide(cert, &q, AC_LE, o->tol, &o->sched, err);
 }
 
@@ -521,7 +536,8 @@ static int trace_theorem1(ac_t1_result *res, double *pre, const ac_mat *X, const
         free(phi);
     }
     /* eq. (7): column sums of exp(Wkq~/sqrt(dk)) equal the diagonal of D0 */
-    double s_lo = ac_div_dn(1.0, ac_sqrt_up((double)dk)), s_hi = ac_div_up(1.0, ac_sqrt_dn((double)dk));
+    double s_lo = ac_div_dn(1.0, ac_sqrt_up((double)dk)),
+           s_hi = ac_div_up(1.0, ac_sqrt_dn((double)dk));
     double e7 = 0, e7lo = 0;
     double *el = malloc(n * sizeof(double)), *eh = malloc(n * sizeof(double));
     double *xa = malloc(n * sizeof(double)), *xb = malloc(n * sizeof(double));
@@ -560,8 +576,8 @@ static int trace_theorem1(ac_t1_result *res, double *pre, const ac_mat *X, const
     free(xa);
     free(xb);
     free(tmp);
-    add_step(res, "eq. (7): 1'exp(Wkq~/sqrt(dk)) = 1'D0", "max_j |1'exp(Wkq~/sqrt(dk))_j / D0_jj - 1|",
-             e7lo, e7, AC_STAGE_DOUBLE, 53,
+    add_step(res, "eq. (7): 1'exp(Wkq~/sqrt(dk)) = 1'D0",
+             "max_j |1'exp(Wkq~/sqrt(dk))_j / D0_jj - 1|", e7lo, e7, AC_STAGE_DOUBLE, 53,
              "the softmax normaliser D equals D0, so Softmax(Wkq~/sqrt(dk)) = P D0 D0^-1 = P");
 out:
     free(llo);
@@ -575,10 +591,10 @@ out:
 typedef struct {
     const ac_mat *X, *P;
     size_t n, r, dk;
-    const size_t *piv;    /* r independent rows of X (NULL: rows 0..r-1 are) */
-    int pi_identity;      /* r == n: Pi = I */
-    int one_in_row;       /* 1 in the row space of X: 1 yes, 0 no, -1 unknown */
-    int one_perp;         /* X 1 = 0 exactly (Pi 1 = 0) */
+    const size_t *piv; /* r independent rows of X (NULL: rows 0..r-1 are) */
+    int pi_identity;   /* r == n: Pi = I */
+    int one_in_row;    /* 1 in the row space of X: 1 yes, 0 no, -1 unknown */
+    int one_perp;      /* X 1 = 0 exactly (Pi 1 = 0) */
 } decide_ctx;
 
 /* Pi (projector on the row space of X) and L = log P in balls. Returns 0 if
@@ -770,7 +786,8 @@ static int lowrank_ball(void *v, long prec, mpfr_t lo, mpfr_t hi, ac_err *err)
         for (slong i = 0; i < n; i++) {
             arb_zero(arb_mat_entry(g, i, 0));
             for (slong j = 0; j < n; j++)
-                arb_add(arb_mat_entry(g, i, 0), arb_mat_entry(g, i, 0), arb_mat_entry(Pi, i, j), prec);
+                arb_add(arb_mat_entry(g, i, 0), arb_mat_entry(g, i, 0), arb_mat_entry(Pi, i, j),
+                        prec);
             arb_addmul(b, arb_mat_entry(g, i, 0), arb_mat_entry(g, i, 0), prec);
         }
         if (!arb_is_positive(b))
@@ -779,7 +796,8 @@ static int lowrank_ball(void *v, long prec, mpfr_t lo, mpfr_t hi, ac_err *err)
         for (slong j = 0; j < n; j++) {
             arb_zero(arb_mat_entry(gtM, 0, j));
             for (slong i = 0; i < n; i++)
-                arb_addmul(arb_mat_entry(gtM, 0, j), arb_mat_entry(g, i, 0), arb_mat_entry(M, i, j), prec);
+                arb_addmul(arb_mat_entry(gtM, 0, j), arb_mat_entry(g, i, 0), arb_mat_entry(M, i, j),
+                           prec);
             arb_div(arb_mat_entry(gtM, 0, j), arb_mat_entry(gtM, 0, j), b, prec);
         }
         for (slong i = 0; i < n; i++)
@@ -901,7 +919,8 @@ static int construct_projected(ac_t1_result *res, const ac_mat *X, const ac_mat 
         ac_mat_free(&Ux);
         ac_mat_free(&Vx);
     }
-    if ((st = ac_mat_init(&Pi, n, n, err)) || (st = ac_gemm(&Pi, AC_NOTRANS, &Xp, AC_NOTRANS, X, err)) ||
+    if ((st = ac_mat_init(&Pi, n, n, err)) ||
+        (st = ac_gemm(&Pi, AC_NOTRANS, &Xp, AC_NOTRANS, X, err)) ||
         (st = ac_mat_init(&T, n, n, err)) || (st = ac_mat_init(&W1, n, n, err)))
         goto out;
     s = calloc(n + 1, sizeof(double));
@@ -1007,12 +1026,9 @@ static double fit_eval(const gsl_vector *th, void *params, gsl_vector *grad)
     size_t d = c->d, n = c->n, dk = c->dk;
     const double *Wk = th->data, *Wq = th->data + dk * d;
     double s = 1.0 / sqrt((double)dk);
-    ac_dgemm(AC_NOTRANS, AC_NOTRANS, dk, n, d, 1.0, Wk,
-                d, c->X->data, n, 0.0, c->K, n);
-    ac_dgemm(AC_NOTRANS, AC_NOTRANS, dk, n, d, 1.0, Wq,
-                d, c->X->data, n, 0.0, c->Q, n);
-    ac_dgemm(AC_TRANS, AC_NOTRANS, n, n, dk, s, c->K,
-                n, c->Q, n, 0.0, c->Z, n);
+    ac_dgemm(AC_NOTRANS, AC_NOTRANS, dk, n, d, 1.0, Wk, d, c->X->data, n, 0.0, c->K, n);
+    ac_dgemm(AC_NOTRANS, AC_NOTRANS, dk, n, d, 1.0, Wq, d, c->X->data, n, 0.0, c->Q, n);
+    ac_dgemm(AC_TRANS, AC_NOTRANS, n, n, dk, s, c->K, n, c->Q, n, 0.0, c->Z, n);
     softmax_cols_inplace(c->Z, n, n);
     double f = 0;
     for (size_t i = 0; i < n * n; i++) {
@@ -1030,19 +1046,22 @@ static double fit_eval(const gsl_vector *th, void *params, gsl_vector *grad)
             c->G[i * n + j] = c->Z[i * n + j] * (c->G[i * n + j] - dot);
     }
     /* dK = Q dZ' s, dQ = K dZ s; dWk = dK X', dWq = dQ X' */
-    ac_dgemm(AC_NOTRANS, AC_TRANS, dk, n, n, s, c->Q, n,
-                c->G, n, 0.0, c->dK, n);
-    ac_dgemm(AC_NOTRANS, AC_NOTRANS, dk, n, n, s, c->K,
-                n, c->G, n, 0.0, c->dQ, n);
-    ac_dgemm(AC_NOTRANS, AC_TRANS, dk, d, n, 1.0, c->dK,
-                n, c->X->data, n, 0.0, grad->data, d);
-    ac_dgemm(AC_NOTRANS, AC_TRANS, dk, d, n, 1.0, c->dQ,
-                n, c->X->data, n, 0.0, grad->data + dk * d, d);
+    ac_dgemm(AC_NOTRANS, AC_TRANS, dk, n, n, s, c->Q, n, c->G, n, 0.0, c->dK, n);
+    ac_dgemm(AC_NOTRANS, AC_NOTRANS, dk, n, n, s, c->K, n, c->G, n, 0.0, c->dQ, n);
+    ac_dgemm(AC_NOTRANS, AC_TRANS, dk, d, n, 1.0, c->dK, n, c->X->data, n, 0.0, grad->data, d);
+    ac_dgemm(AC_NOTRANS, AC_TRANS, dk, d, n, 1.0, c->dQ, n, c->X->data, n, 0.0, grad->data + dk * d,
+             d);
     return f;
 }
 
-static double fit_f(const gsl_vector *th, void *p) { return fit_eval(th, p, NULL); }
-static void fit_df(const gsl_vector *th, void *p, gsl_vector *g) { fit_eval(th, p, g); }
+static double fit_f(const gsl_vector *th, void *p)
+{
+    return fit_eval(th, p, NULL);
+}
+static void fit_df(const gsl_vector *th, void *p, gsl_vector *g)
+{
+    fit_eval(th, p, g);
+}
 static void fit_fdf(const gsl_vector *th, void *p, double *f, gsl_vector *g)
 {
     *f = fit_eval(th, p, g);
@@ -1132,8 +1151,8 @@ static double dist_lower_bound(double m, size_t n, double pmin)
     mpfr_init2(e, 64);
     mpfr_set_d(q, m, MPFR_RNDD);
     mpfr_div_ui(q, q, (unsigned long)n, MPFR_RNDD);
-    mpfr_neg(q, q, MPFR_RNDU);  /* exact */
-    mpfr_exp(e, q, MPFR_RNDU);  /* e >= exp(-m/n) */
+    mpfr_neg(q, q, MPFR_RNDU); /* exact */
+    mpfr_exp(e, q, MPFR_RNDU); /* e >= exp(-m/n) */
     mpfr_ui_sub(e, 1, e, MPFR_RNDD);
     mpfr_mul_d(e, e, pmin, MPFR_RNDD);
     double t = mpfr_get_d(e, MPFR_RNDD);
@@ -1286,7 +1305,8 @@ int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1
         }
         snprintf(res->summary, sizeof res->summary,
                  "rank X = n = %zu <= dk = %zu: Theorem 1 applies, P is exactly representable "
-                 "(up to its column normalisation, %.2g)", n, dk, res->norm_gap);
+                 "(up to its column normalisation, %.2g)",
+                 n, dk, res->norm_gap);
     } else if (res->rank >= 0) {
         res->route = AC_T1_ROUTE_DECIDE;
         size_t r = (size_t)res->rank;
@@ -1308,15 +1328,21 @@ int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1
             res->rho_lo = res->rho_hi = NAN;
         }
         if (!c.pi_identity && r > 0) {
-            ac_quantity q = {"rho = min_c ||M(c) - Pi M(c) Pi||_F", NULL, rho_ball, NULL, &c, NULL,
-                             "Arb: projector by Cholesky solve, exact minimiser c*", NULL};
+            ac_quantity q = {"rho = min_c ||M(c) - Pi M(c) Pi||_F",
+                             NULL,
+                             rho_ball,
+                             NULL,
+                             &c,
+                             NULL,
+                             "Arb: projector by Cholesky solve, exact minimiser c*",
+                             NULL};
             ac_cert rc;
             if ((st = ac_decide(&rc, &q, AC_GT, 0.0, &o->sched, err)))
                 goto out;
             res->rho_lo = rc.lo;
             res->rho_hi = rc.hi;
-            add_step(res, "log-domain residual (MATH.md 1.3)", "rho = min_c ||M(c) - Pi M(c) Pi||_F",
-                     rc.lo, rc.hi, rc.stage, rc.prec,
+            add_step(res, "log-domain residual (MATH.md 1.3)",
+                     "rho = min_c ||M(c) - Pi M(c) Pi||_F", rc.lo, rc.hi, rc.stage, rc.prec,
                      rc.verdict == AC_PROVED ? "> 0: log P + 1c' never lies in {X'AX}"
                                              : "not certified positive");
             if (rc.verdict == AC_PROVED) {
@@ -1328,7 +1354,7 @@ int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1
             }
         }
         if (dk < r) {
-            ac_quantity q = {"sigma_{dk+1}(K Pi L Pi)", NULL, lowrank_ball, NULL, &c, NULL,
+            ac_quantity q = {"sigma_{dk+1}(K Pi L Pi)",        NULL, lowrank_ball, NULL, &c, NULL,
                              "Arb + Weyl bound around an SVD", NULL};
             ac_cert lc;
             if ((st = ac_decide(&lc, &q, AC_GT, 0.0, &o->sched, err)))
@@ -1394,17 +1420,18 @@ int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1
         if (res->exact == AC_REFUTED && res->dist_hi <= o->tol)
             snprintf(res->summary, sizeof res->summary,
                      "rank X = %zu < n = %zu: P itself is off the set of head outputs (every head "
-                     "is >= %.3g away), but the written weights come within %.3g", r, n,
-                     res->dist_lo, res->dist_hi);
+                     "is >= %.3g away), but the written weights come within %.3g",
+                     r, n, res->dist_lo, res->dist_hi);
         else if (res->exact == AC_REFUTED)
             snprintf(res->summary, sizeof res->summary,
                      "rank X = %zu < n = %zu%s: P is not representable by a head of size %zu; "
-                     "every head is at least %.3g away in max-abs", r, n,
-                     dk < r ? " and dk < rank" : "", dk, res->dist_lo);
+                     "every head is at least %.3g away in max-abs",
+                     r, n, dk < r ? " and dk < rank" : "", dk, res->dist_lo);
         else
             snprintf(res->summary, sizeof res->summary,
                      "rank X = %zu, dk = %zu: no obstruction certified; the written weights reach "
-                     "max|Softmax - P| <= %.3g", r, dk, res->dist_hi);
+                     "max|Softmax - P| <= %.3g",
+                     r, dk, res->dist_hi);
     } else {
         res->route = AC_T1_ROUTE_DECIDE;
         snprintf(res->summary, sizeof res->summary,
@@ -1416,8 +1443,8 @@ int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1
     {
         double lo = res->dist_lo, hi = res->dist_hi;
         int by_weights = res->weights_cert.hi <= hi && res->weights_cert.stage != AC_STAGE_NONE;
-        ac_cert_set(&res->cert, "dist = inf over heads of max|Softmax - P|", AC_LE, o->tol,
-                    stage, prec, lo, hi, method);
+        ac_cert_set(&res->cert, "dist = inf over heads of max|Softmax - P|", AC_LE, o->tol, stage,
+                    prec, lo, hi, method);
         if (res->cert.verdict == AC_PROVED && by_weights && res->route == AC_T1_ROUTE_DECIDE) {
             res->cert.stage = res->weights_cert.stage;
             res->cert.prec = res->weights_cert.prec;
