@@ -421,6 +421,10 @@ int ac_softmax_col_enclose(const double *lo, const double *hi, size_t n, size_t 
         free(Al);
         free(Ah);
         free(T);
+        for (size_t i = 0; i < n * m; i++) {
+            plo[i] = 0.0;
+            phi[i] = 1.0;
+        }
         return 0;
     }
     for (size_t j = 0; j < m; j++) {

@@ -1077,6 +1077,9 @@ static int refine_weights(ac_mat *Wk2, ac_mat *Wq2, const ac_mat *X, const ac_ma
     size_t d = X->rows, n = X->cols, dk = Wk->rows, np = 2 * dk * d;
     if (iters <= 0 || np == 0 || np > 200000 || n > 512)
         return 0;
+    /* GSL's default handler aborts on errors (allocation failures included):
+     * the library must return instead, so it is off for the whole call. */
+    gsl_error_handler_t *old = gsl_set_error_handler_off();
     fit_ctx c = {X, P, d, n, dk, NULL, NULL, NULL, NULL, NULL, NULL};
     c.K = malloc(dk * n * sizeof(double));
     c.Q = malloc(dk * n * sizeof(double));
@@ -1097,7 +1100,6 @@ static int refine_weights(ac_mat *Wk2, ac_mat *Wq2, const ac_mat *X, const ac_ma
         if (th->data[i] == 0.0)
             th->data[i] = 1e-3 * sin((double)(i + 1));
     gsl_multimin_function_fdf fn = {fit_f, fit_df, fit_fdf, np, &c};
-    gsl_error_handler_t *old = gsl_set_error_handler_off();
     if (gsl_multimin_fdfminimizer_set(m, &fn, th, 0.01, 0.1) == GSL_SUCCESS) {
         for (int it = 0; it < iters; it++) {
             int status = gsl_multimin_fdfminimizer_iterate(m);
@@ -1114,12 +1116,12 @@ static int refine_weights(ac_mat *Wk2, ac_mat *Wq2, const ac_mat *X, const ac_ma
             ac_mat_free(Wk2);
         }
     }
-    gsl_set_error_handler(old);
 out:
     if (m)
         gsl_multimin_fdfminimizer_free(m);
     if (th)
         gsl_vector_free(th);
+    gsl_set_error_handler(old);
     free(c.K);
     free(c.Q);
     free(c.Z);

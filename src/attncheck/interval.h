@@ -71,7 +71,8 @@ double ac_gamma_up(double k);
 
 /* Rigorous enclosure of exp(x): *lo <= e^x <= *hi for every finite double x,
  * with relative width about 150 u (see the error analysis in interval.c).
- * NaN input gives NaN bounds; x = +inf gives [DBL_MAX, inf], -inf gives [0, 0]. */
+ * NaN input gives NaN bounds; x > 709 gives [a lower bound on e^709, inf],
+ * x < -745.2 (including -inf) gives [0, 2^-1074]. */
 void ac_exp_enclose(double x, double *lo, double *hi);
 
 /* ac_exp_enclose for n arguments at once (vectorised; same guarantee). */
@@ -138,7 +139,8 @@ double ac_imat_fro_dev_up(const ac_imat *A, const double *B, int identity);
  * fill plo, phi with rigorous bounds on Softmax(L)_ij for every L in the box:
  *   p_ij in [E-_i/(E-_i + sum_{k!=i} E+_k), E+_i/(E+_i + sum_{k!=i} E-_k)],
  * E± the enclosures of exp(endpoint - max_k hi_kj), rounded outward.
- * Returns 0 if some input is not finite (bounds then [0, 1]). */
+ * Returns 0 if some input is not finite or memory runs out (the bounds of the
+ * affected columns, or of all, are then the trivial [0, 1]). */
 int ac_softmax_col_enclose(const double *lo, const double *hi, size_t n, size_t m,
                            double *plo, double *phi);
 

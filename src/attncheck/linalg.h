@@ -51,7 +51,7 @@ int ac_approx_svd(const ac_mat *A, ac_mat *U, double *s, ac_mat *Vt, ac_err *err
  * arithmetic), sigma_i in [s_i sqrt((1-alpha)(1-beta)) - eps,
  * s_i sqrt((1+alpha)(1+beta)) + eps].  lo[i] is clamped at 0.  If alpha or
  * beta >= 1 all bounds are [0, inf].  *eps_out (may be NULL) receives eps.
- * Cost: one SVD and five dgemm. */
+ * Cost: one SVD and seven dgemm. */
 int ac_sv_enclose(const ac_imat *A, double *lo, double *hi, double *eps_out, ac_err *err);
 
 /* Certify that Y is a left inverse of X up to q: upper bound q >= ||Y X - I||_F
@@ -72,7 +72,8 @@ int ac_rank_exact(const ac_mat *A, double max_work, long *rank, size_t *pivot_ro
 
 /* A lower bound on the rank, exactly: the rank of A (scaled to integers)
  * modulo a 62-bit prime; rank over Q >= rank mod p.  Cheap (O(mn min(m,n))
- * word operations).  *rank = -1 if the scaled entries are too large. */
+ * word operations); powers of two are reduced modulo p, so any finite
+ * entries work.  AC_EDATA if an entry is not finite. */
 int ac_rank_lower_modp(const ac_mat *A, long *rank, ac_err *err);
 
 #ifdef __cplusplus
