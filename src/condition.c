@@ -534,12 +534,12 @@ static void hp_gram(hp_ws *h)
         }
 }
 
-/* Cholesky G = L L^T (lower); 0 if a pivot is not positive. */
-static int hp_cholesky(hp_ws *h)
+/* Cholesky G - mu I = L L^T (lower); 0 if a pivot is not positive. */
+static int hp_cholesky(hp_ws *h, double mu)
 {
     size_t m = h->m;
     for (size_t j = 0; j < m; j++) {
-        mpfr_set(h->t, h->G[j * m + j], MPFR_RNDN);
+        mpfr_sub_d(h->t, h->G[j * m + j], mu, MPFR_RNDN);
         for (size_t k = 0; k < j; k++) {
             mpfr_mul(h->u, h->Lc[j * m + k], h->Lc[j * m + k], MPFR_RNDN);
             mpfr_sub(h->t, h->t, h->u, MPFR_RNDN);
@@ -574,8 +574,9 @@ static double hp_normalize(hp_ws *h, mpfr_t *x)
     return n;
 }
 
-/* One inverse-iteration step x <- G^{-1} x / ||.||, then rho = x^T G x and
- * ||G x - rho x|| (into *rho, *res, as doubles relative to nothing). */
+/* One inverse-iteration step x <- (G - mu I)^{-1} x / ||.|| (with the
+ * factor L of G - mu I), then rho = x^T G x and ||G x - rho x|| (into
+ * *rho, *res as doubles). */
 static void hp_step(hp_ws *h, double *rho, double *res)
 {
     size_t m = h->m;
@@ -639,7 +640,38 @@ static long hp_bits_guess(double kappa_hint, double rtol, size_t m, size_t M)
     return p < 128 ? 128 : p;
 }
 
-/* Core of ac_cond_sigma_min_mpfr; leaves the eigenvector in h->x. */
+/* Double-precision singular values of A: sigma~_1, sigma~_min and the
+ * absolute error bound e = M u sigma~_1 (LAPACK's bound, p(m, n) = M).
+ * Returns 0 on failure. */
+static int hp_double_hint(const ac_mat *A, double *s1, double *sm, double *e)
+{
+    size_t N = A->rows, D = A->cols, m = N < D ? N : D, M = N < D ? D : N;
+    double *c = malloc(N * D * sizeof(double)), *sv = malloc(m * sizeof(double));
+    int ok = 0;
+    if (c && sv) {
+        memcpy(c, A->data, N * D * sizeof(double));
+        lapack_int info = LAPACKE_dgesdd(LAPACK_COL_MAJOR, 'N', (lapack_int)D, (lapack_int)N, c,
+                                         (lapack_int)D, sv, NULL, 1, NULL, 1);
+        if (info == 0) {
+            *s1 = sv[0];
+            *sm = sv[m - 1];
+            *e = (double)M * U53 * sv[0];
+            ok = 1;
+        }
+    }
+    free(c);
+    free(sv);
+    return ok;
+}
+
+/* Core of ac_cond_sigma_min_mpfr; leaves the eigenvector in h->x.
+ *
+ * Shifted inverse iteration: with the double estimate sigma~_min and its
+ * error bound e, mu = (sigma~_min - 2e)^2 <= lambda_min (when the bound
+ * holds), so G - mu I is positive definite and the iteration contracts by
+ * (lambda_min - mu)/(lambda_2 - mu) per step, fast even when the two
+ * smallest singular values are close.  If the Cholesky factorisation of
+ * G - mu I fails (the bound did not hold), mu = 0 is used. */
 static int hp_sigma_min(hp_ws *h, const ac_mat *A, double rtol, double kappa_hint, long max_prec,
                         double *sigmin, double *relerr, long *prec_used, int *resolved)
 {
@@ -648,6 +680,14 @@ static int hp_sigma_min(hp_ws *h, const ac_mat *A, double rtol, double kappa_hin
     for (size_t i = 0; i < A->rows * A->cols; i++)
         fro2 += A->data[i] * A->data[i];
     fro2 *= 1 + 2 * (double)(A->rows * A->cols) * U53; /* >= ||A||_F^2 */
+    double s1, sm, e, mu = 0;
+    if (hp_double_hint(A, &s1, &sm, &e)) {
+        if (sm > 2 * e)
+            mu = (sm - 2 * e) * (sm - 2 * e);
+        double k = sm > e ? s1 / (sm - e) : 1 / U53;
+        if (k > kappa_hint)
+            kappa_hint = k;
+    }
     long p = hp_bits_guess(kappa_hint, rtol, m, M);
     if (p > max_prec)
         p = max_prec;
@@ -661,7 +701,13 @@ static int hp_sigma_min(hp_ws *h, const ac_mat *A, double rtol, double kappa_hin
          * 2^-p of partial sums bounded by sum |a_ik a_jk|), plus the rounding
          * of G x, x^T G x and the residual: (m + 3) 2^-p ||G||, ||G|| <= ||A||_F^2 */
         double floor_err = ((double)M + (double)m + 3) * two_p * fro2 * 1.0001;
-        if (hp_cholesky(h)) {
+        double shift = mu;
+        int factored = hp_cholesky(h, shift);
+        if (!factored && shift > 0) {
+            shift = 0;
+            factored = hp_cholesky(h, shift);
+        }
+        if (factored) {
             hp_start(h);
             double rho = NAN, res = INFINITY, prev = INFINITY;
             int stall = 0;
@@ -677,7 +723,7 @@ static int hp_sigma_min(hp_ws *h, const ac_mat *A, double rtol, double kappa_hin
                 if (rel <= 0.5 * rtol)
                     break;
                 /* stop when the residual no longer shrinks (precision floor) */
-                if (res >= 0.9 * prev) {
+                if (res >= prev) {
                     if (++stall >= 5)
                         break;
                 } else {
@@ -794,8 +840,11 @@ int ac_cond_kappa(const ac_mat *A, double rtol, int start_route, long max_prec,
         return ac_err_set(err, AC_EINTERNAL, "out of memory for a %zu x %zu matrix", A->rows,
                           A->cols);
     memcpy(w.A, A->data, A->rows * A->cols * sizeof(double));
+    int old = ac_blas_get_threads();
+    ac_blas_set_threads(1); /* as in ac_cond_run: the same kernels, the same bits */
     int st = kappa_ws(&w, rtol, start_route < 0 ? AC_COND_GRAM : start_route, max_prec, s, NULL,
                       err);
+    ac_blas_set_threads(old);
     ws_free(&w);
     return st;
 }
@@ -1640,7 +1689,7 @@ int ac_cond_block(ac_mat *A, size_t h, size_t d, uint64_t trial, const ac_cond_o
         return st;
     }
     int old = ac_blas_get_threads();
-    ac_blas_set_threads(1);
+    ac_blas_set_threads(1); /* as in ac_cond_run: the same kernels, the same bits */
     sample_block(&w, o, trial);
     ac_blas_set_threads(old);
     memcpy(A->data, w.A, o->N * h * d * sizeof(double));

@@ -242,19 +242,22 @@ int ac_cond_kappa(const ac_mat *A, double rtol, int start_route, long max_prec,
                   ac_cond_sample *s, ac_err *err);
 
 /* The high-precision fallback: sigma_min(A) of an m x n double matrix
- * (exact input) to relative accuracy rtol.  At precision p (starting from
- * a guess from kappa_hint, which may be 0, doubling up to max_prec):
- * the Gram matrix G of the short side in MPFR (error <= M 2^-p ||A||_F^2
- * entrywise-summed), its Cholesky factor, then inverse iteration; with z
- * the iterate, rho = z^T G z / z^T z >= lambda_min and the residual
- * r = G z - rho z, some eigenvalue lies within ||r||/||z|| + ||dG|| of
- * rho (Weyl); stop when that radius is <= rtol rho.  *relerr receives the
- * resulting bound on the relative error of sigma_min, *prec_used the bits.
- * *resolved = 0 when even max_prec does not resolve sigma_min (A is
- * singular or nearly so to that precision): *sigmin is then an upper
+ * (exact input) to relative accuracy rtol.  At precision p (a guess from
+ * the double SVD's kappa and kappa_hint, which may be 0; doubled up to
+ * max_prec when needed): the Gram matrix G of the short side in MPFR (error
+ * ||dG||_2 <= M 2^-p ||A||_F^2), the Cholesky factor of G - mu I with
+ * mu = (sigma~_min - 2 e)^2 below lambda_min (sigma~_min from the double
+ * SVD, e = M u sigma~_1 its error bound; mu = 0 if that factorisation
+ * fails), then shifted inverse iteration.  With z the iterate,
+ * rho = z^T G z / z^T z >= lambda_min and r = G z - rho z, some eigenvalue
+ * of the exact G lies within ||r||/||z|| + ||dG|| + rounding of rho (Weyl);
+ * the iteration stops when that radius is <= rtol/2 rho.  *relerr receives
+ * the resulting bound on the relative error of sigma_min, *prec_used the
+ * bits.  *resolved = 0 when even max_prec does not resolve sigma_min (A is
+ * singular or nearly so at that precision): *sigmin is then only an upper
  * estimate.  This is an estimate with an a-posteriori bound, not a
- * certificate (the eigenvalue found is the smallest one with probability 1
- * for the generic start vector used, not provably). */
+ * certificate: the eigenvalue found is the smallest one for a generic start
+ * vector and a valid shift, not provably. */
 int ac_cond_sigma_min_mpfr(const ac_mat *A, double rtol, double kappa_hint, long max_prec,
                            double *sigmin, double *relerr, long *prec_used, int *resolved,
                            ac_err *err);

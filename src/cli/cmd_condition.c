@@ -1037,8 +1037,7 @@ void report_rows_condition(cli_report *rep)
             dev = fmax(dev, r.dev_hi);
             ac_cond_result_free(&r);
         }
-        snprintf(inst, sizeof inst, "iid, N = %zu, d = %zu, h = 1,2,4,16, %zu trials", N, d,
-                 o.trials);
+        snprintf(inst, sizeof inst, "iid N=%zu d=%zu h=1,2,4,16 T=%zu", N, d, o.trials);
         snprintf(bound, sizeof bound, "dev <= %.2g", dev);
         snprintf(detail, sizeof detail, "%.200s",
                  e ? err.msg
@@ -1050,7 +1049,7 @@ void report_rows_condition(cli_report *rep)
 
     /* 2-3. the prediction check at a default size: first order vs Tracy-Widom */
     {
-        size_t N = quick ? 64 : 128, d = quick ? 32 : 64, h = 4;
+        size_t N = quick ? 64 : 128, d = quick ? 64 : 64, h = 4;
         o.N = N;
         o.trials = quick ? 60 : 200;
         ac_cond_result r;
@@ -1058,7 +1057,7 @@ void report_rows_condition(cli_report *rep)
         ac_err_clear(&err);
         int e = ac_cond_run(&r, h, d, &o, &err);
         double sec = cli_now() - t0;
-        snprintf(inst, sizeof inst, "iid, N = %zu, D = %zu, %zu trials (seeded)", N, h * d,
+        snprintf(inst, sizeof inst, "iid N=%zu D=%zu T=%zu (seeded sample)", N, h * d,
                  o.trials);
         if (e) {
             cond_row(rep, "Thm 3.2: first order within 2%", inst, AC_REFUTED, AC_UNDECIDED,
@@ -1067,7 +1066,7 @@ void report_rows_condition(cli_report *rep)
                      "error", err.msg, sec, e);
         } else {
             const ac_cond_certstats *c = &r.cst;
-            snprintf(bound, sizeof bound, "err in [%+.1f,%+.1f]%%", 100 * c->err_first_order_lo,
+            snprintf(bound, sizeof bound, "[%+.2f,%+.2f]%%", 100 * c->err_first_order_lo,
                      100 * c->err_first_order_hi);
             snprintf(detail, sizeof detail,
                      "first order %.4g vs certified sample mean in [%.6g, %.6g]: biased high "
@@ -1076,7 +1075,7 @@ void report_rows_condition(cli_report *rep)
             cond_row(rep, "Thm 3.2: first order within 2%", inst, AC_REFUTED,
                      within(c->err_first_order_lo, c->err_first_order_hi, 0.02), bound, detail,
                      sec / 2, 0);
-            snprintf(bound, sizeof bound, "err in [%+.2f,%+.2f]%%", 100 * c->err_tw_point_lo,
+            snprintf(bound, sizeof bound, "[%+.2f,%+.2f]%%", 100 * c->err_tw_point_lo,
                      100 * c->err_tw_point_hi);
             snprintf(detail, sizeof detail,
                      "Tracy-Widom %.5g vs certified sample mean in [%.6g, %.6g]", r.pred.tw_point,
@@ -1107,9 +1106,10 @@ void report_rows_condition(cli_report *rep)
             e = ac_cond_run(&a2, h2, d, &o, &err);
         o.mode = AC_COND_IID;
         double sec = cli_now() - t0;
-        snprintf(inst, sizeof inst, "attention, N = %zu, d = %zu, h = %zu vs %zu", N, d, h1, h2);
+        snprintf(inst, sizeof inst, "attention N=%zu d=%zu h=%zu vs %zu T=%zu", N, d, h1, h2,
+                 o.trials);
         if (e) {
-            cond_row(rep, "Thm 3.2 (attention): more heads, lower kappa", inst, AC_PROVED,
+            cond_row(rep, "Thm 3.2 attention: more h, lower k", inst, AC_PROVED,
                      AC_UNDECIDED, "error", err.msg, sec, e);
         } else {
             /* median_hi(h2) < median_lo(h1) proves the decrease */
@@ -1123,20 +1123,20 @@ void report_rows_condition(cli_report *rep)
                      "median kappa of attention blocks: %.4g at h = %zu, %.4g at h = %zu "
                      "(certified enclosures of the seeded sample)",
                      a1.st.median, h1, a2.st.median, h2);
-            cond_row(rep, "Thm 3.2 (attention): more heads, lower kappa", inst, AC_PROVED, v,
+            cond_row(rep, "Thm 3.2 attention: more h, lower k", inst, AC_PROVED, v,
                      bound, detail, sec / 2, 0);
             /* the Gaussian prediction for attention heads: within 25% of the iid median? */
             double lo = ac_sub_dn(ac_div_dn(a2.cst.median_lo, ri.cst.median_hi), 1.0);
             double hi = ac_sub_up(ac_div_up(a2.cst.median_hi, ri.cst.median_lo), 1.0);
             v = (a2.cst.valid && ri.cst.valid) ? within(lo, hi, 0.25) : AC_UNDECIDED;
-            snprintf(inst, sizeof inst, "N = %zu, D = %zu: attention vs iid, %zu trials", N,
-                     h2 * d, o.trials);
+            snprintf(inst, sizeof inst, "N=%zu D=%zu attention vs iid T=%zu", N, h2 * d,
+                     o.trials);
             snprintf(bound, sizeof bound, "ratio %.3g", a2.st.median / ri.st.median);
             snprintf(detail, sizeof detail,
                      "median kappa %.4g (attention) vs %.4g (iid Gaussian, TW %.4g): the Gaussian "
                      "prediction does not describe attention heads",
                      a2.st.median, ri.st.median, ri.pred.tw_median);
-            cond_row(rep, "Thm 3.2: attention kappa ~ Gaussian", inst, AC_REFUTED, v, bound,
+            cond_row(rep, "Thm 3.2: attention k within 25% iid", inst, AC_REFUTED, v, bound,
                      detail, sec / 2, 0);
         }
         ac_cond_result_free(&ri);
