@@ -1264,6 +1264,15 @@ int cmd_condition(int argc, char **argv)
         cert.seconds = wall;
     }
 
+    /* the plot first (gnuplot may fail), then both files are committed */
+    if (a.plot) {
+        int gs = run_gnuplot(gp, &a, res, a.nh, plotf.tmp_path);
+        if (gs != 0) {
+            st = cli_fail(AC_ECANTCREAT, "--plot %s: gnuplot (%s) failed (status %d)", a.plot, gp,
+                          gs);
+            goto out;
+        }
+    }
     if (a.csv) {
         write_csv(csvf.fp, &a, res, a.nh);
         if ((st = ac_atomic_commit(&csvf, &err))) {
@@ -1272,13 +1281,6 @@ int cmd_condition(int argc, char **argv)
         }
     }
     if (a.plot) {
-        int gs = run_gnuplot(gp, &a, res, a.nh, plotf.tmp_path);
-        if (gs != 0) {
-            ac_atomic_abort(&plotf);
-            st = cli_fail(AC_ECANTCREAT, "--plot %s: gnuplot (%s) failed (status %d)", a.plot, gp,
-                          gs);
-            goto out;
-        }
         if ((st = ac_atomic_commit(&plotf, &err))) {
             st = cli_fail_err(&err);
             goto out;
