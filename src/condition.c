@@ -781,6 +781,9 @@ int ac_cond_sigma_min_mpfr(const ac_mat *A, double rtol, double kappa_hint, long
 static int kappa_ws(cond_ws *w, double rtol, int start, long max_prec, ac_cond_sample *s,
                     double *eig, ac_err *err)
 {
+    /* every route must meet rtol/2: the other half is the room the
+     * certification needs to prove "within rtol" */
+    rtol *= 0.5;
     memset(s, 0, sizeof *s);
     s->cert = AC_UNDECIDED;
     s->cert_stage = AC_STAGE_NONE;

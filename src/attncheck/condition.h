@@ -28,7 +28,9 @@
  *                      the literal X W form.
  *
  * kappa of one block: three routes, chosen per sample from a stated error
- * bound (rtol = the requested relative accuracy of kappa)
+ * bound (rtol = the requested relative accuracy of kappa; a route is
+ * accepted when its bound on kappa is <= rtol/2, which leaves the
+ * certification room to prove "within rtol")
  * -------------------------------------------------------------------------
  *   GRAM  G = A A^T (D >= N) or A^T A (D < N), m x m, by dsyrk; its extreme
  *         eigenvalues by dsytrd + dstebz (all of them by dsterf with
@@ -43,7 +45,7 @@
  *   SVD   singular values of A by dgesdd (values only):
  *             |sigma~_i - sigma_i| <= M u sigma~_1
  *         (LAPACK's p(m, n) u sigma_1 with p = max(m, n)); accepted when
- *         the bound on kappa, 2 M u kappa~ to first order, is <= rtol.
+ *         the bound on kappa, 2 M u kappa~ to first order, is <= rtol/2.
  *   MPFR  the high-precision fallback: sigma_min from ac_cond_sigma_min_mpfr
  *         (below), sigma_1 from the SVD route (whose relative error M u is
  *         far below any rtol >= 1e-12).

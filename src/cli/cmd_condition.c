@@ -468,31 +468,38 @@ static void print_text(const cond_args *a, ac_cond_result *res, size_t nh, doubl
 
     if (o->certify) {
         printf("\ncertified (rigorous enclosures for the seeded sample; dev = |kappa/kappa~ - 1|)\n");
-        printf("%5s %7s %-9s %7s %7s %9s %-26s %-26s %-24s\n", "h", "D", "verdict", "proved",
-               "undec.", "dev <=", "mean in", "median in", "TW point err in");
+        printf("%5s %7s %-9s %7s %7s %9s %-28s %-28s %-24s %s\n", "h", "D", "verdict", "proved",
+               "undec.", "dev <=", "mean in", "median in", "first order err in",
+               "TW point err in");
         for (size_t i = 0; i < nh; i++) {
             const ac_cond_result *r = &res[i];
             const ac_cond_certstats *c = &r->cst;
-            char m1[64], m2[64], m3[64];
+            char m1[64], m2[64], m3[64], m4[64];
             if (c->valid) {
                 if (is_square(r))
                     snprintf(m1, sizeof m1, "- (E kappa = inf)");
                 else
-                    snprintf(m1, sizeof m1, "[%.8g, %.8g]", c->mean_lo, c->mean_hi);
-                snprintf(m2, sizeof m2, "[%.8g, %.8g]", c->median_lo, c->median_hi);
+                    snprintf(m1, sizeof m1, "[%.10g, %.10g]", c->mean_lo, c->mean_hi);
+                snprintf(m2, sizeof m2, "[%.10g, %.10g]", c->median_lo, c->median_hi);
                 if (isnan(c->err_tw_point_lo))
                     snprintf(m3, sizeof m3, "-");
                 else
                     snprintf(m3, sizeof m3, "[%+.4f%%, %+.4f%%]", 100 * c->err_tw_point_lo,
                              100 * c->err_tw_point_hi);
+                if (isnan(c->err_first_order_lo))
+                    snprintf(m4, sizeof m4, "-");
+                else
+                    snprintf(m4, sizeof m4, "[%+.4f%%, %+.4f%%]", 100 * c->err_first_order_lo,
+                             100 * c->err_first_order_hi);
             } else {
                 snprintf(m1, sizeof m1, "- (some sample unbounded)");
                 snprintf(m2, sizeof m2, "-");
                 snprintf(m3, sizeof m3, "-");
+                snprintf(m4, sizeof m4, "-");
             }
-            printf("%5zu %7zu %-9s %7zu %7zu %9s %-26s %-26s %-24s\n", r->h, r->D,
+            printf("%5zu %7zu %-9s %7zu %7zu %9s %-28s %-28s %-24s %s\n", r->h, r->D,
                    ac_verdict_name(r->verdict), r->n_proved, r->n_undecided,
-                   fg(b[0], 40, r->dev_hi), m1, m2, m3);
+                   fg(b[0], 40, r->dev_hi), m1, m2, m4, m3);
         }
     }
 
