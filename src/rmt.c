@@ -28,27 +28,34 @@
 #define TW_NODES_DEFAULT 64
 #define TW_NODES_MAX 256
 
-double ac_tw1_cdf_direct(double s, int nodes)
+/* Gauss-Legendre nodes and weights on [0, 1] for m nodes. */
+static int gl01(int m, double *x, double *w)
 {
-    int m = nodes > 0 ? nodes : TW_NODES_DEFAULT;
-    if (m > TW_NODES_MAX)
-        m = TW_NODES_MAX;
-    if (!isfinite(s))
-        return s > 0 ? 1.0 : (s < 0 ? 0.0 : NAN);
+    gsl_integration_glfixed_table *t = gsl_integration_glfixed_table_alloc((size_t)m);
+    if (!t)
+        return 0;
+    for (int i = 0; i < m; i++)
+        gsl_integration_glfixed_point(0.0, 1.0, (size_t)i, &x[i], &w[i], t);
+    gsl_integration_glfixed_table_free(t);
+    return 1;
+}
+
+/* det(I - K_s) with the m nodes x01, weights w01 on [0, 1] scaled to [0, L]. */
+static double tw_det(double s, int m, const double *x01, const double *w01)
+{
     /* K_s(x, y) = Ai((x+y)/2 + s)/2 on [0, L]: Ai(z) < 1e-20 for z > 12, so
      * the kernel is negligible once (x + y)/2 > 12 - s, i.e. beyond
      * L = 2 max(0, -s) + 24. */
     double L = 2.0 * fmax(0.0, -s) + 24.0;
-    gsl_integration_glfixed_table *t = gsl_integration_glfixed_table_alloc((size_t)m);
     gsl_matrix *K = gsl_matrix_alloc((size_t)m, (size_t)m);
     gsl_permutation *perm = gsl_permutation_alloc((size_t)m);
     double *x = malloc((size_t)m * sizeof *x), *w = malloc((size_t)m * sizeof *w);
     double det = NAN;
-    if (t && K && perm && x && w) {
+    if (K && perm && x && w) {
         gsl_error_handler_t *old = gsl_set_error_handler_off();
         for (int i = 0; i < m; i++) {
-            gsl_integration_glfixed_point(0.0, L, (size_t)i, &x[i], &w[i], t);
-            w[i] = sqrt(w[i]);
+            x[i] = L * x01[i];
+            w[i] = sqrt(L * w01[i]);
         }
         for (int i = 0; i < m; i++)
             for (int j = 0; j <= i; j++) {
@@ -66,8 +73,20 @@ double ac_tw1_cdf_direct(double s, int nodes)
     free(w);
     gsl_permutation_free(perm);
     gsl_matrix_free(K);
-    gsl_integration_glfixed_table_free(t);
     return det;
+}
+
+double ac_tw1_cdf_direct(double s, int nodes)
+{
+    int m = nodes > 0 ? nodes : TW_NODES_DEFAULT;
+    if (m > TW_NODES_MAX)
+        m = TW_NODES_MAX;
+    if (!isfinite(s))
+        return s > 0 ? 1.0 : (s < 0 ? 0.0 : NAN);
+    double x[TW_NODES_MAX], w[TW_NODES_MAX];
+    if (!gl01(m, x, w))
+        return NAN;
+    return tw_det(s, m, x, w);
 }
 
 /* ---- the table --------------------------------------------------------------- */
@@ -81,16 +100,21 @@ static gsl_cheb_series *tw_cdf_cs[TW_PIECES], *tw_pdf_cs[TW_PIECES];
 static int tw_ok;
 static pthread_once_t tw_once = PTHREAD_ONCE_INIT;
 
+/* nodes of the table's determinants, computed once */
+static double tw_x01[TW_NODES_DEFAULT], tw_w01[TW_NODES_DEFAULT];
+
 static double tw_direct_fn(double s, void *p)
 {
     (void)p;
-    return ac_tw1_cdf_direct(s, TW_NODES_DEFAULT);
+    return tw_det(s, TW_NODES_DEFAULT, tw_x01, tw_w01);
 }
 
 static void tw_build(void)
 {
     gsl_function F = {tw_direct_fn, NULL};
-    tw_ok = 1;
+    tw_ok = gl01(TW_NODES_DEFAULT, tw_x01, tw_w01);
+    if (!tw_ok)
+        return;
     for (int k = 0; k < TW_PIECES; k++) {
         tw_cdf_cs[k] = gsl_cheb_alloc(TW_ORDER);
         tw_pdf_cs[k] = gsl_cheb_alloc(TW_ORDER);
@@ -298,49 +322,78 @@ const char *ac_rmt_regime_name(ac_rmt_regime r)
     }
 }
 
-double ac_rmt_tw_kappa_cdf(const ac_rmt_pred *p, double k)
+/* The T2 quadrature of the kappa model: nodes t_i and weights w_i f1(t_i)
+ * on [-12, min(12, mu-/sigma-)] (composite Gauss-Legendre, 16 nodes per
+ * panel of width <= 1). */
+#define KQ_MAX (24 * 16)
+typedef struct {
+    int n;
+    double t[KQ_MAX], wf[KQ_MAX];
+} kappa_quad;
+
+static int kappa_quad_init(kappa_quad *q, const ac_rmt_pred *p)
 {
-    /* P(kappa <= k) = P(mu+ + s+ T1 <= k^2 (mu- - s- T2))
-     *               = int f(t) F1((k^2 (mu- - s- t) - mu+)/s+) dt over
-     *                 t < mu-/s- (else lambda_min <= 0: kappa = inf). */
-    if (isnan(p->tw_point) || k != k)
-        return NAN;
-    if (k <= 1)
-        return 0.0;
     const size_t nodes = 16;
     gsl_integration_glfixed_table *t = gsl_integration_glfixed_table_alloc(nodes);
     if (!t)
-        return NAN;
+        return 0;
     double tmax = fmin(TW_HI, p->mu_minus / p->sigma_minus);
-    double k2 = k * k, sum = 0.0;
     int panels = (int)ceil(tmax - TW_LO);
     if (panels < 1)
         panels = 1;
+    if (panels > KQ_MAX / 16)
+        panels = KQ_MAX / 16;
     double hw = (tmax - TW_LO) / panels;
-    for (int q = 0; q < panels; q++) {
-        double a = TW_LO + q * hw, b = a + hw;
+    q->n = 0;
+    for (int j = 0; j < panels; j++) {
+        double a = TW_LO + j * hw, b = a + hw;
         for (size_t i = 0; i < nodes; i++) {
             double x, w;
             gsl_integration_glfixed_point(a, b, i, &x, &w, t);
-            double s1 = (k2 * (p->mu_minus - p->sigma_minus * x) - p->mu_plus) / p->sigma_plus;
-            sum += w * ac_tw1_pdf(x) * ac_tw1_cdf(s1);
+            q->t[q->n] = x;
+            q->wf[q->n] = w * ac_tw1_pdf(x);
+            q->n++;
         }
     }
     gsl_integration_glfixed_table_free(t);
+    return 1;
+}
+
+/* P(kappa <= k) = P(mu+ + s+ T1 <= k^2 (mu- - s- T2))
+ *               = int f(t) F1((k^2 (mu- - s- t) - mu+)/s+) dt over
+ *                 t < mu-/s- (else lambda_min <= 0: kappa = inf). */
+static double kappa_cdf_q(const ac_rmt_pred *p, const kappa_quad *q, double k)
+{
+    if (k <= 1)
+        return 0.0;
+    double k2 = k * k, sum = 0.0;
+    for (int i = 0; i < q->n; i++)
+        sum += q->wf[i] *
+               ac_tw1_cdf((k2 * (p->mu_minus - p->sigma_minus * q->t[i]) - p->mu_plus) /
+                          p->sigma_plus);
     return sum < 0 ? 0.0 : (sum > 1 ? 1.0 : sum);
 }
 
-static double tw_kappa_quantile(const ac_rmt_pred *p, double prob)
+double ac_rmt_tw_kappa_cdf(const ac_rmt_pred *p, double k)
 {
-    double lo = 0.0, hi = 1.0; /* in log kappa */
+    kappa_quad q;
+    if (isnan(p->tw_point) || k != k || !kappa_quad_init(&q, p))
+        return NAN;
+    return kappa_cdf_q(p, &q, k);
+}
+
+/* kappa quantile by bisection in log kappa (to 1e-12 relative) */
+static double tw_kappa_quantile(const ac_rmt_pred *p, const kappa_quad *q, double prob)
+{
+    double lo = 0.0, hi = 1.0;
     int guard = 0;
-    while (ac_rmt_tw_kappa_cdf(p, exp(hi)) < prob && guard++ < 60)
+    while (kappa_cdf_q(p, q, exp(hi)) < prob && guard++ < 60)
         hi *= 2;
     if (guard >= 60)
         return INFINITY;
-    for (int it = 0; it < 60 && hi - lo > 1e-12; it++) {
+    for (int it = 0; it < 100 && hi - lo > 1e-12; it++) {
         double c = 0.5 * (lo + hi);
-        if (ac_rmt_tw_kappa_cdf(p, exp(c)) < prob)
+        if (kappa_cdf_q(p, q, exp(c)) < prob)
             lo = c;
         else
             hi = c;
@@ -374,10 +427,11 @@ int ac_rmt_predict(ac_rmt_pred *p, size_t N, size_t D, ac_err *err)
     double num = p->mu_plus + p->sigma_plus * m1, den = p->mu_minus - p->sigma_minus * m1;
     p->tw_point = (D != N && den > 0 && num > 0) ? sqrt(num / den) : NAN;
     p->tw_median = p->tw_q05 = p->tw_q95 = NAN;
-    if (!isnan(p->tw_point)) {
-        p->tw_median = tw_kappa_quantile(p, 0.5);
-        p->tw_q05 = tw_kappa_quantile(p, 0.05);
-        p->tw_q95 = tw_kappa_quantile(p, 0.95);
+    kappa_quad q;
+    if (!isnan(p->tw_point) && kappa_quad_init(&q, p)) {
+        p->tw_median = tw_kappa_quantile(p, &q, 0.5);
+        p->tw_q05 = tw_kappa_quantile(p, &q, 0.05);
+        p->tw_q95 = tw_kappa_quantile(p, &q, 0.95);
     }
 
     /* Gordon / Davidson–Szarek */
