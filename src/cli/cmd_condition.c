@@ -460,6 +460,8 @@ static void print_text(const cond_args *a, ac_cond_result *res, size_t nh, doubl
                 if (wm >= 0 && wm <= 30)
                     bar[wm] = '|';
                 bar[31] = 0;
+                for (int q = 30; q >= 0 && bar[q] == ' '; q--)
+                    bar[q] = 0;
                 printf("   [%9.4g, %9.4g)  %9.4f  MP %9.4f  %s\n", r->hist_lo[k], r->hist_hi[k],
                        r->hist_density[k], r->hist_mp[k], bar);
             }
