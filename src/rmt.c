@@ -100,19 +100,21 @@ static gsl_cheb_series *tw_cdf_cs[TW_PIECES], *tw_pdf_cs[TW_PIECES];
 static int tw_ok;
 static pthread_once_t tw_once = PTHREAD_ONCE_INIT;
 
-/* nodes of the table's determinants, computed once */
-static double tw_x01[TW_NODES_DEFAULT], tw_w01[TW_NODES_DEFAULT];
+/* nodes of the table's determinants, computed once: 48 nodes agree with
+ * 96 to about 1e-14 on [-12, 12] (checked by test_rmt against 128) */
+#define TW_TABLE_NODES 48
+static double tw_x01[TW_TABLE_NODES], tw_w01[TW_TABLE_NODES];
 
 static double tw_direct_fn(double s, void *p)
 {
     (void)p;
-    return tw_det(s, TW_NODES_DEFAULT, tw_x01, tw_w01);
+    return tw_det(s, TW_TABLE_NODES, tw_x01, tw_w01);
 }
 
 static void tw_build(void)
 {
     gsl_function F = {tw_direct_fn, NULL};
-    tw_ok = gl01(TW_NODES_DEFAULT, tw_x01, tw_w01);
+    tw_ok = gl01(TW_TABLE_NODES, tw_x01, tw_w01);
     if (!tw_ok)
         return;
     for (int k = 0; k < TW_PIECES; k++) {
