@@ -1219,8 +1219,8 @@ static int cert_stats(ac_cond_result *r, ac_err *err)
         mpfr_clear(sh);
     }
     /* order statistics are monotone in every sample, and so is the type-7
-     * interpolation w x_j + g x_{j+1} (w, g >= 0): evaluate it on the sorted
-     * lower and upper ends, rounding outward */
+     * interpolation (1 - g) x_j + g x_{j+1} (0 <= g < 1): evaluate it on the
+     * sorted lower and upper ends, rounding outward */
     qsort(lo, n, sizeof(double), cmp_double);
     qsort(hi, n, sizeof(double), cmp_double);
     const double ps[3] = {0.5, 0.05, 0.95};
@@ -1234,15 +1234,17 @@ static int cert_stats(ac_cond_result *r, ac_err *err)
             *qhi[k] = hi[n - 1];
             continue;
         }
-        double g = hpos - (double)j, w = 1.0 - g;
+        double g = hpos - (double)j;
         if (g == 0) {
             *qlo[k] = lo[j];
             *qhi[k] = hi[j];
             continue;
         }
-        /* the statistic is w x_j + g x_{j+1} with the doubles w, g as computed */
-        *qlo[k] = ac_add_dn(ac_mul_dn(w, lo[j]), ac_mul_dn(g, lo[j + 1]));
-        *qhi[k] = ac_add_up(ac_mul_up(w, hi[j]), ac_mul_up(g, hi[j + 1]));
+        /* the statistic x_j + g (x_{j+1} - x_j) = (1 - g) x_j + g x_{j+1}
+         * (g as computed, the rest exact); every x >= 1 > 0, so rounding
+         * 1 - g down (up) and every product and sum down (up) bounds it */
+        *qlo[k] = ac_add_dn(ac_mul_dn(ac_sub_dn(1.0, g), lo[j]), ac_mul_dn(g, lo[j + 1]));
+        *qhi[k] = ac_add_up(ac_mul_up(ac_sub_up(1.0, g), hi[j]), ac_mul_up(g, hi[j + 1]));
     }
     free(lo);
     free(hi);
