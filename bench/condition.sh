@@ -1,0 +1,57 @@
+#!/bin/sh
+# condition.sh — Theorem 3.2, the headline workload of `attncheck condition`
+# against the issue's NumPy script, in one run:
+#   --seq 128 --head-dim 64 --heads 1,2,4,8,16,32,64 --trials 100
+# NumPy runs with the same OpenBLAS kernels as attncheck and with 1 and 2
+# OpenBLAS threads; its best time is the peer.  attncheck is timed as a
+# library call (bench/condition, median of REPS runs) and as the whole
+# `attncheck condition` command (process start to exit, median of REPS).
+# Usage: bench/condition.sh [REPS] [NUMPY_REPS]      (default 5 and 1)
+# The machine is shared: report medians, and expect noise.
+set -eu
+reps=${1:-5}; nreps=${2:-1}
+N=128; d=64; T=100; heads=1,2,4,8,16,32,64
+here=$(cd "$(dirname "$0")" && pwd)
+bin=${BENCH_BIN:-./bench/condition}
+exe=${ATTNCHECK:-./attncheck}
+py=${PYTHON3:-/usr/bin/python3}
+core=$("$exe" --version 2>/dev/null | sed -n 's/^BLAS kernels: \([^ ]*\).*/\1/p')
+[ -n "${OPENBLAS_CORETYPE:-}" ] || { [ -n "$core" ] && export OPENBLAS_CORETYPE="$core"; }
+
+echo "workload: N = $N, d = $d, heads $heads, $T trials per h (BLAS kernels ${OPENBLAS_CORETYPE:-default})"
+lib=$("$bin" $N $d $T "$reps" $heads)
+echo "$lib" | sed 's/^/  library  /'
+
+cmdt=""
+i=0
+while [ $i -lt "$reps" ]; do
+    t=$("$py" -c 'import subprocess, sys, time
+t0 = time.perf_counter()
+subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=False)
+print("%.4f" % (time.perf_counter() - t0))' "$exe" condition --seq $N --head-dim $d --heads $heads --trials $T)
+    cmdt="$cmdt $t"
+    i=$((i + 1))
+done
+cmdmed=$(echo $cmdt | tr ' ' '\n' | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}')
+echo "  command  runs:$cmdt s; median $cmdmed s (attncheck condition, whole process)"
+
+np1=$(OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 "$py" "$here/condition_numpy.py" $N $d $T "$nreps" $heads)
+echo "$np1" | sed 's/^/  numpy(1) /'
+np2=$(OPENBLAS_NUM_THREADS=2 OMP_NUM_THREADS=2 "$py" "$here/condition_numpy.py" $N $d $T "$nreps" $heads)
+echo "$np2" | sed 's/^/  numpy(2) /'
+
+echo "$lib" | awk -v c="$cmdmed" \
+    -v n1="$(echo "$np1" | awk '/^median/ {print $2}')" \
+    -v n2="$(echo "$np2" | awk '/^median/ {print $2}')" '
+/^median/ {
+    w = $2; s = $4; r = $6; v = $8; m = $10; g = $12; th = $16
+    best = (n1 < n2) ? n1 : n2; bt = (n1 < n2) ? 1 : 2
+    tot = s + r + v + m
+    printf "\nNumPy, best setting (%d OpenBLAS thread%s): %.3f s\n", bt, bt == 1 ? "" : "s", best
+    printf "attncheck (%d threads): library %.3f s, command %.3f s\n", th, w, c
+    printf "ratio NumPy / attncheck command = %.1fx   (target >= 5x)\n", best / c
+    printf "ratio NumPy / attncheck library = %.1fx\n", best / w
+    printf "achieved: %.2f GFLOP nominal in %.3f s = %.1f GFLOP/s\n", g, w, g / w
+    printf "where the time goes (thread-seconds): sampling %.3f (%.0f%%), reduction %.3f (%.0f%%), SVD/eigen %.3f (%.0f%%), MPFR %.3f\n", \
+        s, 100 * s / tot, r, 100 * r / tot, v, 100 * v / tot, m
+}'
