@@ -2104,8 +2104,8 @@ finish:
         if (res->verdict == AC_PROVED && res->hyp.applies == AC_PROVED)
             snprintf(res->summary, sizeof res->summary,
                      "Theorem 2 applies (every hypothesis proved) and f_W is separated from g_V "
-                     "at the X found: ||f_W(X) - g_V(X)||_F >= %s, relative gap >= %.3g (%s; X "
-                     "by %s)", b1, res->best.rel_lo, ac_t2_case_name(res->cls.kase),
+                     "at the X found: ||f_W(X) - g_V(X)||_F >= %s, relative gap >= %.3g (%s; "
+                     "best X from %s)", b1, res->best.rel_lo, ac_t2_case_name(res->cls.kase),
                      ac_t2_construction_name(res->best.construction));
         else if (res->verdict == AC_PROVED)
             snprintf(res->summary, sizeof res->summary,
