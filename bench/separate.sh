@@ -1,0 +1,90 @@
+#!/bin/sh
+# separate.sh — Theorem 2 benchmark: the C forward pass of f_W and g_V
+# against the same computation in NumPy, and certified separations per
+# second, in one run.  Run by `make bench` (needs bench/separate_bench built).
+#
+# Both sides use the same OpenBLAS with the same kernels (OPENBLAS_CORETYPE as
+# chosen by attncheck, MATH.md 5) and the same thread count, set through
+# OPENBLAS_NUM_THREADS = 1 and 2, C and NumPy interleaved; this is repeated
+# REPS times (default 3).  Each reported time is the median over the
+# repetitions of a median of 7 batches, and the best thread count of each
+# side is compared.  The machine may be shared: expect noise of 10-20%.
+set -eu
+: "${PYTHON3:=/usr/bin/python3}"
+: "${REPS:=3}"
+bin=${SEPARATE_BENCH:-./bench/separate_bench}
+[ -x "$bin" ] || { echo "separate.sh: $bin not built (make bench)" >&2; exit 1; }
+here=$(dirname "$0")
+work=$(mktemp -d "${TMPDIR:-/tmp}/separate_bench.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+
+have_np=0
+"$PYTHON3" -c 'import numpy' 2>/dev/null && have_np=1 ||
+    echo "separate.sh: numpy not available for $PYTHON3; C timings only" >&2
+: >"$work/c.txt"
+: >"$work/np.txt"
+rep=1
+while [ "$rep" -le "$REPS" ]; do
+    for t in 1 2; do
+        # certificates on the first repetition only (they are not compared)
+        if [ "$rep" = 1 ]; then only=""; else only="--forward-only"; fi
+        OPENBLAS_NUM_THREADS=$t OMP_NUM_THREADS=$t "$bin" "$work" $only >>"$work/c.txt"
+        core=$(awk '$1 == "blas_core" { c = $2 } END { print c }' "$work/c.txt")
+        case "$core" in Prescott|generic|"") ct="" ;; *) ct=$core ;; esac
+        if [ $have_np = 1 ]; then
+            env ${ct:+OPENBLAS_CORETYPE=$ct} OPENBLAS_NUM_THREADS=$t OMP_NUM_THREADS=$t \
+                "$PYTHON3" "$here/separate_numpy.py" "$work" | sed "s/\$/ $t/" >>"$work/np.txt"
+        fi
+    done
+    rep=$((rep + 1))
+done
+
+awk '
+function median(list,    n, a, i, j, t) {
+    n = split(list, a, " ")
+    for (i = 2; i <= n; i++) { t = a[i] + 0; for (j = i - 1; j >= 1 && a[j] + 0 > t; j--) a[j + 1] = a[j]; a[j + 1] = t }
+    return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+FNR == NR {
+    if ($1 == "blas_core") core = $2
+    else if ($1 == "config") { cfg[$2] = sprintf("d=%s h=%s dp=%s n=%s", $4, $6, $8, $10); if ($2 + 1 > ncfg) ncfg = $2 + 1 }
+    else if ($1 ~ /^forward_|^certify|^construct_certify/) {
+        key = $1 SUBSEP $2 SUBSEP $3; c[key] = c[key] " " $4; th[$3] = 1
+        if ($1 ~ /certify/) fails[$1 SUBSEP $2] += $5
+    }
+    next
+}
+$1 ~ /^np_forward_/ { key = $1 SUBSEP $2 SUBSEP $4; np[key] = np[key] " " $3; th[$4] = 1 }
+$1 ~ /^np_maxdiff_/ { diff[$1 SUBSEP $2] = $3 }
+function best(arr, name, k,    t, m, b, bt) {
+    b = ""; bt = ""
+    for (t in th) if ((name SUBSEP k SUBSEP t) in arr) {
+        m = median(substr(arr[name SUBSEP k SUBSEP t], 2))
+        if (b == "" || m < b) { b = m; bt = t }
+    }
+    bestt = bt
+    return b
+}
+END {
+    printf "Theorem 2 benchmark (BLAS kernels %s; each time: median over the runs of a median of\n", core
+    printf "7 batches; the faster of 1 and 2 BLAS threads for each side, shown in brackets)\n\n"
+    printf "%-22s %-5s %16s %16s %8s %14s\n", "config", "layer", "C forward", "NumPy forward", "speedup", "|C-NumPy|/|Y|"
+    bad = 0
+    for (k = 0; k < ncfg; k++) for (l = 0; l < 2; l++) {
+        L = l ? "g" : "f"
+        cf = best(c, "forward_" L, k); ct = bestt
+        nf = best(np, "np_forward_" L, k); nt = bestt
+        printf "%-22s %-5s %10.1f us [%s]", cfg[k], (l ? "g_V" : "f_W"), cf * 1e6, ct
+        if (nf != "") {
+            printf " %10.1f us [%s] %7.2fx %14s\n", nf * 1e6, nt, nf / cf, diff["np_maxdiff_" L SUBSEP k]
+            if (cf >= nf) bad = 1
+        } else printf " %16s %8s\n", "-", "-"
+    }
+    printf "\n%-22s %30s %34s\n", "config", "certificates/s (fixed X)", "construct + certify/s (fresh X)"
+    for (k = 0; k < ncfg; k++) {
+        a = best(c, "certify", k); at = bestt; b = best(c, "construct_certify", k); bt2 = bestt
+        printf "%-22s %14.0f (%.3f ms) [%s] %18.0f (%.3f ms) [%s]%s\n", cfg[k], 1 / a, a * 1e3, at, 1 / b, b * 1e3, bt2,
+            (fails["certify" SUBSEP k] + fails["construct_certify" SUBSEP k]) ? "  SOME NOT PROVED" : ""
+    }
+    if (bad) { print "\nseparate.sh: the C forward pass did not beat NumPy everywhere"; exit 1 }
+}' "$work/c.txt" "$work/np.txt"
