@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "attncheck/linalg.h"
 #include "attncheck/multihead.h"
@@ -24,6 +25,27 @@
 static size_t nz(size_t m)
 {
     return (m ? m : 1) * sizeof(double);
+}
+
+/* Zeroed memory for n doubles.  Large blocks are 2 MiB aligned and marked for
+ * transparent huge pages (as NumPy does for its arrays): the weights are
+ * re-read by every BLAS call (packing), and 4 KiB pages cost TLB misses. */
+static double *alloc_params(size_t n)
+{
+    size_t bytes = n * sizeof(double);
+#if defined(MADV_HUGEPAGE)
+    const size_t huge = (size_t)1 << 21;
+    if (bytes >= huge) {
+        void *p = NULL;
+        size_t rounded = (bytes + huge - 1) & ~(huge - 1);
+        if (posix_memalign(&p, huge, rounded) == 0) {
+            madvise(p, rounded, MADV_HUGEPAGE); /* advice only: failure is harmless */
+            memset(p, 0, bytes);
+            return p;
+        }
+    }
+#endif
+    return calloc(n ? n : 1, sizeof(double));
 }
 
 /* ---- the object ----------------------------------------------------------- */
@@ -39,7 +61,7 @@ int ac_mh_init(ac_mh *L, size_t d, size_t h, size_t hs, ac_err *err)
         total > SIZE_MAX / sizeof(double))
         return ac_err_set(err, AC_EUSAGE, "attention layer d = %zu, h = %zu, head size %zu is too "
                           "large", d, h, hs);
-    L->params = calloc(total, sizeof(double));
+    L->params = alloc_params(total);
     if (!L->params)
         return ac_err_set(err, AC_EINTERNAL, "out of memory (%zu parameters)", total);
     L->d = d;
@@ -148,15 +170,14 @@ static inline double exp_nonpos(double x)
 {
     const double log2e = 0x1.71547652b82fep0, magic = 0x1.8p52;
     const double ln2hi = 0x1.62e42feep-1, ln2lo = 0x1.a39ef35793c76p-33;
-    union {
-        double d;
-        int64_t i;
-    } t, s, m;
+    int64_t ti, mi, si;
+    double t, sd;
     x = x < -708.0 ? -708.0 : x;
-    t.d = x * log2e + magic;
-    double kd = t.d - magic;
-    m.d = magic;
-    int64_t k = t.i - m.i;
+    t = x * log2e + magic;
+    double kd = t - magic;
+    memcpy(&ti, &t, sizeof ti);
+    memcpy(&mi, &magic, sizeof mi);
+    int64_t k = ti - mi;
     double r = (x - kd * ln2hi) - kd * ln2lo;
     double p = 1.0 / 6227020800.0;
     p = p * r + 1.0 / 479001600.0;
@@ -172,11 +193,17 @@ static inline double exp_nonpos(double x)
     p = p * r + 0.5;
     p = p * r + 1.0;
     p = p * r + 1.0;
-    s.i = (k + 1023) << 52;
-    return p * s.d;
+    si = (k + 1023) << 52;
+    memcpy(&sd, &si, sizeof sd);
+    return p * sd;
 }
 
-/* Softmax of each row of the r x m row-major matrix Z, in place (max shift). */
+/* Softmax of each row of the r x m row-major matrix Z, in place (max shift).
+ * GCC vectorises the exp loop only with its dynamic cost model (-O3), so the
+ * function asks for it whatever the global -O level. */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("tree-vectorize", "vect-cost-model=dynamic")))
+#endif
 static void softmax_rows(double *Z, size_t r, size_t m)
 {
     for (size_t j = 0; j < r; j++) {
@@ -195,22 +222,26 @@ static void softmax_rows(double *Z, size_t r, size_t m)
     }
 }
 
-/* Q, K, V, PT_i and H = [V_i P_i] into w. */
+/* The token-major forward pass into w (everything transposed, so that each
+ * softmax group and each token's projections are contiguous rows):
+ *   QKV^T = X^T [Wq; Wk; Wv]^T        n x 3hh; head i's Q_i^T, K_i^T, V_i^T are
+ *                                     the column blocks i hs, hh + i hs, 2hh + i hs
+ *   PT_i  = s Q_i^T K_i = Z_i^T       n x n, then its rows are soft-maxed: P_i^T
+ *   H^T   = [P_1^T V_1^T, ...]        n x hh (H_i = V_i P_i)
+ * The caller finishes with y = Wo_cat H = Wo_cat (H^T)^T. */
 static void forward_core(const ac_mh *L, const ac_mat *X, ac_mh_work *w)
 {
-    size_t d = L->d, hs = L->hs, hh = L->h * hs, n = X->cols;
+    size_t d = L->d, hs = L->hs, hh = L->h * hs, ld = 3 * hh, n = X->cols;
     double s = 1.0 / sqrt((double)hs);
-    /* [Q; K; V] = [Wq; Wk; Wv] X: wq, wk, wv are consecutive in params */
-    ac_dgemm(AC_NOTRANS, AC_NOTRANS, 3 * hh, n, d, 1.0, L->wq, d, X->data, n, 0.0, w->qkv, n);
+    /* wq, wk, wv are consecutive in params: one (3hh x d) matrix */
+    ac_dgemm(AC_TRANS, AC_TRANS, n, ld, d, 1.0, X->data, n, L->wq, d, 0.0, w->qkv, ld);
     for (size_t i = 0; i < L->h; i++) {
-        const double *Q = w->qkv + i * hs * n, *K = w->qkv + (hh + i * hs) * n,
-                     *V = w->qkv + (2 * hh + i * hs) * n;
+        const double *QT = w->qkv + i * hs, *KT = w->qkv + hh + i * hs,
+                     *VT = w->qkv + 2 * hh + i * hs;
         double *PT = w->pt + i * n * n;
-        /* PT = Z^T = s Q^T K  (Z = s K^T Q, n x n) */
-        ac_dgemm(AC_TRANS, AC_NOTRANS, n, n, hs, s, Q, n, K, n, 0.0, PT, n);
+        ac_dgemm(AC_NOTRANS, AC_TRANS, n, n, hs, s, QT, ld, KT, ld, 0.0, PT, n);
         softmax_rows(PT, n, n);
-        /* H_i = V_i P_i = V_i PT^T */
-        ac_dgemm(AC_NOTRANS, AC_TRANS, hs, n, n, 1.0, V, n, PT, n, 0.0, w->hb + i * hs * n, n);
+        ac_dgemm(AC_NOTRANS, AC_NOTRANS, n, hs, n, 1.0, PT, n, VT, ld, 0.0, w->hb + i * hs, hh);
     }
 }
 
@@ -243,8 +274,8 @@ int ac_mh_forward(ac_mat *Y, const ac_mh *L, const ac_mat *X, ac_mh_work *w, ac_
         return ac_err_set(err, AC_EUSAGE, "attention workspace was made for another shape");
     }
     forward_core(L, X, w);
-    /* Y = Wo_cat H */
-    ac_dgemm(AC_NOTRANS, AC_NOTRANS, L->d, n, hh, 1.0, L->wo, hh, w->hb, n, 0.0, Y->data, n);
+    /* Y = Wo_cat H = Wo_cat (H^T)^T */
+    ac_dgemm(AC_NOTRANS, AC_TRANS, L->d, n, hh, 1.0, L->wo, hh, w->hb, hh, 0.0, Y->data, n);
     if (w == &local)
         ac_mh_work_free(&local);
     return AC_OK;
@@ -348,18 +379,18 @@ int ac_mh_backward(ac_mat *dX, const ac_mh *L, const ac_mat *X, const ac_mat *dY
     }
     forward_core(L, X, w);
     double s = 1.0 / sqrt((double)hs);
-    double *dH = w->tmp, *dqkv = dH + hh * n, *dPT = dqkv + 3 * hh * n, *dZT = dPT + n * n;
-    /* dH = Wo_cat^T dY */
-    ac_dgemm(AC_TRANS, AC_NOTRANS, hh, n, d, 1.0, L->wo, hh, dY->data, n, 0.0, dH, n);
+    size_t ld = 3 * hh;
+    double *dHT = w->tmp, *dqkv = dHT + hh * n, *dPT = dqkv + 3 * hh * n, *dZT = dPT + n * n;
+    /* layout of forward_core: dHT = (Wo_cat^T dY)^T = dY^T Wo_cat (n x hh) */
+    ac_dgemm(AC_TRANS, AC_NOTRANS, n, hh, d, 1.0, dY->data, n, L->wo, hh, 0.0, dHT, hh);
     for (size_t i = 0; i < L->h; i++) {
-        const double *Q = w->qkv + i * hs * n, *K = w->qkv + (hh + i * hs) * n,
-                     *V = w->qkv + (2 * hh + i * hs) * n, *PT = w->pt + i * n * n,
-                     *dHi = dH + i * hs * n;
-        /* dV_i = dH_i P_i^T = dH_i PT */
-        ac_dgemm(AC_NOTRANS, AC_NOTRANS, hs, n, n, 1.0, dHi, n, PT, n, 0.0,
-                 dqkv + (2 * hh + i * hs) * n, n);
-        /* dPT = (V^T dH)^T = dH^T V */
-        ac_dgemm(AC_TRANS, AC_NOTRANS, n, n, hs, 1.0, dHi, n, V, n, 0.0, dPT, n);
+        const double *QT = w->qkv + i * hs, *KT = w->qkv + hh + i * hs,
+                     *VT = w->qkv + 2 * hh + i * hs, *PT = w->pt + i * n * n,
+                     *dHTi = dHT + i * hs;
+        /* H_i^T = PT V_i^T:  d(V_i^T) = PT^T dH_i^T,  dPT = dH_i^T V_i */
+        ac_dgemm(AC_TRANS, AC_NOTRANS, n, hs, n, 1.0, PT, n, dHTi, hh, 0.0,
+                 dqkv + 2 * hh + i * hs, ld);
+        ac_dgemm(AC_NOTRANS, AC_TRANS, n, n, hs, 1.0, dHTi, hh, VT, ld, 0.0, dPT, n);
         /* softmax backward, one group (row of PT) at a time */
         for (size_t j = 0; j < n; j++) {
             const double *p = PT + j * n, *g = dPT + j * n;
@@ -369,13 +400,12 @@ int ac_mh_backward(ac_mat *dX, const ac_mh *L, const ac_mat *X, const ac_mat *dY
             for (size_t a = 0; a < n; a++)
                 dZT[j * n + a] = p[a] * (g[a] - dot);
         }
-        /* dK = s Q dZ^T = s Q dZT;  dQ = s K dZ = s K dZT^T */
-        ac_dgemm(AC_NOTRANS, AC_NOTRANS, hs, n, n, s, Q, n, dZT, n, 0.0,
-                 dqkv + (hh + i * hs) * n, n);
-        ac_dgemm(AC_NOTRANS, AC_TRANS, hs, n, n, s, K, n, dZT, n, 0.0, dqkv + i * hs * n, n);
+        /* Z_i^T = s Q_i^T K_i:  d(Q_i^T) = s dZT K_i^T,  d(K_i^T) = s dZT^T Q_i^T */
+        ac_dgemm(AC_NOTRANS, AC_NOTRANS, n, hs, n, s, dZT, n, KT, ld, 0.0, dqkv + i * hs, ld);
+        ac_dgemm(AC_TRANS, AC_NOTRANS, n, hs, n, s, dZT, n, QT, ld, 0.0, dqkv + hh + i * hs, ld);
     }
-    /* dX = [Wq; Wk; Wv]^T [dQ; dK; dV] */
-    ac_dgemm(AC_TRANS, AC_NOTRANS, d, n, 3 * hh, 1.0, L->wq, d, dqkv, n, 0.0, dX->data, n);
+    /* QKV^T = X^T W^T:  dX = W^T dQKV^T^T = W^T (dQKV^T)^T */
+    ac_dgemm(AC_TRANS, AC_TRANS, d, n, 3 * hh, 1.0, L->wq, d, dqkv, ld, 0.0, dX->data, n);
     if (w == &local)
         ac_mh_work_free(&local);
     return AC_OK;

@@ -75,9 +75,9 @@ int ac_mh_random(ac_mh *L, size_t d, size_t h, size_t hs, uint64_t seed, uint64_
 /* Workspace for n tokens (reused across calls of the same shape). */
 typedef struct {
     size_t d, h, hs, n;
-    double *qkv;   /* 3 h hs x n: Q, K, V of every head */
+    double *qkv;   /* n x 3 h hs: [Q; K; V]^T, row j = token j's projections */
     double *pt;    /* h x n x n: P_i^T, row j = softmax column j */
-    double *hb;    /* h hs x n: V_i P_i stacked */
+    double *hb;    /* n x h hs: [V_1 P_1; ...; V_h P_h]^T */
     double *tmp;   /* scratch for the backward pass */
 } ac_mh_work;
 
@@ -87,8 +87,8 @@ void ac_mh_work_free(ac_mh_work *w);
 /* Y = y(X) in double (Y d x n allocated by the caller).  w may be NULL (a
  * workspace is allocated for the call) or a workspace for this layer and n;
  * after the call it holds Q, K, V, the softmax matrices and V_i P_i (used by
- * ac_mh_backward).  Cost: 3 dgemm for the projections, 2 per head, 1 for the
- * output; about 2 n d h hs (4 + n/d) flops.  AC_EUSAGE on a shape mismatch. */
+ * ac_mh_backward).  Cost: 1 dgemm for the projections of every head, 2 per
+ * head, 1 for the output; about 2 n d h hs (4 + n/d) flops.  AC_EUSAGE on a shape mismatch. */
 int ac_mh_forward(ac_mat *Y, const ac_mh *L, const ac_mat *X, ac_mh_work *w, ac_err *err);
 
 /* The same by plain loops, one head and one entry at a time (the reference
