@@ -2067,13 +2067,25 @@ int ac_t2_separate(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
         res->verdict = AC_PROVED;
         if ((st = sep_copy(&res->best, best, err)))
             goto out;
-    } else if (res->identical == 1) {
-        res->verdict = AC_REFUTED;
+    } else {
+        /* no X: keep the certificate of the most promising attempt */
+        const ac_t2_sep *top = NULL;
+        for (size_t i = 0; i < L.n; i++)
+            if (L.v[i].cert.stage != AC_STAGE_NONE && (!top || L.v[i].est_rel > top->est_rel))
+                top = &L.v[i];
+        if (top)
+            res->best.cert = top->cert;
+        if (res->identical == 1)
+            res->verdict = AC_REFUTED;
     }
     if (bycase && (st = sep_copy(&res->by_case, bycase, err)))
         goto out;
 
 finish:
+    if (res->verdict == AC_REFUTED)
+        ac_cert_set(&res->best.cert, "||f_W(X) - g_V(X)||_F for every X", AC_GT, 0.0,
+                    AC_STAGE_EXACT, 0, 0.0, 0.0,
+                    "exact head-by-head identity of the products (dyadic rationals)");
     /* trace of the case's construction */
     if (o->trace && kase >= 1 && kase <= 3) {
         const ac_t2_sep *tc = res->by_case.X.data ? &res->by_case : NULL;

@@ -147,7 +147,9 @@ typedef struct {
     ac_t2_hyp hyp;
     ac_t2_class cls;
     int identical;           /* head-wise identity: 1 proved, 0 disproved, -1 unknown */
-    ac_t2_sep best;          /* the best certified X (construction NONE if none) */
+    ac_t2_sep best;          /* the best certified X; without one (X empty) best.cert is
+                                the exact identity (REFUTED) or the most promising
+                                failed attempt (UNDECIDED) */
     ac_t2_sep by_case;       /* the first certified X of the case's own construction */
     size_t ncand, ncert;     /* candidates evaluated / certified */
     double opt_from, opt_to; /* relative gap (estimate) before and after multimin; NAN if none */

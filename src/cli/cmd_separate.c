@@ -278,7 +278,7 @@ static void write_json(ac_json *j, const sep_args *a, const char *vdesc, const c
     ac_json_kv_string(j, "verdict", ac_verdict_name(r->verdict));
     ac_json_kv_string(j, "claim", "some X has f_W(X) != g_V(X): ||f_W(X) - g_V(X)||_F > 0");
     ac_json_key(j, "certificate");
-    cli_json_cert(j, r->best.X.data ? &r->best.cert : &r->by_case.cert);
+    cli_json_cert(j, &r->best.cert);
     ac_json_key(j, "instance");
     ac_json_begin_object(j);
     ac_json_kv_int(j, "d", (long long)W->d);
