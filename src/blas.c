@@ -58,7 +58,9 @@ int ac_blas_fix_core(char **argv)
         getenv("ATTNCHECK_BLAS_REEXEC"))
         return 0;
     __builtin_cpu_init();
-    const char *better = ac_blas_better_core(ac_blas_corename(),
+    /* test hook: pretend OpenBLAS chose this core (see attncheck(1)) */
+    const char *core = getenv("ATTNCHECK_BLAS_TEST_CORENAME");
+    const char *better = ac_blas_better_core(core ? core : ac_blas_corename(),
                                              __builtin_cpu_supports("avx512f") &&
                                                  __builtin_cpu_supports("avx512vl"),
                                              __builtin_cpu_supports("avx2") &&

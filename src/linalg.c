@@ -43,6 +43,35 @@ int ac_gemm(ac_mat *C, ac_trans ta, const ac_mat *A, ac_trans tb, const ac_mat *
     return AC_OK;
 }
 
+/* Square X: X^+ = X^-1 by LU with partial pivoting (dgetrf + dgetri, 2n^3
+ * flops, half of the QR route).  A row-major buffer is the column-major
+ * transpose, and inv(X')' = inv(X), so LAPACK runs on the buffer as is. */
+static int inverse_lu(ac_mat *Y, const ac_mat *X, ac_err *err)
+{
+    size_t n = X->rows;
+    lapack_int *ipiv = malloc((n ? n : 1) * sizeof(lapack_int));
+    int st;
+    if (!ipiv)
+        return ac_err_set(err, AC_EINTERNAL, "out of memory");
+    if ((st = ac_mat_copy(Y, X, err))) {
+        free(ipiv);
+        return st;
+    }
+    lapack_int info = LAPACKE_dgetrf(LAPACK_COL_MAJOR, (lapack_int)n, (lapack_int)n, Y->data,
+                                     (lapack_int)n, ipiv);
+    if (info == 0)
+        info = LAPACKE_dgetri(LAPACK_COL_MAJOR, (lapack_int)n, Y->data, (lapack_int)n, ipiv);
+    free(ipiv);
+    if (info != 0) {
+        ac_mat_free(Y);
+        return ac_err_set(err, info > 0 ? AC_EDATA : AC_EINTERNAL,
+                          info > 0 ? "X is singular (zero pivot %d in LU)"
+                                   : "LAPACKE_dgetri: argument %d invalid",
+                          (int)(info > 0 ? info : -info));
+    }
+    return AC_OK;
+}
+
 int ac_approx_pinv_fullcol(ac_mat *Y, const ac_mat *X, ac_err *err)
 {
     size_t d = X->rows, n = X->cols;
@@ -50,6 +79,8 @@ int ac_approx_pinv_fullcol(ac_mat *Y, const ac_mat *X, ac_err *err)
     int st;
     if (d < n)
         return ac_err_set(err, AC_EDATA, "X (%zu x %zu) cannot have full column rank: d < n", d, n);
+    if (d == n && n > 0 && inverse_lu(Y, X, NULL) == AC_OK)
+        return AC_OK;
     if ((st = ac_mat_copy(&A, X, err)) || (st = ac_mat_init(&B, d, d, err)))
         goto fail;
     for (size_t i = 0; i < d; i++)
@@ -250,7 +281,7 @@ out:
 }
 
 int ac_cert_left_inverse(const ac_mat *Y, const ac_mat *X, double *q_lo, double *q_hi,
-                         double *sigma_lo, ac_err *err)
+                         double *sigma_lo, ac_imat *yx_out, ac_err *err)
 {
     size_t n = X->cols;
     ac_imat YX = {0};
@@ -273,6 +304,10 @@ int ac_cert_left_inverse(const ac_mat *Y, const ac_mat *X, double *q_lo, double 
         double d = ac_sub_dn(ac_dn(fabs(YX.mid[i] - b)), YX.rad[i]);
         if (d > ql)
             ql = d;
+    }
+    if (yx_out) {
+        *yx_out = YX;
+        YX.mid = YX.rad = NULL;
     }
     ac_imat_free(&YX);
     if (q_lo)

@@ -58,27 +58,34 @@ int ac_t1_validate(const ac_mat *X, const char *xname, const ac_mat *P, const ch
     int st;
     size_t d = X->rows, n = X->cols;
     if (n == 0 || d == 0)
-        return ac_err_set(err, AC_EDATA, "%s: X is %zu x %zu; it needs d >= 1 rows and n >= 1 "
-                          "columns (one per token)", xname, d, n);
+        return ac_err_set(err, AC_EDATA,
+                          "%s: X is %zu x %zu; it needs d >= 1 rows and n >= 1 "
+                          "columns (one per token)",
+                          xname, d, n);
     if (dk == 0)
         return ac_err_set(err, AC_EUSAGE, "head size dk must be at least 1");
     if (P->rows != n || P->cols != n)
-        return ac_err_set(err, AC_EDATA, "%s: P is %zu x %zu but X (%s) has n = %zu columns, so "
-                          "P must be %zu x %zu", pname, P->rows, P->cols, xname, n, n, n);
+        return ac_err_set(err, AC_EDATA,
+                          "%s: P is %zu x %zu but X (%s) has n = %zu columns, so "
+                          "P must be %zu x %zu",
+                          pname, P->rows, P->cols, xname, n, n, n);
     if ((st = check_finite(X, xname, err)) || (st = check_finite(P, pname, err)))
         return st;
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < n; j++)
             if (!(AC_MAT(P, i, j) > 0))
-                return ac_err_set(err, AC_EDATA, "%s: entry (%zu, %zu) = %g is not positive "
-                                  "(a softmax output is always > 0)", pname, i, j, AC_MAT(P, i, j));
+                return ac_err_set(err, AC_EDATA,
+                                  "%s: entry (%zu, %zu) = %g is not positive "
+                                  "(a softmax output is always > 0)",
+                                  pname, i, j, AC_MAT(P, i, j));
     double tol = ac_t1_colsum_tol(n);
     for (size_t j = 0; j < n; j++) {
         double lo, hi;
         ac_sum_enclose(P->data + j, n, n, &lo, &hi);
         if (lo > 1 + tol || hi < 1 - tol) {
             double s = 0.5 * (lo + hi);
-            return ac_err_set(err, AC_EDATA, "%s: column %zu sums to 1%+.3g, not 1 (tolerance "
+            return ac_err_set(err, AC_EDATA,
+                              "%s: column %zu sums to 1%+.3g, not 1 (tolerance "
                               "%.0f*n*u = %.3g; P must be column-stochastic: renormalise with "
                               "P /= P.sum(axis=0) or pass --normalize)",
                               pname, j, s - 1, AC_T1_COLSUM_FACTOR, tol);
@@ -90,8 +97,10 @@ int ac_t1_validate(const ac_mat *X, const char *xname, const ac_mat *P, const ch
                               nd0, n);
         for (size_t j = 0; j < n; j++)
             if (!isfinite(d0[j]) || !(d0[j] > 0))
-                return ac_err_set(err, AC_EDATA, "%s: entry %zu = %g is not a positive finite "
-                                  "number (D0 is a positive diagonal)", d0name, j, d0[j]);
+                return ac_err_set(err, AC_EDATA,
+                                  "%s: entry %zu = %g is not a positive finite "
+                                  "number (D0 is a positive diagonal)",
+                                  d0name, j, d0[j]);
     }
     return AC_OK;
 }
@@ -150,10 +159,13 @@ int ac_head_softmax(ac_mat *S, const ac_mat *X, const ac_mat *Wk, const ac_mat *
     int st;
     S->data = NULL;
     if (Wk->cols != d || Wq->cols != d || Wq->rows != dk)
-        return ac_err_set(err, AC_EDATA, "weights are %zu x %zu and %zu x %zu; expected dk x d "
-                          "with d = %zu", Wk->rows, Wk->cols, Wq->rows, Wq->cols, d);
+        return ac_err_set(err, AC_EDATA,
+                          "weights are %zu x %zu and %zu x %zu; expected dk x d "
+                          "with d = %zu",
+                          Wk->rows, Wk->cols, Wq->rows, Wq->cols, d);
     if ((st = ac_mat_init(&K, dk, n, err)) || (st = ac_mat_init(&Q, dk, n, err)) ||
-        (st = ac_mat_init(S, n, n, err)) || (st = ac_gemm(&K, AC_NOTRANS, Wk, AC_NOTRANS, X, err)) ||
+        (st = ac_mat_init(S, n, n, err)) ||
+        (st = ac_gemm(&K, AC_NOTRANS, Wk, AC_NOTRANS, X, err)) ||
         (st = ac_gemm(&Q, AC_NOTRANS, Wq, AC_NOTRANS, X, err)) ||
         (st = ac_gemm(S, AC_TRANS, &K, AC_NOTRANS, &Q, err))) {
         ac_mat_free(&K);
@@ -170,8 +182,7 @@ int ac_head_softmax(ac_mat *S, const ac_mat *X, const ac_mat *Wk, const ac_mat *
     return AC_OK;
 }
 
-int ac_t1_generate_representable(ac_mat *P, const ac_mat *X, size_t dk, uint64_t seed,
-                                 ac_err *err)
+int ac_t1_generate_representable(ac_mat *P, const ac_mat *X, size_t dk, uint64_t seed, ac_err *err)
 {
     size_t d = X->rows;
     ac_mat Wk = {0}, Wq = {0};
@@ -219,17 +230,18 @@ int ac_t1_example_paper(ac_mat *X, ac_mat *P, ac_err *err)
 /* Stage 0: logit enclosures llo <= (Wk X)^T (Wq X) / sqrt(dk) <= lhi (n x n),
  * and optionally the interval S = (Wk X)^T (Wq X) itself. */
 static int logits_stage0(double *llo, double *lhi, ac_imat *S_out, const ac_mat *X,
-                         const ac_mat *Wk, const ac_mat *Wq, ac_err *err)
+                         const ac_mat *Wk, const ac_mat *Wq, const ac_imat *Kpre, ac_err *err)
 {
     size_t n = X->cols, dk = Wk->rows;
     ac_imat K = {0}, Q = {0}, S = {0};
     ac_imat Xi = ac_imat_view(X), Wki = ac_imat_view(Wk), Wqi = ac_imat_view(Wq);
+    const ac_imat *Kp = Kpre ? Kpre : &K;
     int st;
-    if ((st = ac_imat_init(&K, dk, n, 1, err)) || (st = ac_imat_init(&Q, dk, n, 1, err)) ||
-        (st = ac_imat_init(&S, n, n, 1, err)) ||
-        (st = ac_imat_mul(&K, AC_NOTRANS, &Wki, AC_NOTRANS, &Xi, err)) ||
+    if ((!Kpre && ((st = ac_imat_init(&K, dk, n, 1, err)) ||
+                   (st = ac_imat_mul(&K, AC_NOTRANS, &Wki, AC_NOTRANS, &Xi, err)))) ||
+        (st = ac_imat_init(&Q, dk, n, 1, err)) || (st = ac_imat_init(&S, n, n, 1, err)) ||
         (st = ac_imat_mul(&Q, AC_NOTRANS, &Wqi, AC_NOTRANS, &Xi, err)) ||
-        (st = ac_imat_mul(&S, AC_TRANS, &K, AC_NOTRANS, &Q, err)))
+        (st = ac_imat_mul(&S, AC_TRANS, Kp, AC_NOTRANS, &Q, err)))
         goto out;
     /* 1/sqrt(dk) in [s_lo, s_hi]: sqrt is correctly rounded */
     double s_lo = ac_div_dn(1.0, ac_sqrt_up((double)dk));
@@ -324,7 +336,7 @@ static int maxdev_stage0(double *lo, double *hi, const ac_mat *X, const ac_mat *
         st = ac_err_set(err, AC_EINTERNAL, "out of memory");
         goto out;
     }
-    if ((st = logits_stage0(llo, lhi, NULL, X, Wk, Wq, err)))
+    if ((st = logits_stage0(llo, lhi, NULL, X, Wk, Wq, NULL, err)))
         goto out;
     /* the softmax bounds overwrite the logit bounds */
     double *plo = malloc(N * sizeof(double)), *phi = malloc(N * sizeof(double));
@@ -351,22 +363,30 @@ out:
 int ac_head_maxdev_enclose(double *lo, double *hi, const ac_mat *X, const ac_mat *Wk,
                            const ac_mat *Wq, const ac_mat *P, long prec, ac_err *err)
 {
-    if (Wk->cols != X->rows || Wq->cols != X->rows || Wq->rows != Wk->rows ||
-        P->rows != X->cols || P->cols != X->cols)
+    if (Wk->cols != X->rows || Wq->cols != X->rows || Wq->rows != Wk->rows || P->rows != X->cols ||
+        P->cols != X->cols)
         return ac_err_set(err, AC_EUSAGE, "head check: shapes do not match");
     if (prec <= 0)
         return maxdev_stage0(lo, hi, X, Wk, Wq, P, err);
     return maxdev_ball(lo, hi, NULL, NULL, X, Wk, Wq, P, prec);
 }
 
-/* The quantity "max|Softmax - P| of the written weights" for the engine. */
+/* The quantity "max|Softmax - P| of the written weights" for the engine.
+ * pre != NULL: stage 0 was already computed (the construction route shares
+ * the interval products with its trace of eq. 4). */
 typedef struct {
     const ac_mat *X, *Wk, *Wq, *P;
+    const double *pre; /* {lo, hi} or NULL */
 } weights_ctx;
 
 static int weights_stage0(void *v, double *lo, double *hi, ac_err *err)
 {
     weights_ctx *c = v;
+    if (c->pre) {
+        *lo = c->pre[0];
+        *hi = c->pre[1];
+        return AC_OK;
+    }
     return maxdev_stage0(lo, hi, c->X, c->Wk, c->Wq, c->P, err);
 }
 
@@ -377,13 +397,17 @@ static int weights_ball(void *v, long prec, mpfr_t lo, mpfr_t hi, ac_err *err)
 }
 
 static int certify_weights(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
-                           const ac_mat *P, const ac_t1_opts *o, ac_err *err)
+                           const ac_mat *P, const double *pre, const ac_t1_opts *o, ac_err *err)
 {
-    weights_ctx c = {X, Wk, Wq, P};
-    ac_quantity q = {"max|Softmax((Wk X)'(Wq X)/sqrt(dk)) - P|", weights_stage0, weights_ball,
-                     NULL, &c,
+    weights_ctx c = {X, Wk, Wq, P, pre};
+    ac_quantity q = {"max|Softmax((Wk X)'(Wq X)/sqrt(dk)) - P|",
+                     weights_stage0,
+                     weights_ball,
+                     NULL,
+                     &c,
                      "interval products in double (gamma_k bound) + rigorous exp",
-                     "Arb ball arithmetic", NULL};
+                     "Arb ball arithmetic",
+                     NULL};
     return ac_decide(cert, &q, AC_LE, o->tol, &o->sched, err);
 }
 
@@ -450,9 +474,11 @@ static int construct_theorem1(ac_t1_result *res, ac_mat *Wt, const ac_mat *Y, co
     return AC_OK;
 }
 
-/* Trace of eqs. (4) and (7) for the written weights. */
-static int trace_theorem1(ac_t1_result *res, const ac_mat *X, const ac_mat *Wt, const ac_mat *P,
-                          const double *d0, size_t dk, ac_err *err)
+/* Trace of eqs. (4) and (7) for the written weights; the same interval
+ * products give the stage-0 enclosure pre[0..1] of max|Softmax - P|. */
+static int trace_theorem1(ac_t1_result *res, double *pre, const ac_mat *X, const ac_mat *Wt,
+                          const ac_mat *P, const double *d0, size_t dk, const ac_imat *YX,
+                          ac_err *err)
 {
     size_t n = X->cols, N = n * n;
     double *llo = malloc(N * sizeof(double)), *lhi = malloc(N * sizeof(double));
@@ -462,7 +488,22 @@ static int trace_theorem1(ac_t1_result *res, const ac_mat *X, const ac_mat *Wt, 
         st = ac_err_set(err, AC_EINTERNAL, "out of memory");
         goto out;
     }
-    if ((st = logits_stage0(llo, lhi, &S, X, &res->Wk, &res->Wq, err)))
+    /* Wk = [X^+; 0]: Wk X = [X^+ X; 0], already enclosed by the rank step */
+    ac_imat K = {0};
+    const ac_imat *Kp = NULL;
+    if (YX && YX->mid && YX->rows == n && YX->cols == n) {
+        if (dk == n)
+            Kp = YX;
+        else if ((st = ac_imat_init(&K, dk, n, 1, err)) == AC_OK) {
+            memcpy(K.mid, YX->mid, n * n * sizeof(double));
+            memcpy(K.rad, YX->rad, n * n * sizeof(double));
+            Kp = &K;
+        } else
+            goto out;
+    }
+    st = logits_stage0(llo, lhi, &S, X, &res->Wk, &res->Wq, Kp, err);
+    ac_imat_free(&K);
+    if (st)
         goto out;
     double e4 = ac_imat_maxdev_up(&S, Wt->data, 0);
     double e4lo = 0;
@@ -474,24 +515,50 @@ static int trace_theorem1(ac_t1_result *res, const ac_mat *X, const ac_mat *Wt, 
     }
     add_step(res, "eq. (4): X'Wk'WqX = Wk~'Wq~", "max|(Wk X)'(Wq X) - Wkq~|", e4lo, e4,
              AC_STAGE_DOUBLE, 53, "X^+ cancels X: the logits are the chosen Wkq~ (eq. 4)");
+    ac_imat_free(&S);
+    /* stage 0 of the final identity from the same logits (the softmax bounds
+     * overwrite nothing: separate buffers) */
+    {
+        double *plo = malloc(N * sizeof(double)), *phi = malloc(N * sizeof(double));
+        if (!plo || !phi) {
+            free(plo);
+            free(phi);
+            st = ac_err_set(err, AC_EINTERNAL, "out of memory");
+            goto out;
+        }
+        if (ac_softmax_col_enclose(llo, lhi, n, n, plo, phi))
+            maxdev_from_bounds(plo, phi, P->data, N, &pre[0], &pre[1]);
+        else {
+            pre[0] = 0;
+            pre[1] = INFINITY;
+        }
+        free(plo);
+        free(phi);
+    }
     /* eq. (7): column sums of exp(Wkq~/sqrt(dk)) equal the diagonal of D0 */
-    double s_lo = ac_div_dn(1.0, ac_sqrt_up((double)dk)), s_hi = ac_div_up(1.0, ac_sqrt_dn((double)dk));
+    double s_lo = ac_div_dn(1.0, ac_sqrt_up((double)dk)),
+           s_hi = ac_div_up(1.0, ac_sqrt_dn((double)dk));
     double e7 = 0, e7lo = 0;
     double *el = malloc(n * sizeof(double)), *eh = malloc(n * sizeof(double));
-    if (!el || !eh) {
+    double *xa = malloc(n * sizeof(double)), *xb = malloc(n * sizeof(double));
+    double *tmp = malloc(n * sizeof(double));
+    if (!el || !eh || !xa || !xb || !tmp) {
         free(el);
         free(eh);
+        free(xa);
+        free(xb);
+        free(tmp);
         st = ac_err_set(err, AC_EINTERNAL, "out of memory");
         goto out;
     }
     for (size_t j = 0; j < n; j++) {
         for (size_t i = 0; i < n; i++) {
-            double w = Wt->data[i * n + j], a, b, t;
-            a = w >= 0 ? ac_mul_dn(w, s_lo) : ac_mul_dn(w, s_hi);
-            b = w >= 0 ? ac_mul_up(w, s_hi) : ac_mul_up(w, s_lo);
-            ac_exp_enclose(a, &el[i], &t);
-            ac_exp_enclose(b, &t, &eh[i]);
+            double w = Wt->data[i * n + j];
+            xa[i] = w >= 0 ? ac_mul_dn(w, s_lo) : ac_mul_dn(w, s_hi);
+            xb[i] = w >= 0 ? ac_mul_up(w, s_hi) : ac_mul_up(w, s_lo);
         }
+        ac_exp_enclose_array(xa, n, el, tmp);
+        ac_exp_enclose_array(xb, n, tmp, eh);
         double sl, sh, t;
         ac_sum_enclose(el, n, 1, &sl, &t);
         ac_sum_enclose(eh, n, 1, &t, &sh);
@@ -506,8 +573,11 @@ static int trace_theorem1(ac_t1_result *res, const ac_mat *X, const ac_mat *Wt, 
     }
     free(el);
     free(eh);
-    add_step(res, "eq. (7): 1'exp(Wkq~/sqrt(dk)) = 1'D0", "max_j |1'exp(Wkq~/sqrt(dk))_j / D0_jj - 1|",
-             e7lo, e7, AC_STAGE_DOUBLE, 53,
+    free(xa);
+    free(xb);
+    free(tmp);
+    add_step(res, "eq. (7): 1'exp(Wkq~/sqrt(dk)) = 1'D0",
+             "max_j |1'exp(Wkq~/sqrt(dk))_j / D0_jj - 1|", e7lo, e7, AC_STAGE_DOUBLE, 53,
              "the softmax normaliser D equals D0, so Softmax(Wkq~/sqrt(dk)) = P D0 D0^-1 = P");
 out:
     free(llo);
@@ -521,10 +591,10 @@ out:
 typedef struct {
     const ac_mat *X, *P;
     size_t n, r, dk;
-    const size_t *piv;    /* r independent rows of X (NULL: rows 0..r-1 are) */
-    int pi_identity;      /* r == n: Pi = I */
-    int one_in_row;       /* 1 in the row space of X: 1 yes, 0 no, -1 unknown */
-    int one_perp;         /* X 1 = 0 exactly (Pi 1 = 0) */
+    const size_t *piv; /* r independent rows of X (NULL: rows 0..r-1 are) */
+    int pi_identity;   /* r == n: Pi = I */
+    int one_in_row;    /* 1 in the row space of X: 1 yes, 0 no, -1 unknown */
+    int one_perp;      /* X 1 = 0 exactly (Pi 1 = 0) */
 } decide_ctx;
 
 /* Pi (projector on the row space of X) and L = log P in balls. Returns 0 if
@@ -716,7 +786,8 @@ static int lowrank_ball(void *v, long prec, mpfr_t lo, mpfr_t hi, ac_err *err)
         for (slong i = 0; i < n; i++) {
             arb_zero(arb_mat_entry(g, i, 0));
             for (slong j = 0; j < n; j++)
-                arb_add(arb_mat_entry(g, i, 0), arb_mat_entry(g, i, 0), arb_mat_entry(Pi, i, j), prec);
+                arb_add(arb_mat_entry(g, i, 0), arb_mat_entry(g, i, 0), arb_mat_entry(Pi, i, j),
+                        prec);
             arb_addmul(b, arb_mat_entry(g, i, 0), arb_mat_entry(g, i, 0), prec);
         }
         if (!arb_is_positive(b))
@@ -725,7 +796,8 @@ static int lowrank_ball(void *v, long prec, mpfr_t lo, mpfr_t hi, ac_err *err)
         for (slong j = 0; j < n; j++) {
             arb_zero(arb_mat_entry(gtM, 0, j));
             for (slong i = 0; i < n; i++)
-                arb_addmul(arb_mat_entry(gtM, 0, j), arb_mat_entry(g, i, 0), arb_mat_entry(M, i, j), prec);
+                arb_addmul(arb_mat_entry(gtM, 0, j), arb_mat_entry(g, i, 0), arb_mat_entry(M, i, j),
+                           prec);
             arb_div(arb_mat_entry(gtM, 0, j), arb_mat_entry(gtM, 0, j), b, prec);
         }
         for (slong i = 0; i < n; i++)
@@ -847,7 +919,8 @@ static int construct_projected(ac_t1_result *res, const ac_mat *X, const ac_mat 
         ac_mat_free(&Ux);
         ac_mat_free(&Vx);
     }
-    if ((st = ac_mat_init(&Pi, n, n, err)) || (st = ac_gemm(&Pi, AC_NOTRANS, &Xp, AC_NOTRANS, X, err)) ||
+    if ((st = ac_mat_init(&Pi, n, n, err)) ||
+        (st = ac_gemm(&Pi, AC_NOTRANS, &Xp, AC_NOTRANS, X, err)) ||
         (st = ac_mat_init(&T, n, n, err)) || (st = ac_mat_init(&W1, n, n, err)))
         goto out;
     s = calloc(n + 1, sizeof(double));
@@ -953,12 +1026,9 @@ static double fit_eval(const gsl_vector *th, void *params, gsl_vector *grad)
     size_t d = c->d, n = c->n, dk = c->dk;
     const double *Wk = th->data, *Wq = th->data + dk * d;
     double s = 1.0 / sqrt((double)dk);
-    ac_dgemm(AC_NOTRANS, AC_NOTRANS, dk, n, d, 1.0, Wk,
-                d, c->X->data, n, 0.0, c->K, n);
-    ac_dgemm(AC_NOTRANS, AC_NOTRANS, dk, n, d, 1.0, Wq,
-                d, c->X->data, n, 0.0, c->Q, n);
-    ac_dgemm(AC_TRANS, AC_NOTRANS, n, n, dk, s, c->K,
-                n, c->Q, n, 0.0, c->Z, n);
+    ac_dgemm(AC_NOTRANS, AC_NOTRANS, dk, n, d, 1.0, Wk, d, c->X->data, n, 0.0, c->K, n);
+    ac_dgemm(AC_NOTRANS, AC_NOTRANS, dk, n, d, 1.0, Wq, d, c->X->data, n, 0.0, c->Q, n);
+    ac_dgemm(AC_TRANS, AC_NOTRANS, n, n, dk, s, c->K, n, c->Q, n, 0.0, c->Z, n);
     softmax_cols_inplace(c->Z, n, n);
     double f = 0;
     for (size_t i = 0; i < n * n; i++) {
@@ -976,19 +1046,22 @@ static double fit_eval(const gsl_vector *th, void *params, gsl_vector *grad)
             c->G[i * n + j] = c->Z[i * n + j] * (c->G[i * n + j] - dot);
     }
     /* dK = Q dZ' s, dQ = K dZ s; dWk = dK X', dWq = dQ X' */
-    ac_dgemm(AC_NOTRANS, AC_TRANS, dk, n, n, s, c->Q, n,
-                c->G, n, 0.0, c->dK, n);
-    ac_dgemm(AC_NOTRANS, AC_NOTRANS, dk, n, n, s, c->K,
-                n, c->G, n, 0.0, c->dQ, n);
-    ac_dgemm(AC_NOTRANS, AC_TRANS, dk, d, n, 1.0, c->dK,
-                n, c->X->data, n, 0.0, grad->data, d);
-    ac_dgemm(AC_NOTRANS, AC_TRANS, dk, d, n, 1.0, c->dQ,
-                n, c->X->data, n, 0.0, grad->data + dk * d, d);
+    ac_dgemm(AC_NOTRANS, AC_TRANS, dk, n, n, s, c->Q, n, c->G, n, 0.0, c->dK, n);
+    ac_dgemm(AC_NOTRANS, AC_NOTRANS, dk, n, n, s, c->K, n, c->G, n, 0.0, c->dQ, n);
+    ac_dgemm(AC_NOTRANS, AC_TRANS, dk, d, n, 1.0, c->dK, n, c->X->data, n, 0.0, grad->data, d);
+    ac_dgemm(AC_NOTRANS, AC_TRANS, dk, d, n, 1.0, c->dQ, n, c->X->data, n, 0.0, grad->data + dk * d,
+             d);
     return f;
 }
 
-static double fit_f(const gsl_vector *th, void *p) { return fit_eval(th, p, NULL); }
-static void fit_df(const gsl_vector *th, void *p, gsl_vector *g) { fit_eval(th, p, g); }
+static double fit_f(const gsl_vector *th, void *p)
+{
+    return fit_eval(th, p, NULL);
+}
+static void fit_df(const gsl_vector *th, void *p, gsl_vector *g)
+{
+    fit_eval(th, p, g);
+}
 static void fit_fdf(const gsl_vector *th, void *p, double *f, gsl_vector *g)
 {
     *f = fit_eval(th, p, g);
@@ -1004,6 +1077,9 @@ static int refine_weights(ac_mat *Wk2, ac_mat *Wq2, const ac_mat *X, const ac_ma
     size_t d = X->rows, n = X->cols, dk = Wk->rows, np = 2 * dk * d;
     if (iters <= 0 || np == 0 || np > 200000 || n > 512)
         return 0;
+    /* GSL's default handler aborts on errors (allocation failures included):
+     * the library must return instead, so it is off for the whole call. */
+    gsl_error_handler_t *old = gsl_set_error_handler_off();
     fit_ctx c = {X, P, d, n, dk, NULL, NULL, NULL, NULL, NULL, NULL};
     c.K = malloc(dk * n * sizeof(double));
     c.Q = malloc(dk * n * sizeof(double));
@@ -1024,7 +1100,6 @@ static int refine_weights(ac_mat *Wk2, ac_mat *Wq2, const ac_mat *X, const ac_ma
         if (th->data[i] == 0.0)
             th->data[i] = 1e-3 * sin((double)(i + 1));
     gsl_multimin_function_fdf fn = {fit_f, fit_df, fit_fdf, np, &c};
-    gsl_error_handler_t *old = gsl_set_error_handler_off();
     if (gsl_multimin_fdfminimizer_set(m, &fn, th, 0.01, 0.1) == GSL_SUCCESS) {
         for (int it = 0; it < iters; it++) {
             int status = gsl_multimin_fdfminimizer_iterate(m);
@@ -1041,12 +1116,12 @@ static int refine_weights(ac_mat *Wk2, ac_mat *Wq2, const ac_mat *X, const ac_ma
             ac_mat_free(Wk2);
         }
     }
-    gsl_set_error_handler(old);
 out:
     if (m)
         gsl_multimin_fdfminimizer_free(m);
     if (th)
         gsl_vector_free(th);
+    gsl_set_error_handler(old);
     free(c.K);
     free(c.Q);
     free(c.Z);
@@ -1078,8 +1153,8 @@ static double dist_lower_bound(double m, size_t n, double pmin)
     mpfr_init2(e, 64);
     mpfr_set_d(q, m, MPFR_RNDD);
     mpfr_div_ui(q, q, (unsigned long)n, MPFR_RNDD);
-    mpfr_neg(q, q, MPFR_RNDU);  /* exact */
-    mpfr_exp(e, q, MPFR_RNDU);  /* e >= exp(-m/n) */
+    mpfr_neg(q, q, MPFR_RNDU); /* exact */
+    mpfr_exp(e, q, MPFR_RNDU); /* e >= exp(-m/n) */
     mpfr_ui_sub(e, 1, e, MPFR_RNDD);
     mpfr_mul_d(e, e, pmin, MPFR_RNDD);
     double t = mpfr_get_d(e, MPFR_RNDD);
@@ -1088,8 +1163,8 @@ static double dist_lower_bound(double m, size_t n, double pmin)
     return t > 0 ? t : 0.0;
 }
 
-static int certify_rank(ac_t1_result *res, ac_mat *Y, size_t **piv_out, const ac_mat *X,
-                        const ac_t1_opts *o, ac_err *err)
+static int certify_rank(ac_t1_result *res, ac_mat *Y, ac_imat *YX, size_t **piv_out,
+                        const ac_mat *X, const ac_t1_opts *o, ac_err *err)
 {
     size_t d = X->rows, n = X->cols, p = d < n ? d : n;
     int st;
@@ -1112,7 +1187,7 @@ static int certify_rank(ac_t1_result *res, ac_mat *Y, size_t **piv_out, const ac
     ac_mat *Yp = (d >= n) ? Y : &Yt;
     st = ac_approx_pinv_fullcol(Yp, A, NULL);
     if (st == AC_OK) {
-        if ((st = ac_cert_left_inverse(Yp, A, &qlo, &qhi, &slo, err)))
+        if ((st = ac_cert_left_inverse(Yp, A, &qlo, &qhi, &slo, d >= n ? YX : NULL, err)))
             goto out;
         add_step(res, d >= n ? "step 1: X^+ X = I" : "rank: (X')^+ X' = I",
                  d >= n ? "||X^+ X - I||_F" : "||(X')^+ X' - I||_F", qlo, qhi, AC_STAGE_DOUBLE, 53,
@@ -1173,6 +1248,7 @@ int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1
     const ac_t1_opts *o = opts;
     size_t d = X->rows, n = X->cols;
     ac_mat Y = {0}, Wt = {0}, Wk2 = {0}, Wq2 = {0};
+    ac_imat YX = {0};
     size_t *piv = NULL;
     int st;
     double t_start = ac_t1_now();
@@ -1202,7 +1278,7 @@ int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1
                 AC_STAGE_NONE, 0, 0, INFINITY, "no weights constructed");
     res->weights_cert.verdict = AC_UNDECIDED;
 
-    if ((st = certify_rank(res, &Y, &piv, X, o, err)))
+    if ((st = certify_rank(res, &Y, &YX, &piv, X, o, err)))
         goto out;
     int stage = AC_STAGE_DOUBLE;
     long prec = 53;
@@ -1218,9 +1294,10 @@ int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1
             (st = ac_approx_pinv(&Y, X, 0.0, err))) /* rank proved exactly, QR gave up */
             goto out;
         if (o->want_weights) {
+            double pre[2];
             if ((st = construct_theorem1(res, &Wt, &Y, P, o->d0, dk, err)) ||
-                (st = trace_theorem1(res, X, &Wt, P, o->d0, dk, err)) ||
-                (st = certify_weights(&res->weights_cert, X, &res->Wk, &res->Wq, P, o, err)))
+                (st = trace_theorem1(res, pre, X, &Wt, P, o->d0, dk, &YX, err)) ||
+                (st = certify_weights(&res->weights_cert, X, &res->Wk, &res->Wq, P, pre, o, err)))
                 goto out;
             add_step(res, "final identity: Softmax(X'Wk'WqX/sqrt(dk)) = P", "max|Softmax - P|",
                      res->weights_cert.lo, res->weights_cert.hi, res->weights_cert.stage,
@@ -1230,7 +1307,8 @@ int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1
         }
         snprintf(res->summary, sizeof res->summary,
                  "rank X = n = %zu <= dk = %zu: Theorem 1 applies, P is exactly representable "
-                 "(up to its column normalisation, %.2g)", n, dk, res->norm_gap);
+                 "(up to its column normalisation, %.2g)",
+                 n, dk, res->norm_gap);
     } else if (res->rank >= 0) {
         res->route = AC_T1_ROUTE_DECIDE;
         size_t r = (size_t)res->rank;
@@ -1252,15 +1330,21 @@ int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1
             res->rho_lo = res->rho_hi = NAN;
         }
         if (!c.pi_identity && r > 0) {
-            ac_quantity q = {"rho = min_c ||M(c) - Pi M(c) Pi||_F", NULL, rho_ball, NULL, &c, NULL,
-                             "Arb: projector by Cholesky solve, exact minimiser c*", NULL};
+            ac_quantity q = {"rho = min_c ||M(c) - Pi M(c) Pi||_F",
+                             NULL,
+                             rho_ball,
+                             NULL,
+                             &c,
+                             NULL,
+                             "Arb: projector by Cholesky solve, exact minimiser c*",
+                             NULL};
             ac_cert rc;
             if ((st = ac_decide(&rc, &q, AC_GT, 0.0, &o->sched, err)))
                 goto out;
             res->rho_lo = rc.lo;
             res->rho_hi = rc.hi;
-            add_step(res, "log-domain residual (MATH.md 1.3)", "rho = min_c ||M(c) - Pi M(c) Pi||_F",
-                     rc.lo, rc.hi, rc.stage, rc.prec,
+            add_step(res, "log-domain residual (MATH.md 1.3)",
+                     "rho = min_c ||M(c) - Pi M(c) Pi||_F", rc.lo, rc.hi, rc.stage, rc.prec,
                      rc.verdict == AC_PROVED ? "> 0: log P + 1c' never lies in {X'AX}"
                                              : "not certified positive");
             if (rc.verdict == AC_PROVED) {
@@ -1272,7 +1356,7 @@ int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1
             }
         }
         if (dk < r) {
-            ac_quantity q = {"sigma_{dk+1}(K Pi L Pi)", NULL, lowrank_ball, NULL, &c, NULL,
+            ac_quantity q = {"sigma_{dk+1}(K Pi L Pi)",        NULL, lowrank_ball, NULL, &c, NULL,
                              "Arb + Weyl bound around an SVD", NULL};
             ac_cert lc;
             if ((st = ac_decide(&lc, &q, AC_GT, 0.0, &o->sched, err)))
@@ -1309,12 +1393,12 @@ int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1
         }
         if (o->want_weights) {
             if ((st = construct_projected(res, X, P, r, dk, err)) ||
-                (st = certify_weights(&res->weights_cert, X, &res->Wk, &res->Wq, P, o, err)))
+                (st = certify_weights(&res->weights_cert, X, &res->Wk, &res->Wq, P, NULL, o, err)))
                 goto out;
             if (res->weights_cert.verdict != AC_PROVED &&
                 refine_weights(&Wk2, &Wq2, X, P, &res->Wk, &res->Wq, o->optimize)) {
                 ac_cert c2;
-                if ((st = certify_weights(&c2, X, &Wk2, &Wq2, P, o, err)))
+                if ((st = certify_weights(&c2, X, &Wk2, &Wq2, P, NULL, o, err)))
                     goto out;
                 if (c2.hi < res->weights_cert.hi) {
                     ac_mat_free(&res->Wk);
@@ -1338,17 +1422,18 @@ int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1
         if (res->exact == AC_REFUTED && res->dist_hi <= o->tol)
             snprintf(res->summary, sizeof res->summary,
                      "rank X = %zu < n = %zu: P itself is off the set of head outputs (every head "
-                     "is >= %.3g away), but the written weights come within %.3g", r, n,
-                     res->dist_lo, res->dist_hi);
+                     "is >= %.3g away), but the written weights come within %.3g",
+                     r, n, res->dist_lo, res->dist_hi);
         else if (res->exact == AC_REFUTED)
             snprintf(res->summary, sizeof res->summary,
                      "rank X = %zu < n = %zu%s: P is not representable by a head of size %zu; "
-                     "every head is at least %.3g away in max-abs", r, n,
-                     dk < r ? " and dk < rank" : "", dk, res->dist_lo);
+                     "every head is at least %.3g away in max-abs",
+                     r, n, dk < r ? " and dk < rank" : "", dk, res->dist_lo);
         else
             snprintf(res->summary, sizeof res->summary,
                      "rank X = %zu, dk = %zu: no obstruction certified; the written weights reach "
-                     "max|Softmax - P| <= %.3g", r, dk, res->dist_hi);
+                     "max|Softmax - P| <= %.3g",
+                     r, dk, res->dist_hi);
     } else {
         res->route = AC_T1_ROUTE_DECIDE;
         snprintf(res->summary, sizeof res->summary,
@@ -1360,8 +1445,8 @@ int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1
     {
         double lo = res->dist_lo, hi = res->dist_hi;
         int by_weights = res->weights_cert.hi <= hi && res->weights_cert.stage != AC_STAGE_NONE;
-        ac_cert_set(&res->cert, "dist = inf over heads of max|Softmax - P|", AC_LE, o->tol,
-                    stage, prec, lo, hi, method);
+        ac_cert_set(&res->cert, "dist = inf over heads of max|Softmax - P|", AC_LE, o->tol, stage,
+                    prec, lo, hi, method);
         if (res->cert.verdict == AC_PROVED && by_weights && res->route == AC_T1_ROUTE_DECIDE) {
             res->cert.stage = res->weights_cert.stage;
             res->cert.prec = res->weights_cert.prec;
@@ -1373,6 +1458,7 @@ int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1
     }
 out:
     free(piv);
+    ac_imat_free(&YX);
     ac_mat_free(&Y);
     ac_mat_free(&Wt);
     ac_mat_free(&Wk2);

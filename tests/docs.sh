@@ -29,6 +29,20 @@ EOT
     grep -q "^\.B $c\$" "$top_srcdir/man/attncheck.1" || err "attncheck(1) does not list '$c'"
     grep -q "attncheck $c" "$top_srcdir/README" || err "README does not mention 'attncheck $c'"
 done
+# every function of the public headers is documented in a section-3 page
+fns=$(cat "$top_srcdir"/src/attncheck/*.h | sed 's#/\*.*\*/##' | grep -oE '\bac_[a-z0-9_]+[[:space:]]*\(' | sed 's/[[:space:](]//g' | sort -u)
+[ -n "$fns" ] || err "no functions found in the public headers"
+for f in $fns; do
+    grep -qw -- "$f" "$top_srcdir"/man/*.3 || err "public function $f is not documented in man/*.3"
+done
+# every public header has its page, listed in Makefile.am
+for h in "$top_srcdir"/src/attncheck/*.h; do
+    b=$(basename "$h" .h)
+    grep -q "<attncheck/$b.h>" "$top_srcdir"/man/*.3 || err "header attncheck/$b.h has no section-3 page"
+done
+for m in "$top_srcdir"/man/*.[13]; do
+    grep -q "man/$(basename "$m")" "$top_srcdir/Makefile.am" || err "$m is not in dist_man_MANS"
+done
 # exit status documented identically
 for f in "$top_srcdir"/man/attncheck*.1; do
     grep -q "64" "$f" || err "$f does not document the exit status"

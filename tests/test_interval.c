@@ -142,6 +142,34 @@ START_TEST(test_exp_enclose)
         check_exp_at(ldexp(1.0, k), e, 1);
         check_exp_at(-ldexp(1.0, k), e, 1);
     }
+    /* the batch version: same containment, arguments across every range */
+    {
+        size_t nb = 200000;
+        double *xs = malloc(nb * sizeof(double)), *bl = malloc(nb * sizeof(double)),
+               *bh = malloc(nb * sizeof(double));
+        for (size_t i = 0; i < nb; i++) {
+            xs[i] = (i % 7 == 0) ? test_rng_range(&r, -800, 800) : test_rng_range(&r, -746, 709.5);
+            if (i % 1001 == 0)
+                xs[i] = (i % 2) ? -708.0 : 709.0;
+        }
+        xs[17] = NAN;
+        ac_exp_enclose_array(xs, nb, bl, bh);
+        for (size_t i = 0; i < nb; i++) {
+            if (xs[i] != xs[i]) {
+                SOFT_CHECK(bl[i] != bl[i], "batch exp(NaN) not NaN");
+                continue;
+            }
+            mpfr_set_d(e, xs[i], MPFR_RNDN);
+            mpfr_exp(e, e, MPFR_RNDN);
+            SOFT_CHECK(mpfr_cmp_d(e, bl[i]) >= 0, "batch exp(%a) below lo %a", xs[i], bl[i]);
+            SOFT_CHECK(bh[i] == INFINITY || mpfr_cmp_d(e, bh[i]) <= 0, "batch exp(%a) above hi", xs[i]);
+            if (bl[i] > AC_REALMIN && bh[i] < DBL_MAX)
+                SOFT_CHECK((bh[i] - bl[i]) / bl[i] < 400 * AC_U, "batch exp(%a) too wide", xs[i]);
+        }
+        free(xs);
+        free(bl);
+        free(bh);
+    }
     mpfr_clear(e);
     SOFT_DONE();
     double lo, hi;

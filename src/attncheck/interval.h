@@ -71,8 +71,12 @@ double ac_gamma_up(double k);
 
 /* Rigorous enclosure of exp(x): *lo <= e^x <= *hi for every finite double x,
  * with relative width about 150 u (see the error analysis in interval.c).
- * NaN input gives NaN bounds; x = +inf gives [DBL_MAX, inf], -inf gives [0, 0]. */
+ * NaN input gives NaN bounds; x > 709 gives [a lower bound on e^709, inf],
+ * x < -745.2 (including -inf) gives [0, 2^-1074]. */
 void ac_exp_enclose(double x, double *lo, double *hi);
+
+/* ac_exp_enclose for n arguments at once (vectorised; same guarantee). */
+void ac_exp_enclose_array(const double *x, size_t n, double *lo, double *hi);
 
 /* Enclosure of the sum of n doubles: lo <= sum x_i <= hi (recursive summation
  * with the bound |fl(sum) - sum| <= gamma_{n-1} sum |x_i|).  Returns 0 if the
@@ -100,10 +104,11 @@ typedef enum { AC_NOTRANS = 0, AC_TRANS = 1 } ac_trans;
 
 /* C = op(A) op(B) enclosed: for all A' in A, B' in B, op(A')op(B') in C.
  * op(A) is m x k, op(B) is k x n; C must be allocated m x n with a radius.
- * Cost: 2 dgemm for point inputs, 4 with radii.  The radius is
- *   c1 fl(|Am||Bm|) + c2 fl(|Am| Br + Ar (|Bm| + Br)) + realmin,
- * c1 >= gamma_k/(1-gamma_k), c2 >= 1/(1-gamma_{2k+1}), every operation rounded
- * outward; underflow in the products adds at most 2k eta < realmin.
+ * The radius is up(G / (1 - gamma_{2k+1})) + realmin with
+ *   G = fl(|Am| (gamma_k |Bm| + Br) + Ar (|Bm| + Br)),
+ * the two factors on the right formed with upward rounding; underflow in the
+ * products adds at most 2k eta/2 < realmin.  Cost: 2 dgemm when A is a point
+ * matrix, 3 when A has a radius.
  * Returns AC_OK; AC_EUSAGE on a shape mismatch; AC_EINTERNAL out of memory.
  * Non-finite results leave Inf/NaN in C: check with ac_imat_finite. */
 int ac_imat_mul(ac_imat *C, ac_trans ta, const ac_imat *A, ac_trans tb, const ac_imat *B,
@@ -134,7 +139,8 @@ double ac_imat_fro_dev_up(const ac_imat *A, const double *B, int identity);
  * fill plo, phi with rigorous bounds on Softmax(L)_ij for every L in the box:
  *   p_ij in [E-_i/(E-_i + sum_{k!=i} E+_k), E+_i/(E+_i + sum_{k!=i} E-_k)],
  * E± the enclosures of exp(endpoint - max_k hi_kj), rounded outward.
- * Returns 0 if some input is not finite (bounds then [0, 1]). */
+ * Returns 0 if some input is not finite or memory runs out (the bounds of the
+ * affected columns, or of all, are then the trivial [0, 1]). */
 int ac_softmax_col_enclose(const double *lo, const double *hi, size_t n, size_t m,
                            double *plo, double *phi);
 

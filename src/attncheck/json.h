@@ -39,6 +39,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "attncheck/common.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif

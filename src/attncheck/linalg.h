@@ -25,8 +25,9 @@ void ac_dgemm(ac_trans ta, ac_trans tb, size_t m, size_t n, size_t k, double alp
               size_t ldc);
 
 /* Y = X^+ = (X^T X)^{-1} X^T (n x d) for X (d x n) of full column rank,
- * computed by Householder QR least squares (LAPACK dgels applied to I_d), so
- * that Y X ~ I_n.  Approximate: certify Y X = I separately (ac_cert_left_inverse).
+ * computed by LU with partial pivoting when X is square (dgetrf/dgetri) and
+ * by Householder QR least squares otherwise (dgels applied to I_d), so that
+ * Y X ~ I_n.  Approximate: certify Y X = I separately (ac_cert_left_inverse).
  * Y must be zeroed; it is allocated here.  AC_EDATA if d < n or if LAPACK
  * finds X rank deficient (an exactly zero pivot). */
 int ac_approx_pinv_fullcol(ac_mat *Y, const ac_mat *X, ac_err *err);
@@ -50,15 +51,17 @@ int ac_approx_svd(const ac_mat *A, ac_mat *U, double *s, ac_mat *Vt, ac_err *err
  * arithmetic), sigma_i in [s_i sqrt((1-alpha)(1-beta)) - eps,
  * s_i sqrt((1+alpha)(1+beta)) + eps].  lo[i] is clamped at 0.  If alpha or
  * beta >= 1 all bounds are [0, inf].  *eps_out (may be NULL) receives eps.
- * Cost: one SVD and five dgemm. */
+ * Cost: one SVD and seven dgemm. */
 int ac_sv_enclose(const ac_imat *A, double *lo, double *hi, double *eps_out, ac_err *err);
 
 /* Certify that Y is a left inverse of X up to q: upper bound q >= ||Y X - I||_F
  * (Y n x d, X d x n).  If q < 1 then X has full column rank n and
  * sigma_min(X) >= (1 - q) / ||Y||_F; *sigma_lo (may be NULL) receives that
- * lower bound (0 if q >= 1).  *q_lo receives a lower bound on ||YX - I||_F. */
+ * lower bound (0 if q >= 1).  *q_lo receives a lower bound on ||YX - I||_F.
+ * yx_out (may be NULL; zeroed on entry) receives the interval enclosure of
+ * Y X itself, for callers that need the product again. */
 int ac_cert_left_inverse(const ac_mat *Y, const ac_mat *X, double *q_lo, double *q_hi,
-                         double *sigma_lo, ac_err *err);
+                         double *sigma_lo, ac_imat *yx_out, ac_err *err);
 
 /* Exact rank of a double matrix over the rationals (FLINT, fraction-free
  * elimination on the integer matrix 2^-e A).  *rank = -1 if the matrix is
@@ -69,7 +72,8 @@ int ac_rank_exact(const ac_mat *A, double max_work, long *rank, size_t *pivot_ro
 
 /* A lower bound on the rank, exactly: the rank of A (scaled to integers)
  * modulo a 62-bit prime; rank over Q >= rank mod p.  Cheap (O(mn min(m,n))
- * word operations).  *rank = -1 if the scaled entries are too large. */
+ * word operations); powers of two are reduced modulo p, so any finite
+ * entries work.  AC_EDATA if an entry is not finite. */
 int ac_rank_lower_modp(const ac_mat *A, long *rank, ac_err *err);
 
 #ifdef __cplusplus

@@ -99,7 +99,7 @@ void ac_t1_result_free(ac_t1_result *res);
 /* Validate an instance; names (e.g. file names) are used in the messages.
  * AC_EDATA: non-finite entries, P not n x n, P with an entry <= 0, a column
  * sum off 1 by more than AC_T1_COLSUM_FACTOR * n * u, d0 not positive and
- * finite.  AC_EUSAGE: n = 0, d = 0, dk = 0. */
+ * finite, n = 0 or d = 0.  AC_EUSAGE: dk = 0. */
 int ac_t1_validate(const ac_mat *X, const char *xname, const ac_mat *P, const char *pname,
                    const double *d0, size_t nd0, const char *d0name, size_t dk, ac_err *err);
 

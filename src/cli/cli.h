@@ -119,7 +119,7 @@ typedef struct {
     char bound[96];
     double seconds;
     int error;          /* nonzero: the check failed to run (status) */
-    char detail[256];
+    char detail[AC_ERR_MSG_MAX + 64];
 } cli_report_row;
 
 typedef struct {

@@ -498,22 +498,22 @@ void report_rows_theorem1(cli_report *rep)
     char inst[96];
     uint64_t seed = rep->seed;
     /* Theorem 1, d >= n: proved by construction */
-    size_t n = rep->quick ? 16 : 64;
+    size_t n = rep->quick ? 16 : 256;
     if (ac_t1_generate(&X, &P, n, n, seed, &err) == AC_OK) {
-        snprintf(inst, sizeof inst, "d = n = dk = %zu, Gaussian X, Dirichlet P", n);
+        snprintf(inst, sizeof inst, "d=n=dk=%zu, Gaussian X, Dirichlet P", n);
         t1_row(rep, "Thm 1: head of size n represents P", inst, AC_PROVED, &X, &P, n);
     }
     ac_mat_free(&X);
     ac_mat_free(&P);
     /* the paper's counterexample */
     if (ac_t1_example_paper(&X, &P, &err) == AC_OK)
-        t1_row(rep, "Thm 1: d < n bottleneck (paper)", "d = 1, n = 2, X = [1, 0]", AC_REFUTED,
+        t1_row(rep, "Thm 1: d < n bottleneck (paper)", "d=1, n=2, X=[1, 0]", AC_REFUTED,
                &X, &P, 1);
     ac_mat_free(&X);
     ac_mat_free(&P);
     /* a random d < n instance */
     if (ac_t1_generate(&X, &P, 4, 8, seed, &err) == AC_OK)
-        t1_row(rep, "Thm 1: d < n, random P", "d = dk = 4, n = 8, Dirichlet P", AC_REFUTED, &X,
+        t1_row(rep, "Thm 1: d < n, random P", "d=dk=4, n=8, Dirichlet P", AC_REFUTED, &X,
                &P, 4);
     ac_mat_free(&X);
     ac_mat_free(&P);
@@ -521,7 +521,7 @@ void report_rows_theorem1(cli_report *rep)
     if (ac_t1_generate(&Xr, &P, 4, 8, seed + 1, &err) == AC_OK) {
         ac_mat_free(&P);
         if (ac_t1_generate_representable(&P, &Xr, 2, seed + 1, &err) == AC_OK)
-            t1_row(rep, "Thm 1: d < n, representable P", "d = 4, n = 8, dk = 2, P = head(X)",
+            t1_row(rep, "Thm 1: d < n, representable P", "d=4, n=8, dk=2, P from a random head",
                    AC_PROVED, &Xr, &P, 2);
     }
     ac_mat_free(&Xr);

@@ -130,7 +130,7 @@ int cmd_report(int argc, char **argv)
             cli_report_row *r = &rep.rows[i];
             const char *mark = (r->error || r->verdict == AC_UNDECIDED) ? " ?"
                                : (r->verdict == r->expected ? "" : " !");
-            printf("%-36.36s %-38.38s %-9s %-9s %-18.18s %7.2fs%s\n", r->claim, r->instance,
+            printf("%-36.36s %-38.38s %-9s %-9s %-18.18s %7.3fs%s\n", r->claim, r->instance,
                    ac_verdict_name(r->verdict), ac_verdict_name(r->expected),
                    r->error ? "error" : r->bound, r->seconds, mark);
         }

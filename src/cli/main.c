@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <gsl/gsl_errno.h>
+
 #include "attncheck/blas.h"
 #include "cli.h"
 
@@ -68,6 +70,7 @@ static void print_version(void)
 int main(int argc, char **argv)
 {
     ac_blas_fix_core(argv);
+    gsl_set_error_handler_off(); /* GSL errors are handled, never fatal */
     if (argc < 2) {
         print_main_help(stderr);
         return AC_EUSAGE;

@@ -1,11 +1,11 @@
 #!/usr/bin/env python3
-"""NumPy peer of separate_bench: the forward pass of f_W and g_V on the same
-layers and X (written by separate_bench to DIR/cfgK/), as idiomatic batched
+"""NumPy peer of bench_t2: the forward pass of f_W and g_V on the same
+layers and X (written by bench_t2 to DIR/cfgK/), as idiomatic batched
 NumPy with the head-concatenated weights prepared outside the timing (as the
 C code keeps them).  Each timing is the median of 7 batches of >= 0.1 s.
 Also checks that the result agrees with the C forward pass (Yf.npy, Yg.npy).
 
-usage: separate_numpy.py DIR        (set OPENBLAS_NUM_THREADS before running)
+usage: bench_t2.py DIR        (set OPENBLAS_NUM_THREADS before running)
 output: "np_forward_f K seconds" / "np_forward_g K seconds" / "np_maxdiff K x"
 """
 import os

@@ -1,16 +1,16 @@
-/* separate_bench.c — Theorem 2 benchmarks (bench/separate.sh runs it next to
- * its NumPy peer, bench/separate_numpy.py):
+/* bench_t2.c — Theorem 2 benchmarks (bench/bench_t2.sh runs it next to
+ * its NumPy peer, bench/bench_t2.py):
  *   - the double-precision forward pass of f_W and g_V (ac_mh_forward with a
  *     reused workspace), per call;
  *   - certified separations per second: ac_t2_certify at stage 0 of a fixed
  *     X, and the case-1 construction of a fresh X followed by its
  *     certificate.
  * Every timing is the median of 7 batches of at least 0.1 s; the BLAS thread
- * count is OPENBLAS_NUM_THREADS (separate.sh runs 1 and 2, as for the peer).  The layers and X are written to OUTDIR/cfgK/
+ * count is OPENBLAS_NUM_THREADS (bench_t2.sh runs 1 and 2, as for the peer).  The layers and X are written to OUTDIR/cfgK/
  * for the peer (same .npy layout as `attncheck separate --out-dir`).
  *
- * usage: separate_bench OUTDIR [--forward-only]
- * output: one "key value ..." line per measurement (parsed by separate.sh). */
+ * usage: bench_t2 OUTDIR [--forward-only]
+ * output: one "key value ..." line per measurement (parsed by bench_t2.sh). */
 #include <config.h>
 
 #include <math.h>
@@ -129,7 +129,7 @@ int main(int argc, char **argv)
     static const size_t cfg[][4] = {{64, 8, 32, 16}, {256, 16, 64, 64}};
     ac_blas_fix_core(argv);
     if (argc < 2 || argc > 3 || (argc == 3 && strcmp(argv[2], "--forward-only") != 0)) {
-        fprintf(stderr, "usage: separate_bench OUTDIR [--forward-only]\n");
+        fprintf(stderr, "usage: bench_t2 OUTDIR [--forward-only]\n");
         return 64;
     }
     int forward_only = argc == 3;
@@ -143,7 +143,7 @@ int main(int argc, char **argv)
             ac_t2_generate_w(&W, &V, 1, 1, NULL) ||
             ac_t2_construct(&X, AC_T2_CON_1, &W, &V, n, 1, 0, 0, NULL, NULL) ||
             ac_mat_init(&Y, d, n, NULL)) {
-            fprintf(stderr, "separate_bench: setup failed\n");
+            fprintf(stderr, "bench_t2: setup failed\n");
             return 70;
         }
         /* the peer's inputs: a Gaussian X (softmax not degenerate) */
@@ -154,7 +154,7 @@ int main(int argc, char **argv)
         char xp[1100];
         snprintf(xp, sizeof xp, "%s/X.npy", dir);
         if (write_layer(dir, &W, 'W') || write_layer(dir, &V, 'V') || ac_npy_write_mat(xp, &Xg, NULL)) {
-            fprintf(stderr, "separate_bench: cannot write to %s\n", dir);
+            fprintf(stderr, "bench_t2: cannot write to %s\n", dir);
             return 73;
         }
         printf("config %zu d %zu h %zu dp %zu n %zu\n", k, d, h, dp, n);

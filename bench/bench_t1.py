@@ -1,0 +1,37 @@
+"""bench_t1.py — the plain Theorem 1 construction + check in NumPy, the peer
+of bench_t1.c's "plain" path: X^+ by Householder QR (np.linalg.qr + solve),
+Wkq = sqrt(dk) log P (eq. 6), Wk = X^+, Wq = Wkq X^+ (step 5), then
+max|Softmax((Wk X)'(Wq X)/sqrt(dk)) - P| with the column softmax.
+Same instance as the C side is not needed for timing; sizes and distributions
+are the same (Gaussian X, Dirichlet(1) columns of P).
+Usage: bench_t1.py [n] [reps] [seed]; prints "numpy <median seconds>".
+"""
+import sys
+import time
+
+import numpy as np
+
+n = int(sys.argv[1]) if len(sys.argv) > 1 else 1024
+reps = int(sys.argv[2]) if len(sys.argv) > 2 else 5
+seed = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+rng = np.random.default_rng(seed)
+X = rng.standard_normal((n, n))
+P = rng.dirichlet(np.ones(n), size=n).T  # columns sum to 1
+
+times = []
+for _ in range(reps):
+    t0 = time.perf_counter()
+    Q, R = np.linalg.qr(X)
+    Xp = np.linalg.solve(R, Q.T)            # X^+ = R^-1 Q'
+    dk = n
+    Wt = np.sqrt(dk) * np.log(P)
+    Wk = Xp
+    Wq = Wt @ Xp
+    Z = (Wk @ X).T @ (Wq @ X) / np.sqrt(dk)
+    S = np.exp(Z - Z.max(axis=0))
+    S /= S.sum(axis=0)
+    err = np.abs(S - P).max()
+    times.append(time.perf_counter() - t0)
+times.sort()
+print("numpy %.4f" % times[len(times) // 2])
+print("numpy_max_error %.3g" % err)
