@@ -7,10 +7,10 @@
 # chosen by attncheck, MATH.md 5) and the same thread count, set through
 # OPENBLAS_NUM_THREADS = 1 and 2.  The C driver and the NumPy peer run back to
 # back, REPS times (default 5), so that each repetition gives a paired ratio
-# under the same machine load.  Reported: the median over the repetitions of
-# each side's time (itself a median of 7 batches) at its best thread count,
-# and the median of the paired ratios NumPy/C.  The machine may be shared:
-# look at the spread, and re-run on a quiet machine for final numbers.
+# under the same machine load.  Reported per thread count: the median over
+# the repetitions of each side's time (itself a median of 7 batches) and the
+# median of the paired ratios NumPy/C with their range.  The machine may be
+# shared: look at the spread, and re-run on a quiet machine for final numbers.
 set -eu
 : "${PYTHON3:=/usr/bin/python3}"
 : "${REPS:=5}"
@@ -72,19 +72,20 @@ function best(arr, name, k,    t, m, b, bt) {
     return b
 }
 END {
-    printf "Theorem 2 benchmark (BLAS kernels %s).  Times: median over the runs of a median of 7\n", core
-    printf "batches, at the faster of 1 and 2 BLAS threads for each side [threads].  Speedup: median\n"
-    printf "of the paired per-run ratios NumPy/C, with their range.\n\n"
-    printf "%-22s %-5s %16s %16s %9s %17s %14s\n", "config", "layer", "C forward", "NumPy forward",
-           "speedup", "(range, R runs)", "|C-NumPy|/|Y|"
+    printf "Theorem 2 benchmark (BLAS kernels %s).  Forward pass: C and NumPy run back to back at the\n", core
+    printf "same BLAS thread count; each time is the median over the runs of a median of 7 batches;\n"
+    printf "speedup = median of the paired per-run ratios NumPy/C (range in brackets).\n\n"
+    printf "%-22s %-4s %3s %11s %11s %8s %13s %13s\n", "config", "", "thr", "C", "NumPy", "speedup",
+           "(range, runs)", "|C-NumPy|/|Y|"
     bad = 0; ncmp = 0
-    for (k = 0; k < ncfg; k++) for (l = 0; l < 2; l++) {
+    for (k = 0; k < ncfg; k++) for (l = 0; l < 2; l++) for (t = 1; t <= 2; t++) {
         L = l ? "g" : "f"
-        cf = best(c, "forward_" L, k); ct = bestt
-        nf = best(np, "np_forward_" L, k); nt = bestt
-        printf "%-22s %-5s %10.1f us [%s]", cfg[k], (l ? "g_V" : "f_W"), cf * 1e6, ct
-        if (nf != "") {
-            ck = "forward_" L SUBSEP k SUBSEP ct; nk = "np_forward_" L SUBSEP k SUBSEP nt
+        ck = "forward_" L SUBSEP k SUBSEP t; nk = "np_forward_" L SUBSEP k SUBSEP t
+        if (!(ck in c)) continue
+        cf = median(substr(c[ck], 2))
+        printf "%-22s %-4s %3d %8.1f us", (t == 1 ? cfg[k] : ""), (t == 1 ? (l ? "g_V" : "f_W") : ""), t, cf * 1e6
+        if (nk in np) {
+            nf = median(substr(np[nk], 2))
             R = cn[ck] < nn[nk] ? cn[ck] : nn[nk]; rl = ""; lo = ""; hi = ""
             for (r = 1; r <= R; r++) {
                 q = nrep[nk SUBSEP r] / crep[ck SUBSEP r]; rl = rl " " q
@@ -92,10 +93,10 @@ END {
                 if (hi == "" || q > hi) hi = q
             }
             ratio = median(substr(rl, 2))
-            printf " %10.1f us [%s] %8.2fx   (%.2f-%.2f, %d) %14s\n", nf * 1e6, nt, ratio, lo, hi, R,
+            printf " %8.1f us %7.2fx  (%.2f-%.2f, %d) %13s\n", nf * 1e6, ratio, lo, hi, R,
                    diff["np_maxdiff_" L SUBSEP k]
             ncmp++; if (ratio <= 1) bad++
-        } else printf " %16s %9s\n", "-", "-"
+        } else printf " %11s %8s\n", "-", "-"
     }
     printf "\n%-22s %30s %34s\n", "config", "certificates/s (fixed X)", "construct + certify/s (fresh X)"
     for (k = 0; k < ncfg; k++) {

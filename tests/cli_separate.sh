@@ -87,6 +87,8 @@ expect 64 "cannot be combined" --case 2 --w-dir "$work/emb"
 expect 64 "cannot be combined" --embed --v-dir "$work/emb"
 expect 64 "cannot be combined" --embed --case 1
 expect 64 "dp >= d/h" --embed --dp 2
+expect 64 "do not apply to --embed" --embed --audit
+expect 64 "sample inputs of --embed" --samples 4
 expect 64 "does not divide" --d 16 --h 3
 expect 64 "out of range" --n 0
 expect 64 "needs a value" --seed

@@ -247,9 +247,12 @@ typedef struct {
                                 REFUTED: a sample with certified ||g - f||_F > 0 */
     int params_identical;    /* head-wise identity (=> every X): 1, 0, -1 unknown */
     size_t samples, equal_samples;
-    double diff_hi;          /* largest certified upper bound on ||g_V(X) - f_W(X)||_F (balls) */
+    double diff_hi;          /* largest certified upper bound on ||g_V(X) - f_W(X)||_F from
+                                balls at the schedule's first precision; NAN without ball
+                                stages */
     size_t refuted_sample;   /* 1-based, 0 if none */
-    ac_cert cert;            /* the refuting certificate, or the last ball bound */
+    ac_cert cert;            /* the claim "max ||g_V(X) - f_W(X)||_F <= 0": exact (PROVED),
+                                the refuting enclosure (REFUTED) or the last attempt */
     char summary[320];
 } ac_t2_embed_result;
 

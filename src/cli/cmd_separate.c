@@ -105,7 +105,7 @@ typedef struct {
     const char *vdir, *wdir;
     long kase;
     size_t d, h, dp, n, tries, samples;
-    int have_d, have_h, have_dp;
+    int have_d, have_h, have_dp, have_samples;
     uint64_t seed;
     long optimize;
     int embed, audit;
@@ -142,7 +142,10 @@ static int parse_args(sep_args *a, int argc, char **argv)
         case OPT_OPTIMIZE: st = cli_parse_int("--optimize", optarg, 0, 1000000, &a->optimize); break;
         case OPT_MAXPREC: st = cli_parse_int("--max-prec", optarg, 0, 1L << 20, &a->common.max_prec); break;
         case OPT_EMBED: a->embed = 1; break;
-        case OPT_SAMPLES: st = cli_parse_size("--samples", optarg, 1, 1000, &a->samples); break;
+        case OPT_SAMPLES:
+            st = cli_parse_size("--samples", optarg, 1, 1000, &a->samples);
+            a->have_samples = 1;
+            break;
         case OPT_AUDIT: a->audit = 1; break;
         case OPT_TRACE: a->common.trace = 1; break;
         case OPT_JSON: a->common.json = 1; break;
@@ -165,6 +168,11 @@ static int parse_args(sep_args *a, int argc, char **argv)
         return cli_usage("--embed builds g_V from f_W; it cannot be combined with --v-dir");
     if (a->embed && a->kase)
         return cli_usage("--embed builds g_V from f_W; it cannot be combined with --case");
+    if (a->embed && (a->audit || a->common.trace))
+        return cli_usage("--audit and --trace concern the separation proof; they do not apply to "
+                         "--embed");
+    if (a->have_samples && !a->embed)
+        return cli_usage("--samples sets the sample inputs of --embed");
     if (a->wdir && a->kase)
         return cli_usage("--case builds f_W; it cannot be combined with --w-dir");
     if (!a->vdir && !a->wdir && a->d % a->h)
@@ -656,9 +664,11 @@ static int run_embed(sep_args *a, ac_mh *W, ac_mh *V, const char *vdesc, const c
                                          : "head-by-head identity not decided");
         printf("samples    %zu Gaussian inputs X (d x n): %zu equal exactly, head by head\n",
                e.samples, e.equal_samples);
-        printf("balls      ||g_V(X) - f_W(X)||_F <= %s on every sample (%s, a cross-check)\n",
-               cli_num(b1, sizeof b1, e.diff_hi),
-               cli_stage_name(sb, sizeof sb, 1, sched.n ? sched.prec[0] : 128));
+        if (isnan(e.diff_hi))
+            printf("balls      not computed (no ball stage: --max-prec 0)\n");
+        else
+            printf("balls      ||g_V(X) - f_W(X)||_F <= %s on every sample (%s, a cross-check)\n",
+                   cli_num(b1, sizeof b1, e.diff_hi), cli_stage_name(sb, sizeof sb, 1, sched.prec[0]));
         printf("summary    %s\n", e.summary);
         if (e.verdict == AC_PROVED)
             printf("verdict    PROVED: g_V = f_W on the sample inputs (exact)\n");
