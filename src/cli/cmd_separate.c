@@ -439,7 +439,12 @@ static void print_text(const sep_args *a, const char *vdesc, const char *wdesc, 
     if (a->common.trace) {
         printf("trace (%s)\n", ac_t2_case_name(r->cls.kase));
         if (!r->nsteps)
-            printf("  no steps: the instance is in none of the paper's three cases\n");
+            printf("  no steps: %s\n",
+                   r->verdict == AC_REFUTED
+                       ? "f_W = g_V head by head, so no construction was tried"
+                       : (r->cls.kase >= AC_T2_CASE_1 && r->cls.kase <= AC_T2_CASE_3)
+                             ? "no candidate of the case's construction"
+                             : "the instance is in none of the paper's three cases");
         for (size_t i = 0; i < r->nsteps; i++) {
             const ac_t2_step *s = &r->steps[i];
             printf("  %zu. %s\n     %s in [%s, %s]  %s\n", i + 1, s->name, s->quantity,
