@@ -1,0 +1,140 @@
+/* attncheck/multihead.h — multi-head attention layers, in double and with
+ * certified enclosures (Bhojanapalli et al. 2020, eq. (8) and §3; MATH.md §2).
+ *
+ * Dimension letters: d model width, n tokens, h heads, hs head size.
+ * One layer is
+ *
+ *     y(X) = sum_{i=1..h} Wo_i Wv_i X Softmax((Wk_i X)^T (Wq_i X) / sqrt(hs)),
+ *
+ * X d x n (one column per token, paper 1's layout), the softmax taken over
+ * each column; Wq_i, Wk_i, Wv_i are hs x d and Wo_i is d x hs.  The standard
+ * MultiHead layer f_W of the paper has hs = d/h; the FixedMultiHead layer g_V
+ * has hs = dp, any size.  (The residual connection and LayerNorm of a
+ * Transformer block are not part of f and g: Theorem 2 is about f and g.)
+ *
+ * Storage (llm.c style: one block carved into named tensors):
+ *     wq, wk, wv   (h*hs) x d, row-major: rows i*hs .. i*hs+hs-1 are head i
+ *                  (the same bytes as a C-order array of shape (h, hs, d));
+ *     wo           d x (h*hs), row-major: Wo_cat = [Wo_1, ..., Wo_h], head i
+ *                  in columns i*hs .. i*hs+hs-1.
+ * On disk every parameter is a float64 .npy stack over the heads:
+ *     Wq.npy, Wk.npy, Wv.npy of shape (h, hs, d) and Wo.npy of shape (h, d, hs)
+ * (prefix V for the fixed-size layer: Vq.npy, ...), Wo_i = Wo[i].
+ *
+ * Certified evaluation: ac_mh_enclose gives an interval matrix containing
+ * y(X) for the exact doubles of X and the parameters (stage 0: interval
+ * matrix products with the gamma_k bound, an enclosure of 1/sqrt(hs),
+ * rigorous exp in the column softmax); the ball-arithmetic version (Arb) is
+ * internal (multihead_arb.h) and used by the verdict engine's later stages.
+ */
+#ifndef ATTNCHECK_MULTIHEAD_H
+#define ATTNCHECK_MULTIHEAD_H
+
+#include <stdint.h>
+
+#include "attncheck/common.h"
+#include "attncheck/interval.h"
+#include "attncheck/npy.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+    size_t d, h, hs;
+    double *params;          /* one block of 4 h hs d doubles: wq | wk | wv | wo */
+    double *wq, *wk, *wv;    /* (h*hs) x d each, views into params */
+    double *wo;              /* d x (h*hs), view into params */
+} ac_mh;
+
+typedef enum { AC_MH_Q = 0, AC_MH_K = 1, AC_MH_V = 2, AC_MH_O = 3 } ac_mh_param;
+
+/* Allocate a layer with every parameter 0.  d, h, hs >= 1 (AC_EUSAGE
+ * otherwise, or if the size overflows).  A zeroed ac_mh is empty and may be
+ * passed to ac_mh_free. */
+int ac_mh_init(ac_mh *L, size_t d, size_t h, size_t hs, ac_err *err);
+void ac_mh_free(ac_mh *L);
+/* Deep copy: dst zeroed or freed. */
+int ac_mh_copy(ac_mh *dst, const ac_mh *src, ac_err *err);
+/* Number of parameters, 4 h hs d. */
+size_t ac_mh_nparams(const ac_mh *L);
+/* Element (r, c) of Wo_i (d x hs). */
+static inline double *ac_mh_wo_at(const ac_mh *L, size_t i, size_t r, size_t c)
+{
+    return L->wo + r * (L->h * L->hs) + i * L->hs + c;
+}
+
+/* Every parameter i.i.d. Gaussian from the Philox stream (seed, stream, k),
+ * k = 0..3 for Q, K, V, O, scaled so that outputs and logits are O(1) for
+ * X with O(1) entries: Wq, Wk, Wv by 1/sqrt(d), Wo by 1/sqrt(h hs). */
+int ac_mh_random(ac_mh *L, size_t d, size_t h, size_t hs, uint64_t seed, uint64_t stream,
+                 ac_err *err);
+
+/* ---- double precision ---------------------------------------------------- */
+
+/* Workspace for n tokens (reused across calls of the same shape). */
+typedef struct {
+    size_t d, h, hs, n;
+    double *qkv;   /* n x 3 h hs: [Q; K; V]^T, row j = token j's projections */
+    double *pt;    /* h x n x n: P_i^T, row j = softmax column j */
+    double *hb;    /* n x h hs: [V_1 P_1; ...; V_h P_h]^T */
+    double *tmp;   /* scratch for the backward pass */
+} ac_mh_work;
+
+int ac_mh_work_init(ac_mh_work *w, const ac_mh *L, size_t n, ac_err *err);
+void ac_mh_work_free(ac_mh_work *w);
+
+/* Y = y(X) in double (Y d x n allocated by the caller).  w may be NULL (a
+ * workspace is allocated for the call) or a workspace for this layer and n;
+ * after the call it holds Q, K, V, the softmax matrices and V_i P_i (used by
+ * ac_mh_backward).  Cost: 1 dgemm for the projections of every head, 2 per
+ * head, 1 for the output; about 2 n d h hs (4 + n/d) flops.  AC_EUSAGE on a shape mismatch. */
+int ac_mh_forward(ac_mat *Y, const ac_mh *L, const ac_mat *X, ac_mh_work *w, ac_err *err);
+
+/* The same by plain loops, one head and one entry at a time (the reference
+ * kernel the tests compare ac_mh_forward against). */
+int ac_mh_forward_ref(ac_mat *Y, const ac_mh *L, const ac_mat *X, ac_err *err);
+
+/* dX = (d y / d X)^T applied to dY: the gradient of <dY, y(X)> with respect
+ * to X (d x n, allocated by the caller), by the backward pass of
+ *   K = Wk X, Q = Wq X, Z = K^T Q / sqrt(hs), P = Softmax(Z), H = (Wv X) P,
+ *   y = Wo H:
+ *   dH = Wo^T dY, dP = (Wv X)^T dH, dZ = P o (dP - 1 (1^T (P o dP))),
+ *   dK = Q dZ^T / sqrt(hs), dQ = K dZ / sqrt(hs),
+ *   dX = Wv^T (dH P^T) + Wk^T dK + Wq^T dQ.
+ * w as for ac_mh_forward (the forward pass is recomputed into it). */
+int ac_mh_backward(ac_mat *dX, const ac_mh *L, const ac_mat *X, const ac_mat *dY,
+                   ac_mh_work *w, ac_err *err);
+
+/* ---- certified ----------------------------------------------------------- */
+
+/* Y (d x n, with radius; allocated here, Y zeroed or freed) encloses y(X)
+ * for the exact doubles of X and L (stage 0, see above).  Returns AC_OK;
+ * the enclosure may be infinite/NaN after overflow: check ac_imat_finite. */
+int ac_mh_enclose(ac_imat *Y, const ac_mh *L, const ac_mat *X, ac_err *err);
+
+/* ---- files --------------------------------------------------------------- */
+
+/* The parameter `which` as an .npy-shaped array: (h, hs, d) for Q, K, V and
+ * (h, d, hs) for O.  out zeroed or freed; allocated here. */
+int ac_mh_get_array(const ac_mh *L, ac_mh_param which, ac_array *out, ac_err *err);
+
+/* Build L from the four arrays (names used in messages, e.g. "dir/Wq.npy").
+ * AC_EDATA: a wrong number of dimensions ("expected a 3-D array (h, hs, d)"),
+ * shapes that disagree between the files, a zero dimension, or a non-finite
+ * entry.  L zeroed or freed. */
+int ac_mh_from_arrays(ac_mh *L, const ac_array *q, const ac_array *k, const ac_array *v,
+                      const ac_array *o, const char *const names[4], ac_err *err);
+
+/* Read DIR/<P>q.npy, <P>k.npy, <P>v.npy, <P>o.npy (P = prefix, e.g. 'W').
+ * Errors as ac_npy_read (AC_ENOINPUT for a missing file) and
+ * ac_mh_from_arrays. */
+int ac_mh_load_dir(ac_mh *L, const char *dir, char prefix, ac_err *err);
+
+/* File name of a parameter: "Wq.npy" etc. for prefix 'W'.  buf >= 8 bytes. */
+const char *ac_mh_file_name(char *buf, size_t n, char prefix, ac_mh_param which);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ATTNCHECK_MULTIHEAD_H */

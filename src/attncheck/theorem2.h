@@ -1,0 +1,276 @@
+/* attncheck/theorem2.h — Theorem 2 of Bhojanapalli et al. (2020): a
+ * FixedMultiHead layer g_V is not represented by any standard MultiHead
+ * layer f_W; checked on concrete instances (MATH.md §2).
+ *
+ * Layers (attncheck/multihead.h), X d x n with one column per token, softmax
+ * over each column:
+ *   f_W(X) = sum_i Wo_i Wv_i X Softmax((Wk_i X)^T (Wq_i X) / sqrt(d/h)),  head size d/h;
+ *   g_V(X) = sum_i Vo_i Vv_i X Softmax((Vk_i X)^T (Vq_i X) / sqrt(dp)),   head size dp.
+ * Both have h heads.  S_W = sum_i Wo_i Wv_i, S_V = sum_i Vo_i Vv_i,
+ * U_i = Vk_i^T Vq_i, A_i = Wk_i^T Wq_i, M_i = U/sqrt(dp) - A_i/sqrt(d/h).
+ *
+ * Theorem.  n >= 2, d >= dp, h > d/dp.  If (i) S_V has full rank d and
+ * (ii) U_i = U for every i with rank U = dp, then for every f_W there is an X
+ * with f_W(X) != g_V(X).  Proof by cases: 1. S_W != S_V; 2. S_W = S_V and
+ * some M_i is not skew-symmetric; 3. S_W = S_V and every M_i is skew.
+ *
+ * What is certified, and how:
+ *   - the hypotheses, each a verdict: the sizes (exact integers), rank S_V = d
+ *     and rank U = dp (exact rank modulo a prime / over Q of the exact
+ *     products), U_i = U (exact comparison of the exact products);
+ *   - the case: S_W = S_V and the skew-symmetry of M_i are decided exactly
+ *     (products of doubles computed exactly as dyadic rationals; the
+ *     irrational factors 1/sqrt(dp), 1/sqrt(d/h) compared through squares);
+ *   - "separated at X": a rigorous lower bound on ||f_W(X) - g_V(X)||_F > 0
+ *     from the exact doubles of X, W, V, decided by the verdict engine
+ *     (stage 0: interval products + rigorous softmax; then Arb balls).
+ * A separation is a fact about the two layers whether or not the hypotheses
+ * hold; when they do not, the theorem itself says nothing, and the result
+ * says so.  "No X separates" is never concluded from a failed search: it is
+ * REFUTED only when f_W and g_V are proved equal exactly, head by head
+ * (Vo_i Vv_i = Wo_i Wv_i and U_i/sqrt(dp) = A_i/sqrt(d/h) for every i).
+ */
+#ifndef ATTNCHECK_THEOREM2_H
+#define ATTNCHECK_THEOREM2_H
+
+#include <stdint.h>
+
+#include "attncheck/common.h"
+#include "attncheck/multihead.h"
+#include "attncheck/verdict.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+    AC_T2_CASE_UNKNOWN = 0, /* could not be decided exactly (numbers too large) */
+    AC_T2_CASE_1 = 1,       /* S_W != S_V */
+    AC_T2_CASE_2 = 2,       /* S_W = S_V, some M_i not skew-symmetric */
+    AC_T2_CASE_3 = 3,       /* S_W = S_V, every M_i skew-symmetric */
+    AC_T2_CASE_NONE = 4     /* S_W = S_V but the heads of g_V do not share U */
+} ac_t2_case;
+
+/* Constructions of X (the paper's three, and the numerical maximiser). */
+enum {
+    AC_T2_CON_NONE = 0,
+    AC_T2_CON_1 = 1,   /* X = v 1^T */
+    AC_T2_CON_2 = 2,   /* X = v e_1^T */
+    AC_T2_CON_3 = 3,   /* X = [v1, alpha v2~, 0, ..., 0] */
+    AC_T2_CON_OPT = 4  /* GSL multimin on the relative gap, from the best of the others */
+};
+
+#define AC_T2_MAX_ALPHA 8
+#define AC_T2_MAX_STEPS 16
+
+typedef struct {
+    uint64_t seed;        /* generic vectors: Philox streams (seed, 200 + construction, index) */
+    size_t tries;         /* generic vectors per construction (default 3) */
+    size_t nalpha;        /* case-3 scalings alpha (default 1, 4, 16, 64) */
+    double alpha[AC_T2_MAX_ALPHA];
+    int optimize;         /* BFGS iterations maximising the relative gap (default 60; 0 = off) */
+    int trace;            /* record the proof steps of the case (ac_t2_result.steps) */
+    int audit;            /* exhibit the gaps of MATH.md §2 (ac_t2_result.audit) */
+    int search_if_identical; /* search even when f_W = g_V is proved (tests) */
+    ac_schedule sched;    /* ball stages of the separation certificate */
+} ac_t2_opts;
+
+void ac_t2_opts_default(ac_t2_opts *o);
+
+/* The hypotheses of Theorem 2 for (g_V, n). */
+typedef struct {
+    size_t d, h, dp, n;
+    ac_verdict sizes;        /* n >= 2, d >= dp, h dp > d, h divides d (exact) */
+    char sizes_note[200];
+    ac_verdict sv_rank;      /* rank S_V = d */
+    long sv_rank_value;      /* exact rank, or -1 if not known */
+    char sv_method[96];
+    ac_verdict u_shared;     /* Vk_i^T Vq_i = Vk_1^T Vq_1 for every i */
+    size_t u_first_bad;      /* first head (1-based) whose U_i differs; 0 if none */
+    ac_verdict u_rank;       /* rank U_1 = dp */
+    long u_rank_value;       /* exact rank, or -1 if not known */
+    char u_method[96];
+    ac_verdict applies;      /* all of the above */
+} ac_t2_hyp;
+
+typedef struct {
+    ac_t2_case kase;
+    ac_verdict sw_equals_sv; /* PROVED S_W = S_V, REFUTED S_W != S_V (exact), UNDECIDED */
+    size_t nonskew;          /* heads with M_i not skew (exact; 0 in case 3) */
+    size_t first_nonskew;    /* 1-based; 0 if none */
+    char note[256];
+} ac_t2_class;
+
+/* One candidate X and its certificate. */
+typedef struct {
+    int construction;        /* AC_T2_CON_* */
+    size_t index;            /* which generic vector */
+    size_t head;             /* constructions 2, 3: the head the argument uses (1-based) */
+    double alpha;            /* construction 3 */
+    ac_mat X;                /* d x n */
+    double est_gap, est_rel; /* double-precision estimates */
+    ac_cert cert;            /* "||f_W(X) - g_V(X)||_F > 0" */
+    double rel_lo;           /* certified lower bound on ||f-g||_F / (||f||_F + ||g||_F) */
+    double f_hi, g_hi;       /* certified upper bounds on ||f_W(X)||_F, ||g_V(X)||_F */
+} ac_t2_sep;
+
+/* One proof step with its certified value (for --trace). */
+typedef struct {
+    char name[96];
+    char quantity[96];
+    double lo, hi;
+    int stage;
+    long prec;
+    char note[200];
+} ac_t2_step;
+
+/* The gaps of MATH.md §2 exhibited on the instance (--audit). */
+typedef struct {
+    int done;
+    ac_verdict dep;          /* PROVED: a v != 0 with {Wo_i Wv_i v} dependent, exactly */
+    size_t dep_head;         /* Wv_i v = 0 for this head (1-based) */
+    long dep_bits;           /* bits of the largest entry of the integer vector v */
+    double dep_v[8];         /* first entries of v / ||v|| (approximate, for display) */
+    size_t dep_nshow;
+    ac_verdict indep;        /* PROVED: for the generic v used, sigma_h([Wo_i Wv_i v]) > 0 */
+    double indep_sigma_lo;
+    ac_verdict parallel;     /* PROVED: a v1 = e_j with U v1, A_i v1 positively parallel and
+                                M_i v1 != 0 (no sign-separating v2~); UNDECIDED: none found */
+    size_t par_head, par_coord; /* 1-based */
+    char par_note[240];
+    char note[240];
+} ac_t2_audit;
+
+typedef struct {
+    ac_verdict verdict;      /* PROVED: separated at best.X; REFUTED: f_W = g_V identically
+                                (exact, head-wise); UNDECIDED otherwise */
+    ac_t2_hyp hyp;
+    ac_t2_class cls;
+    int identical;           /* head-wise identity: 1 proved, 0 disproved, -1 unknown */
+    ac_t2_sep best;          /* the best certified X; without one (X empty) best.cert is
+                                the exact identity (REFUTED) or the most promising
+                                failed attempt (UNDECIDED) */
+    ac_t2_sep by_case;       /* the first certified X of the case's own construction */
+    size_t ncand, ncert;     /* candidates evaluated / certified */
+    double opt_from, opt_to; /* relative gap (estimate) before and after multimin; NAN if none */
+    ac_t2_step steps[AC_T2_MAX_STEPS];
+    size_t nsteps;
+    ac_t2_audit audit;
+    char summary[400];
+    double seconds;
+} ac_t2_result;
+
+/* The whole check: hypotheses, identity, case, constructions, search,
+ * multimin, certificate, and (options) trace and audit.  W is a standard
+ * MultiHead layer (W->hs * W->h == W->d), V a FixedMultiHead layer with the
+ * same d and h; n >= 1 tokens.  AC_EDATA if the shapes do not fit.
+ * res must be freed with ac_t2_result_free in every case. */
+int ac_t2_separate(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
+                   const ac_t2_opts *opts, ac_err *err);
+void ac_t2_result_free(ac_t2_result *res);
+
+/* Shapes: W standard (hs = d/h), V with the same d and h.  AC_EDATA with a
+ * message naming wname / vname. */
+int ac_t2_validate(const ac_mh *W, const char *wname, const ac_mh *V, const char *vname,
+                   ac_err *err);
+
+/* ---- building blocks ----------------------------------------------------- */
+
+int ac_t2_hypotheses(ac_t2_hyp *hyp, const ac_mh *V, size_t n, ac_err *err);
+/* Classify W against V (uses hyp->u_shared, computed here if hyp == NULL). */
+int ac_t2_classify(ac_t2_class *cls, const ac_mh *W, const ac_mh *V, ac_err *err);
+/* Exact head-wise identity: *same = 1 (f_W = g_V for every X), 0, or -1
+ * (numbers too large to decide). */
+int ac_t2_identical(int *same, const ac_mh *W, const ac_mh *V, ac_err *err);
+
+/* X (d x n, zeroed; allocated here) by construction 1, 2 or 3 with the
+ * generic vector `index` from seed; construction 3 uses alpha.  *head
+ * (may be NULL) receives the head the argument uses.  AC_EUSAGE when the
+ * construction needs more tokens (construction 3 needs n >= 2). */
+int ac_t2_construct(ac_mat *X, int construction, const ac_mh *W, const ac_mh *V, size_t n,
+                    uint64_t seed, size_t index, double alpha, size_t *head, ac_err *err);
+
+/* Double-precision estimates of ||f_W(X) - g_V(X)||_F and of the relative
+ * gap ||f-g||_F / (||f||_F + ||g||_F) (0 when both outputs are 0). */
+int ac_t2_gap_approx(double *gap, double *rel, const ac_mh *W, const ac_mh *V, const ac_mat *X,
+                     ac_err *err);
+
+/* Certify "||f_W(X) - g_V(X)||_F > 0" for s->X: fills s->cert, rel_lo,
+ * f_hi, g_hi.  sched NULL = stage 0 only. */
+int ac_t2_certify(ac_t2_sep *s, const ac_mh *W, const ac_mh *V, const ac_schedule *sched,
+                  ac_err *err);
+void ac_t2_sep_free(ac_t2_sep *s);
+
+/* ---- generators ---------------------------------------------------------- */
+
+typedef enum {
+    AC_T2_GEN_GAUSSIAN = 0, /* Gaussian parameters; heads share U through signed permutations */
+    AC_T2_GEN_INTEGER = 1,  /* small dyadic integers: S_V and U exact in double */
+    AC_T2_GEN_SKEW = 2      /* as INTEGER with U skew-symmetric (dp even) */
+} ac_t2_gen;
+
+/* g_V with d, h, dp satisfying (i) and (ii): Vo, Vv random; Vk_i = P_i Vk,
+ * Vq_i = P_i Vq for random signed permutations P_i (P_1 = I), so that
+ * U_i = Vk^T P_i^T P_i Vq = U exactly.  The integer kinds redraw until
+ * rank S_V = d and rank Vk = rank Vq = dp hold exactly (AC_EDATA after 32
+ * draws).  AC_EUSAGE: dp > d, or SKEW with dp odd. */
+int ac_t2_generate_v(ac_mh *V, size_t d, size_t h, size_t dp, ac_t2_gen kind, uint64_t seed,
+                     ac_err *err);
+
+/* f_W (head size d/h) for V falling in case `want` (0 = random Gaussian,
+ * which lands in case 1 unless S_V is very special):
+ *   1: random Gaussian (S_W != S_V);
+ *   2: Wv stacked = T, a random unimodular integer matrix, Wo_cat = S_V T^-1
+ *      exactly (needs S_V exactly representable in double), random dyadic
+ *      Wk, Wq;
+ *   3: as 2 for Wv, Wo, and A_i = Wk_i^T Wq_i skew-symmetric (pairs of rows
+ *      x y' - y x'; needs U skew-symmetric and shared); head 1 is built so
+ *      that A_1 e_1 = U e_1, which makes v1 = e_1 a point where case 3's
+ *      sign-separating v2~ does not exist (MATH.md §2, second gap).
+ * AC_EDATA with an explanation when V does not allow the case; AC_EUSAGE if
+ * h does not divide d.  The result is confirmed with ac_t2_classify by the
+ * callers and tests, not assumed. */
+int ac_t2_generate_w(ac_mh *W, const ac_mh *V, int want, uint64_t seed, ac_err *err);
+
+/* The inclusion F in G (dp >= d/h): V from W by padding each head with zero
+ * rows/columns and rescaling the query by s = sqrt(dp/(d/h)), so that
+ * Vk_i^T Vq_i / sqrt(dp) = Wk_i^T Wq_i / sqrt(d/h).  When s is a dyadic
+ * rational the rescaling is exact: s = sum of powers of two, one copy of the
+ * head's (Wk_i, 2^e Wq_i) per power (or a single power-of-two scaling); when
+ * it is irrational the query is multiplied by fl(s) and the embedding is
+ * exact only in real arithmetic.  note (may be NULL, >= 160 bytes) receives
+ * how.  AC_EUSAGE if dp < d/h. */
+int ac_t2_embed(ac_mh *V, const ac_mh *W, size_t dp, char *note, size_t note_len, ac_err *err);
+
+typedef struct {
+    ac_verdict verdict;      /* "g_V(X) = f_W(X) on every sample": PROVED exactly;
+                                REFUTED: a sample with certified ||g - f||_F > 0 */
+    int params_identical;    /* head-wise identity (=> every X): 1, 0, -1 unknown */
+    size_t samples, equal_samples;
+    double diff_hi;          /* largest certified upper bound on ||g_V(X) - f_W(X)||_F from
+                                balls at the schedule's first precision; NAN without ball
+                                stages */
+    size_t refuted_sample;   /* 1-based, 0 if none */
+    ac_cert cert;            /* the claim "max ||g_V(X) - f_W(X)||_F <= 0": exact (PROVED),
+                                the refuting enclosure (REFUTED) or the last attempt */
+    char summary[320];
+} ac_t2_embed_result;
+
+/* Sample input k of the embedding check: X (d x n, zeroed; allocated here)
+ * i.i.d. N(0, 1) from the stream (seed, 301, k). */
+int ac_t2_sample_input(ac_mat *X, size_t d, size_t n, uint64_t seed, size_t k, ac_err *err);
+
+/* Check g_V = f_W on `samples` inputs X (ac_t2_sample_input k = 0, 1, ...):
+ * exactly, head by head (Vo_i Vv_i X = Wo_i Wv_i X and the logit matrices
+ * X^T U_i X / sqrt(dp) = X^T A_i X / sqrt(d/h)), with a ball bound on the
+ * difference as a cross-check; and the parameter identity. */
+int ac_t2_embed_check(ac_t2_embed_result *r, const ac_mh *W, const ac_mh *V, size_t n,
+                      size_t samples, uint64_t seed, const ac_schedule *sched, ac_err *err);
+
+const char *ac_t2_case_name(ac_t2_case c);
+const char *ac_t2_construction_name(int construction);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ATTNCHECK_THEOREM2_H */

@@ -1,0 +1,514 @@
+/* test_theorem2.c — Theorem 2: exact dyadic arithmetic, the generators (each
+ * lands in its case), the separation certificate against a 512-bit Arb
+ * oracle, and soundness: layers that are equal (the embedding F in G) are
+ * never reported as separated, whatever X is tried. */
+#include <config.h>
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ac_arb.h"
+#include "ball.h"
+#include "dyadic.h"
+#include "multihead_arb.h"
+#include "attncheck/theorem2.h"
+#include "testutil.h"
+
+/* ---- dyadic.h ------------------------------------------------------------- */
+
+START_TEST(test_dyadic_exact)
+{
+    test_rng r;
+    test_rng_init(&r, 401);
+    int bad = 0;
+    for (int t = 0; t < 50; t++) {
+        /* random doubles with a spread of exponents: (A B) C == A (B C) exactly */
+        double a[12], b[12], c[12];
+        for (int i = 0; i < 12; i++) {
+            a[i] = ldexp(test_rng_gauss(&r), (int)test_rng_range(&r, -30, 30));
+            b[i] = ldexp(test_rng_gauss(&r), (int)test_rng_range(&r, -30, 30));
+            c[i] = test_rng_gauss(&r);
+        }
+        ac_xmat A, B, C, AB, BC, l, rr;
+        ck_assert(ac_xmat_from_d(&A, a, 3, 4, 4, 0, 0) == AC_XMAT_OK);
+        ck_assert(ac_xmat_from_d(&B, b, 4, 3, 3, 0, 0) == AC_XMAT_OK);
+        ck_assert(ac_xmat_from_d(&C, c, 3, 4, 4, 0, 0) == AC_XMAT_OK);
+        ac_xmat_mul(&AB, &A, &B);
+        ac_xmat_mul(&BC, &B, &C);
+        ac_xmat_mul(&l, &AB, &C);
+        ac_xmat_mul(&rr, &A, &BC);
+        if (!ac_xmat_equal(&l, &rr))
+            bad++;
+        /* round trip of a double matrix, and its transpose */
+        double back[12];
+        ck_assert(ac_xmat_to_d(&A, back));
+        ck_assert(memcmp(back, a, sizeof back) == 0);
+        ac_xmat T, TT;
+        ck_assert(ac_xmat_from_d(&T, a, 3, 4, 4, 1, 0) == AC_XMAT_OK);
+        ac_xmat_transpose(&TT, &T);
+        ck_assert(ac_xmat_equal(&TT, &A));
+        /* A - A = 0; A + A = 2 A */
+        ac_xmat Z, S2, A2;
+        ac_xmat_sub(&Z, &A, &A);
+        ck_assert(ac_xmat_is_zero(&Z));
+        ac_xmat_add(&S2, &A, &A);
+        double a2[12];
+        for (int i = 0; i < 12; i++)
+            a2[i] = 2 * a[i];
+        ac_xmat_from_d(&A2, a2, 3, 4, 4, 0, 0);
+        ck_assert(ac_xmat_equal(&S2, &A2));
+        /* the ball conversion is exact: its midpoints are the entries */
+        arb_mat_t M;
+        arb_mat_init(M, 3, 4);
+        ac_xmat_to_arb(M, &A, 64);
+        for (int i = 0; i < 12; i++)
+            ck_assert(arb_equal_si(arb_mat_entry(M, i / 4, i % 4), 0) ||
+                      arf_get_d(arb_midref(arb_mat_entry(M, i / 4, i % 4)), ARF_RND_NEAR) == a[i]);
+        arb_mat_clear(M);
+        ac_xmat *all[] = {&A, &B, &C, &AB, &BC, &l, &rr, &T, &TT, &Z, &S2, &A2};
+        for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+            ac_xmat_clear(all[i]);
+    }
+    ck_assert_msg(bad == 0, "%d products not associative exactly", bad);
+}
+END_TEST
+
+START_TEST(test_dyadic_scaled_and_rank)
+{
+    ac_xmat A, B;
+    double one = 1.5, three = 3.0, r2 = sqrt(2.0), m3 = -3.0;
+    /* sqrt(4) * 1.5 == sqrt(1) * 3 */
+    ac_xmat_from_d(&A, &one, 1, 1, 1, 0, 0);
+    ac_xmat_from_d(&B, &three, 1, 1, 1, 0, 0);
+    ck_assert(ac_xmat_scaled_equal(&A, 4, &B, 1));
+    ck_assert(!ac_xmat_scaled_equal(&A, 1, &B, 1));
+    ac_xmat_clear(&B);
+    /* signs matter: sqrt(4) 1.5 != -3 */
+    ac_xmat_from_d(&B, &m3, 1, 1, 1, 0, 0);
+    ck_assert(!ac_xmat_scaled_equal(&A, 4, &B, 1));
+    ac_xmat_clear(&A);
+    ac_xmat_clear(&B);
+    /* no double equals sqrt(2): sqrt(2) * 1 != sqrt(1) * fl(sqrt(2)) */
+    one = 1.0;
+    ac_xmat_from_d(&A, &one, 1, 1, 1, 0, 0);
+    ac_xmat_from_d(&B, &r2, 1, 1, 1, 0, 0);
+    ck_assert(!ac_xmat_scaled_equal(&A, 2, &B, 1));
+    ac_xmat_clear(&A);
+    ac_xmat_clear(&B);
+    /* budget and non-finite input */
+    double wide[2] = {1e-300, 1e300}, nan2[2] = {1.0, NAN};
+    ck_assert_int_eq(ac_xmat_from_d(&A, wide, 1, 2, 2, 0, 1000), AC_XMAT_TOO_BIG);
+    ck_assert_int_eq(ac_xmat_from_d(&A, wide, 1, 2, 2, 0, 4096), AC_XMAT_OK);
+    ac_xmat_clear(&A);
+    ck_assert_int_eq(ac_xmat_from_d(&A, nan2, 1, 2, 2, 0, 0), AC_XMAT_NONFINITE);
+    /* rank: a 4 x 5 matrix of rank 2 built exactly; the null vector is one */
+    test_rng r;
+    test_rng_init(&r, 402);
+    for (int t = 0; t < 20; t++) {
+        double u[8], v[10], m[20];
+        for (int i = 0; i < 8; i++)
+            u[i] = (double)(int)test_rng_range(&r, -8, 8);
+        for (int i = 0; i < 10; i++)
+            v[i] = (double)(int)test_rng_range(&r, -8, 8);
+        for (int i = 0; i < 4; i++)
+            for (int j = 0; j < 5; j++)
+                m[i * 5 + j] = u[2 * i] * v[j] + u[2 * i + 1] * v[5 + j];
+        ac_xmat_from_d(&A, m, 4, 5, 5, 0, 0);
+        slong rk = ac_xmat_rank(&A);
+        ck_assert(rk <= 2);
+        ck_assert(ac_xmat_rank_modp(&A) <= rk);
+        fmpz *nv = _fmpz_vec_init(5);
+        ck_assert(ac_xmat_null_vector(nv, &A));
+        ck_assert(!_fmpz_vec_is_zero(nv, 5));
+        fmpz_t s;
+        fmpz_init(s);
+        for (slong i = 0; i < 4; i++) {
+            fmpz_zero(s);
+            for (slong j = 0; j < 5; j++)
+                fmpz_addmul(s, fmpz_mat_entry(A.m, i, j), nv + j);
+            ck_assert(fmpz_is_zero(s));
+        }
+        fmpz_clear(s);
+        _fmpz_vec_clear(nv, 5);
+        ac_xmat_clear(&A);
+    }
+}
+END_TEST
+
+/* ---- generators ----------------------------------------------------------- */
+
+static const size_t sizes[][4] = {/* d, h, dp, n */
+                                  {8, 4, 4, 3}, {16, 4, 8, 4}, {12, 3, 6, 2}, {16, 8, 4, 5},
+                                  {24, 6, 6, 3}};
+
+START_TEST(test_generators_land_in_case)
+{
+    int bad = 0;
+    char msg[200] = "";
+    for (size_t t = 0; t < sizeof sizes / sizeof *sizes; t++)
+        for (uint64_t k = 0; k < 3; k++) {
+            uint64_t seed = test_seed_value + 7 * k + t;
+            size_t d = sizes[t][0], h = sizes[t][1], dp = sizes[t][2], n = sizes[t][3];
+            for (int kase = 1; kase <= 3; kase++) {
+                ac_mh V, W;
+                ac_t2_gen kind = kase == 1 ? AC_T2_GEN_GAUSSIAN
+                                 : kase == 2 ? AC_T2_GEN_INTEGER : AC_T2_GEN_SKEW;
+                ck_assert(ac_t2_generate_v(&V, d, h, dp, kind, seed, NULL) == AC_OK);
+                ck_assert(ac_t2_generate_w(&W, &V, kase, seed, NULL) == AC_OK);
+                ac_t2_hyp hy;
+                ac_t2_class cl;
+                ck_assert(ac_t2_hypotheses(&hy, &V, n, NULL) == AC_OK);
+                ck_assert(ac_t2_classify(&cl, &W, &V, NULL) == AC_OK);
+                if (hy.applies != AC_PROVED || (int)cl.kase != kase) {
+                    if (!bad)
+                        snprintf(msg, sizeof msg, "d %zu h %zu dp %zu seed %llu case %d: applies "
+                                 "%d, classified %d (%.60s)", d, h, dp, (unsigned long long)seed,
+                                 kase, hy.applies, cl.kase, cl.note);
+                    bad++;
+                }
+                ac_mh_free(&V);
+                ac_mh_free(&W);
+            }
+        }
+    ck_assert_msg(bad == 0, "%d instances off their case (first: %s)", bad, msg);
+    ac_mh V;
+    ac_err err;
+    ck_assert_int_eq(ac_t2_generate_v(&V, 8, 4, 3, AC_T2_GEN_SKEW, 1, &err), AC_EUSAGE);
+    ck_assert_int_eq(ac_t2_generate_v(&V, 4, 4, 8, AC_T2_GEN_GAUSSIAN, 1, &err), AC_EUSAGE);
+    /* case 3 needs a skew U; case 2 an exactly representable S_V */
+    ac_mh W;
+    ck_assert(ac_t2_generate_v(&V, 8, 4, 4, AC_T2_GEN_INTEGER, 1, NULL) == AC_OK);
+    ck_assert_int_eq(ac_t2_generate_w(&W, &V, 3, 1, &err), AC_EDATA);
+    ck_assert(strstr(err.msg, "skew") != NULL);
+    ac_mh_free(&V);
+    ck_assert(ac_t2_generate_v(&V, 8, 4, 4, AC_T2_GEN_GAUSSIAN, 1, NULL) == AC_OK);
+    ck_assert_int_eq(ac_t2_generate_w(&W, &V, 2, 1, &err), AC_EDATA);
+    ac_mh_free(&V);
+    ck_assert(ac_t2_generate_v(&V, 9, 2, 4, AC_T2_GEN_GAUSSIAN, 1, NULL) == AC_OK);
+    ck_assert_int_eq(ac_t2_generate_w(&W, &V, 1, 1, &err), AC_EUSAGE); /* 2 does not divide 9 */
+    ac_mh_free(&V);
+}
+END_TEST
+
+/* ||f_W(X) - g_V(X)||_F in 512-bit balls: [a, b] */
+static void oracle_gap(double *a, double *b, const ac_mh *W, const ac_mh *V, const ac_mat *X)
+{
+    slong d = (slong)X->rows, n = (slong)X->cols;
+    arb_mat_t Xa, F, G;
+    arb_t t;
+    arb_mat_init(Xa, d, n);
+    arb_mat_init(F, d, n);
+    arb_mat_init(G, d, n);
+    arb_init(t);
+    ac_arb_mat_set_d(Xa, X->data, (size_t)d, (size_t)n);
+    ac_mh_forward_arb(F, W, Xa, 512);
+    ac_mh_forward_arb(G, V, Xa, 512);
+    arb_mat_sub(F, F, G, 512);
+    arb_mat_frobenius_norm(t, F, 512);
+    *a = ac_arb_lo(t);
+    *b = ac_arb_hi(t);
+    arb_mat_clear(Xa);
+    arb_mat_clear(F);
+    arb_mat_clear(G);
+    arb_clear(t);
+}
+
+START_TEST(test_separate_each_case)
+{
+    int bad = 0;
+    char msg[240] = "";
+    for (size_t t = 0; t < 3; t++)
+        for (int kase = 1; kase <= 3; kase++) {
+            size_t d = sizes[t][0], h = sizes[t][1], dp = sizes[t][2], n = sizes[t][3];
+            uint64_t seed = test_seed_value + t;
+            ac_mh V, W;
+            ac_t2_gen kind = kase == 1 ? AC_T2_GEN_GAUSSIAN
+                             : kase == 2 ? AC_T2_GEN_INTEGER : AC_T2_GEN_SKEW;
+            ck_assert(ac_t2_generate_v(&V, d, h, dp, kind, seed, NULL) == AC_OK);
+            ck_assert(ac_t2_generate_w(&W, &V, kase, seed, NULL) == AC_OK);
+            ac_t2_opts o;
+            ac_t2_opts_default(&o);
+            o.seed = seed;
+            o.optimize = 10;
+            o.trace = 1;
+            o.audit = 1;
+            ac_t2_result res;
+            ck_assert(ac_t2_separate(&res, &W, &V, n, &o, NULL) == AC_OK);
+            int ok = res.verdict == AC_PROVED && res.by_case.X.data &&
+                     res.by_case.construction == kase && res.by_case.cert.verdict == AC_PROVED &&
+                     res.nsteps >= 3 && res.steps[res.nsteps - 1].lo > 0;
+            /* the certificates contain the 512-bit value */
+            const ac_t2_sep *ss[2] = {&res.best, &res.by_case};
+            for (int q = 0; q < 2 && ok; q++) {
+                double a, b;
+                oracle_gap(&a, &b, &W, &V, &ss[q]->X);
+                if (!(ss[q]->cert.lo <= b && a <= ss[q]->cert.hi && ss[q]->cert.lo > 0))
+                    ok = 0;
+                if (!(ss[q]->rel_lo >= 0 && ss[q]->rel_lo <= 1))
+                    ok = 0;
+            }
+            /* the audit finds the first gap always, the second in case 3 */
+            if (res.audit.dep != AC_PROVED || (kase == 3 && res.audit.parallel != AC_PROVED))
+                ok = 0;
+            if (!ok) {
+                if (!bad)
+                    snprintf(msg, sizeof msg, "d %zu case %d: verdict %d, case construction %d, "
+                             "steps %zu, audit %d/%d: %.100s", d, kase, res.verdict,
+                             res.by_case.construction, res.nsteps, res.audit.dep,
+                             res.audit.parallel, res.summary);
+                bad++;
+            }
+            ac_t2_result_free(&res);
+            ac_mh_free(&V);
+            ac_mh_free(&W);
+        }
+    ck_assert_msg(bad == 0, "%d checks failed (first: %s)", bad, msg);
+}
+END_TEST
+
+/* ---- soundness: equal layers are never separated ------------------------- */
+
+START_TEST(test_embedding_never_separated)
+{
+    /* (d, h, dp): dp = d/h (h <= d/dp: Theorem 2 does not apply), dp = 4 d/h
+     * (s = 2) and dp = 9/4 d/h (s = 3/2, two copies) */
+    static const size_t emb[][3] = {{8, 4, 2}, {16, 4, 4}, {16, 4, 16}, {16, 4, 9}, {12, 6, 8}};
+    int bad = 0;
+    char msg[200] = "";
+    ac_schedule sched = ac_schedule_upto(256);
+    for (size_t t = 0; t < sizeof emb / sizeof *emb; t++) {
+        size_t d = emb[t][0], h = emb[t][1], dp = emb[t][2], n = 4;
+        ac_mh W, V;
+        ck_assert(ac_mh_random(&W, d, h, d / h, test_seed_value + t, 2, NULL) == AC_OK);
+        ck_assert(ac_t2_embed(&V, &W, dp, NULL, 0, NULL) == AC_OK);
+        int same;
+        ck_assert(ac_t2_identical(&same, &W, &V, NULL) == AC_OK);
+        if (same != 1) {
+            snprintf(msg, sizeof msg, "embedding d %zu h %zu dp %zu not identical", d, h, dp);
+            bad++;
+        }
+        /* the whole search, forced to run */
+        ac_t2_opts o;
+        ac_t2_opts_default(&o);
+        o.seed = test_seed_value;
+        o.search_if_identical = 1;
+        o.optimize = 10;
+        o.sched = sched;
+        ac_t2_result res;
+        ck_assert(ac_t2_separate(&res, &W, &V, n, &o, NULL) == AC_OK);
+        if (res.verdict == AC_PROVED || res.ncert != 0) {
+            snprintf(msg, sizeof msg, "embedding d %zu h %zu dp %zu: verdict %d, %zu certified",
+                     d, h, dp, res.verdict, res.ncert);
+            bad++;
+        }
+        ac_t2_result_free(&res);
+        /* random and scaled inputs, certified at every stage */
+        test_rng r;
+        test_rng_init(&r, 403 + t);
+        for (int k = 0; k < 30; k++) {
+            ac_t2_sep s;
+            memset(&s, 0, sizeof s);
+            ac_mat_init(&s.X, d, n, NULL);
+            double sc = ldexp(1.0, (int)test_rng_range(&r, -4, 6));
+            for (size_t i = 0; i < d * n; i++)
+                s.X.data[i] = sc * test_rng_gauss(&r);
+            ck_assert(ac_t2_certify(&s, &W, &V, &sched, NULL) == AC_OK);
+            if (s.cert.verdict == AC_PROVED) {
+                snprintf(msg, sizeof msg, "embedding d %zu dp %zu: random X certified separated "
+                         "(lo %g)", d, dp, s.cert.lo);
+                bad++;
+            }
+            ac_t2_sep_free(&s);
+        }
+        ac_mh_free(&W);
+        ac_mh_free(&V);
+    }
+    ck_assert_msg(bad == 0, "%d soundness failures (last: %s)", bad, msg);
+}
+END_TEST
+
+START_TEST(test_permuted_heads_undecided)
+{
+    /* g_V = the embedding with its heads in another order: equal to f_W as a
+     * function, but not head by head, so the identity shortcut does not
+     * apply; the search must not certify a separation */
+    size_t d = 8, h = 4, n = 3;
+    ac_mh W, V, P;
+    ck_assert(ac_mh_random(&W, d, h, d / h, test_seed_value, 2, NULL) == AC_OK);
+    ck_assert(ac_t2_embed(&V, &W, d / h, NULL, 0, NULL) == AC_OK);
+    ck_assert(ac_mh_copy(&P, &V, NULL) == AC_OK);
+    size_t hs = V.hs, hh = h * hs;
+    for (size_t i = 0; i < h; i++) {
+        size_t j = h - 1 - i; /* head i of P = head j of V */
+        memcpy(P.wq + i * hs * d, V.wq + j * hs * d, hs * d * sizeof(double));
+        memcpy(P.wk + i * hs * d, V.wk + j * hs * d, hs * d * sizeof(double));
+        memcpy(P.wv + i * hs * d, V.wv + j * hs * d, hs * d * sizeof(double));
+        for (size_t rr = 0; rr < d; rr++)
+            memcpy(P.wo + rr * hh + i * hs, V.wo + rr * hh + j * hs, hs * sizeof(double));
+    }
+    int same;
+    ac_t2_identical(&same, &W, &P, NULL);
+    ck_assert_int_eq(same, 0);
+    ac_t2_opts o;
+    ac_t2_opts_default(&o);
+    o.seed = test_seed_value;
+    o.optimize = 10;
+    o.sched = ac_schedule_upto(256);
+    ac_t2_result res;
+    ck_assert(ac_t2_separate(&res, &W, &P, n, &o, NULL) == AC_OK);
+    ck_assert_msg(res.verdict == AC_UNDECIDED, "verdict %d: %s", res.verdict, res.summary);
+    ck_assert_int_eq(res.ncert, 0);
+    ck_assert(res.hyp.applies != AC_PROVED);
+    ac_t2_result_free(&res);
+    ac_mh_free(&W);
+    ac_mh_free(&V);
+    ac_mh_free(&P);
+}
+END_TEST
+
+START_TEST(test_embed_irrational_scale)
+{
+    /* dp = 2 d/h: s = sqrt(2) is irrational, the double-precision V is not
+     * exactly the embedding: never PROVED equal */
+    ac_mh W, V;
+    ac_t2_embed_result e;
+    ac_schedule sched = ac_schedule_default();
+    char note[200];
+    ck_assert(ac_mh_random(&W, 8, 4, 2, test_seed_value, 2, NULL) == AC_OK);
+    ck_assert(ac_t2_embed(&V, &W, 4, note, sizeof note, NULL) == AC_OK);
+    ck_assert(strstr(note, "irrational") != NULL);
+    ck_assert(ac_t2_embed_check(&e, &W, &V, 3, 2, test_seed_value, &sched, NULL) == AC_OK);
+    ck_assert_int_eq(e.params_identical, 0);
+    ck_assert(e.verdict != AC_PROVED);
+    ck_assert_int_eq(e.equal_samples, 0);
+    ac_mh_free(&V);
+    /* dp = 4 d/h: exact, PROVED */
+    ck_assert(ac_t2_embed(&V, &W, 8, note, sizeof note, NULL) == AC_OK);
+    ck_assert(ac_t2_embed_check(&e, &W, &V, 3, 2, test_seed_value, &sched, NULL) == AC_OK);
+    ck_assert_int_eq(e.verdict, AC_PROVED);
+    ck_assert_int_eq(e.params_identical, 1);
+    ck_assert(e.diff_hi < 1e-30);
+    ac_err err;
+    ac_mh_free(&V);
+    ck_assert_int_eq(ac_t2_embed(&V, &W, 1, NULL, 0, &err), AC_EUSAGE); /* dp < d/h */
+    ac_mh_free(&W);
+}
+END_TEST
+
+START_TEST(test_hypotheses_fail)
+{
+    ac_mh V, W;
+    ac_t2_hyp hy;
+    ck_assert(ac_t2_generate_v(&V, 8, 4, 4, AC_T2_GEN_INTEGER, test_seed_value, NULL) == AC_OK);
+    ck_assert(ac_t2_hypotheses(&hy, &V, 3, NULL) == AC_OK);
+    ck_assert_int_eq(hy.applies, AC_PROVED);
+    /* n = 1 */
+    ck_assert(ac_t2_hypotheses(&hy, &V, 1, NULL) == AC_OK);
+    ck_assert_int_eq(hy.sizes, AC_REFUTED);
+    ck_assert_int_eq(hy.applies, AC_REFUTED);
+    /* U not shared: change one entry of Vq_3 */
+    V.wq[2 * 4 * 8 + 5] += 0.5;
+    ck_assert(ac_t2_hypotheses(&hy, &V, 3, NULL) == AC_OK);
+    ck_assert_int_eq(hy.u_shared, AC_REFUTED);
+    ck_assert_int_eq(hy.u_first_bad, 3);
+    V.wq[2 * 4 * 8 + 5] -= 0.5;
+    /* S_V singular: Vo = 0 */
+    memset(V.wo, 0, 8 * 16 * sizeof(double));
+    ck_assert(ac_t2_hypotheses(&hy, &V, 3, NULL) == AC_OK);
+    ck_assert_int_eq(hy.sv_rank, AC_REFUTED);
+    ck_assert_int_eq(hy.sv_rank_value, 0);
+    /* a separation is still certified as a fact about f and g, but the
+     * result says the theorem does not apply */
+    ck_assert(ac_mh_random(&W, 8, 4, 2, test_seed_value, 2, NULL) == AC_OK);
+    ac_t2_opts o;
+    ac_t2_opts_default(&o);
+    o.optimize = 5;
+    ac_t2_result res;
+    ck_assert(ac_t2_separate(&res, &W, &V, 3, &o, NULL) == AC_OK);
+    ck_assert_int_eq(res.verdict, AC_PROVED);
+    ck_assert(res.hyp.applies != AC_PROVED);
+    ck_assert(strstr(res.summary, "says nothing") != NULL);
+    ac_t2_result_free(&res);
+    ac_mh_free(&V);
+    /* rank U < dp: Vk_1 = 0 for a Gaussian g_V (every head, to keep U shared) */
+    ck_assert(ac_t2_generate_v(&V, 8, 4, 4, AC_T2_GEN_GAUSSIAN, test_seed_value, NULL) == AC_OK);
+    memset(V.wk, 0, 4 * 4 * 8 * sizeof(double));
+    ck_assert(ac_t2_hypotheses(&hy, &V, 3, NULL) == AC_OK);
+    ck_assert_int_eq(hy.u_rank, AC_REFUTED);
+    ck_assert_int_eq(hy.u_rank_value, 0);
+    /* shapes */
+    ac_err err;
+    ac_mh W2;
+    ck_assert(ac_mh_random(&W2, 8, 2, 4, 1, 2, NULL) == AC_OK); /* h = 2 != 4 */
+    ck_assert_int_eq(ac_t2_validate(&W2, "W", &V, "V", &err), AC_EDATA);
+    ac_mh_free(&W2);
+    ck_assert(ac_mh_random(&W2, 8, 4, 3, 1, 2, NULL) == AC_OK); /* hs = 3 != d/h */
+    ck_assert_int_eq(ac_t2_validate(&W2, "W", &V, "V", &err), AC_EDATA);
+    ck_assert(strstr(err.msg, "head size d/h") != NULL);
+    ac_mh_free(&W2);
+    ac_mh_free(&W);
+    ac_mh_free(&V);
+}
+END_TEST
+
+START_TEST(test_constructions)
+{
+    ac_mh V, W;
+    ac_mat X = {0};
+    ac_err err;
+    size_t head;
+    ck_assert(ac_t2_generate_v(&V, 8, 4, 4, AC_T2_GEN_SKEW, test_seed_value, NULL) == AC_OK);
+    ck_assert(ac_t2_generate_w(&W, &V, 3, test_seed_value, NULL) == AC_OK);
+    ck_assert(ac_t2_construct(&X, AC_T2_CON_1, &W, &V, 5, 1, 0, 0, &head, NULL) == AC_OK);
+    for (size_t i = 0; i < 8; i++)
+        for (size_t j = 1; j < 5; j++)
+            ck_assert(AC_MAT(&X, i, j) == AC_MAT(&X, i, 0));
+    ac_mat_free(&X);
+    ck_assert(ac_t2_construct(&X, AC_T2_CON_2, &W, &V, 5, 1, 0, 0, &head, NULL) == AC_OK);
+    ck_assert(head >= 1 && head <= 4);
+    for (size_t i = 0; i < 8; i++)
+        for (size_t j = 1; j < 5; j++)
+            ck_assert(AC_MAT(&X, i, j) == 0.0);
+    ac_mat_free(&X);
+    ck_assert(ac_t2_construct(&X, AC_T2_CON_3, &W, &V, 5, 1, 0, 16, &head, NULL) == AC_OK);
+    for (size_t i = 0; i < 8; i++)
+        for (size_t j = 2; j < 5; j++)
+            ck_assert(AC_MAT(&X, i, j) == 0.0);
+    ac_mat_free(&X);
+    ck_assert_int_eq(ac_t2_construct(&X, AC_T2_CON_3, &W, &V, 1, 1, 0, 1, NULL, &err), AC_EUSAGE);
+    ck_assert_int_eq(ac_t2_construct(&X, 7, &W, &V, 3, 1, 0, 1, NULL, &err), AC_EUSAGE);
+    /* in case 3 the case-2 construction cannot separate: every self-logit
+     * is 0 for both layers (U and A_i skew), so f(X) = g(X) exactly; the
+     * certificate must not claim otherwise */
+    ac_t2_sep s;
+    memset(&s, 0, sizeof s);
+    ck_assert(ac_t2_construct(&s.X, AC_T2_CON_2, &W, &V, 4, 1, 0, 0, NULL, NULL) == AC_OK);
+    ac_schedule sched = ac_schedule_upto(256);
+    ck_assert(ac_t2_certify(&s, &W, &V, &sched, NULL) == AC_OK);
+    ck_assert(s.cert.verdict != AC_PROVED);
+    ac_t2_sep_free(&s);
+    ac_mh_free(&V);
+    ac_mh_free(&W);
+}
+END_TEST
+
+int main(void)
+{
+    test_seed_init();
+    Suite *s = suite_create("theorem2");
+    TCase *tc = tcase_create("core");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, test_dyadic_exact);
+    tcase_add_test(tc, test_dyadic_scaled_and_rank);
+    tcase_add_test(tc, test_generators_land_in_case);
+    tcase_add_test(tc, test_separate_each_case);
+    tcase_add_test(tc, test_embedding_never_separated);
+    tcase_add_test(tc, test_permuted_heads_undecided);
+    tcase_add_test(tc, test_embed_irrational_scale);
+    tcase_add_test(tc, test_hypotheses_fail);
+    tcase_add_test(tc, test_constructions);
+    suite_add_tcase(s, tc);
+    return test_run_suite(s);
+}
