@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attncheck/blas.h"
 #include "attncheck/nn.h"
 #include "attncheck/rng.h"
 
@@ -513,6 +514,22 @@ void ac_nn_model_init_weights(ac_nn_model *m, uint64_t seed, double std)
 
 /* ---------------------------------------------------------------- forward */
 
+/* The kernels call BLAS from OpenMP threads: BLAS itself runs one thread
+ * for the duration of a forward or backward pass. */
+static int blas_single(void)
+{
+    int t = ac_blas_get_threads();
+    if (t != 1)
+        ac_blas_set_threads(1);
+    return t;
+}
+
+static void blas_restore(int t)
+{
+    if (t != 1)
+        ac_blas_set_threads(t);
+}
+
 static size_t seqs_per_chunk(size_t T)
 {
     size_t s = CHUNK_ROWS / T;
@@ -767,6 +784,7 @@ int ac_nn_forward(ac_nn_model *m, const ac_nn_batch *b, ac_nn_stats *st, ac_err 
     w->T = T;
     w->spc = seqs_per_chunk(T);
     size_t spc = w->spc, nch = (B + spc - 1) / spc;
+    int bt = blas_single();
 #pragma omp parallel for schedule(dynamic, 1)
     for (size_t ch = 0; ch < nch; ch++) {
         size_t b0 = ch * spc, nb = b0 + spc <= B ? spc : B - b0;
@@ -777,6 +795,7 @@ int ac_nn_forward(ac_nn_model *m, const ac_nn_batch *b, ac_nn_stats *st, ac_err 
         else
             scores_forward_chunk(m, ch, b0, nb);
     }
+    blas_restore(bt);
     /* the loss, summed in row order */
     size_t nl, count;
     double denom;
@@ -1168,11 +1187,13 @@ void ac_nn_backward(ac_nn_model *m)
 {
     if (!m->w->have_forward)
         return;
+    int bt = blas_single();
     switch (m->cfg.arch) {
     case AC_NN_ARCH_TRANSFORMER: tf_backward(m); break;
     case AC_NN_ARCH_ATTENTION: attn_backward(m); break;
     default: scores_backward(m); break;
     }
+    blas_restore(bt);
     m->w->have_forward = 0; /* the head's buffers now hold gradients */
 }
 

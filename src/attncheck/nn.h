@@ -27,8 +27,9 @@
  * Numerics
  * --------
  * Everything is IEEE double, round to nearest.  Matrix products use BLAS
- * dgemm (single-threaded inside the kernels: call ac_blas_set_threads(1)
- * before using the model from several threads; ac_train_run does).  The
+ * dgemm, called from OpenMP threads: the kernels expect a single-threaded
+ * BLAS (ac_blas_set_threads(1)), and ac_nn_forward / ac_nn_backward switch
+ * BLAS to one thread for their duration and restore it after.  The
  * exponential is ac_nn_exp (below), a vectorisable exp within 2 ulp of the
  * exact one, so softmax and GELU run at vector speed.  Kernels never
  * allocate and never use threads; the model (ac_nn_forward/backward)
