@@ -1658,6 +1658,8 @@ int ac_train_config_read(const char *dir, ac_train_config *cfg, size_t *step, ac
     if (!S_ISDIR(sb.st_mode))
         return ac_err_set(err, AC_ENOINPUT, "%s: not a checkpoint directory", dir);
     snprintf(p, sizeof p, "%s/config.json", dir);
+    if (access(p, F_OK) != 0)
+        return ac_err_set(err, AC_EDATA, "%s: not an attncheck checkpoint (no config.json)", dir);
     int st = ac_jparse_file(&root, p, err);
     if (st)
         return st;
