@@ -39,6 +39,7 @@ static const struct option long_opts[] = {
 /* The rows, in order: one function per check module. */
 static void (*const row_sources[])(cli_report *) = {
     report_rows_theorem1,
+    report_rows_train,
 };
 
 int cmd_report(int argc, char **argv)
