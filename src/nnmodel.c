@@ -785,7 +785,7 @@ int ac_nn_forward(ac_nn_model *m, const ac_nn_batch *b, ac_nn_stats *st, ac_err 
     w->spc = seqs_per_chunk(T);
     size_t spc = w->spc, nch = (B + spc - 1) / spc;
     int bt = blas_single();
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) if (nch > 1)
     for (size_t ch = 0; ch < nch; ch++) {
         size_t b0 = ch * spc, nb = b0 + spc <= B ? spc : B - b0;
         if (c->arch == AC_NN_ARCH_TRANSFORMER)
@@ -936,7 +936,11 @@ static void run_tasks(const ac_nn_model *m, task_list *L)
         L->t[j] = t;
     }
     size_t n = L->n;
-#pragma omp parallel for schedule(dynamic, 1)
+    double total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += L->t[i].cost;
+    /* small phases run on the calling thread: waking the team costs more */
+#pragma omp parallel for schedule(dynamic, 1) if (n > 1 && total > 1e5)
     for (size_t i = 0; i < n; i++)
         run_task(m, &L->t[i]);
     L->n = 0;
@@ -1083,7 +1087,7 @@ static void tf_backward(ac_nn_model *m)
     size_t nch = (B + spc - 1) / spc;
     task_list L = {w->tasks, 0, w->ntasks_cap};
     /* head: phase 1 */
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) if (nch > 1)
     for (size_t ch = 0; ch < nch; ch++) {
         size_t b0 = ch * spc, nb = b0 + spc <= B ? spc : B - b0;
         tf_head_backward_chunk(m, b0, nb);
@@ -1100,7 +1104,7 @@ static void tf_backward(ac_nn_model *m)
             C);
     run_tasks(m, &L);
     for (size_t l = c->layers; l-- > 0;) {
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) if (nch > 1)
         for (size_t ch = 0; ch < nch; ch++) {
             size_t b0 = ch * spc, nb = b0 + spc <= B ? spc : B - b0;
             tf_layer_backward_chunk(m, l, ch, b0, nb);
@@ -1129,7 +1133,7 @@ static void attn_backward(ac_nn_model *m)
     size_t spc = w->spc, nch = (B + spc - 1) / spc;
     task_list L = {w->tasks, 0, w->ntasks_cap};
     double sc = 2.0 / ((double)N * (double)C);
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) if (nch > 1)
     for (size_t ch = 0; ch < nch; ch++) {
         size_t b0 = ch * spc, nb = b0 + spc <= B ? spc : B - b0, r0 = b0 * T, nr = nb * T;
         double *g = w->gout + r0 * C;
@@ -1161,7 +1165,7 @@ static void scores_backward(ac_nn_model *m)
     size_t spc = w->spc, nch = (B + spc - 1) / spc;
     task_list L = {w->tasks, 0, w->ntasks_cap};
     double sc = 1.0 / ((double)B * (double)H * (double)T);
-#pragma omp parallel for schedule(dynamic, 1)
+#pragma omp parallel for schedule(dynamic, 1) if (nch > 1)
     for (size_t ch = 0; ch < nch; ch++) {
         size_t b0 = ch * spc, nb = b0 + spc <= B ? spc : B - b0, r0 = b0 * T;
         double *dp = w->pre + b0 * H * T * T;
@@ -1204,7 +1208,7 @@ double ac_nn_grad_norm(const ac_nn_model *m)
     size_t n = m->nparams, nb = (n + NORM_BLOCK - 1) / NORM_BLOCK;
     double *part = m->w->norm_part;
     const double *g = m->grads;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (nb > 4)
     for (size_t k = 0; k < nb; k++) {
         size_t a = k * NORM_BLOCK, e = a + NORM_BLOCK < n ? a + NORM_BLOCK : n;
         double s = 0;
