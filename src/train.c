@@ -215,6 +215,8 @@ const char *ac_train_config_diff(const ac_train_config *a, const ac_train_config
         return "--p";
     if (strcmp(a->teacher_dir, b->teacher_dir) != 0)
         return "--teacher";
+    if (a->task == AC_TASK_TEACHER && a->teacher_stack != b->teacher_stack)
+        return "--teacher-stack";
     if (strcmp(a->text_path, b->text_path) != 0)
         return "--text";
     if (a->task == AC_TASK_FIT_P) {
@@ -636,21 +638,32 @@ static int teacher_open(ac_train_data *d, ac_train_config *c, ac_err *err)
         return ac_err_set(err, AC_ENOINPUT, "%s: not a directory (--teacher wants a directory "
                           "with Wq.npy, Wk.npy, Wv.npy, Wo.npy or X.npy, Y.npy)", dir);
     uint64_t h = FNV_INIT;
-    if (file_exists(dir, "Wq.npy") || file_exists(dir, "Wo.npy")) {
+    char L = c->teacher_stack;
+    if (L == 0)
+        L = file_exists(dir, "Wq.npy") || !file_exists(dir, "Vq.npy") ? 'W' : 'V';
+    if (L != 'W' && L != 'V')
+        return ac_err_set(err, AC_EUSAGE, "--teacher-stack must be W or V");
+    char fq[8], fk[8], fv[8], fo[8];
+    snprintf(fq, sizeof fq, "%cq.npy", L);
+    snprintf(fk, sizeof fk, "%ck.npy", L);
+    snprintf(fv, sizeof fv, "%cv.npy", L);
+    snprintf(fo, sizeof fo, "%co.npy", L);
+    if (file_exists(dir, fq) || file_exists(dir, fo) || c->teacher_stack) {
         ac_array q = {0}, k = {0}, v = {0}, o = {0};
         size_t hq, sq, dq, hk, sk, dk, hv, sv, dv, ho, dO, so;
-        if ((st = read_stack(dir, "Wq.npy", &q, &hq, &sq, &dq, err)) ||
-            (st = read_stack(dir, "Wk.npy", &k, &hk, &sk, &dk, err)) ||
-            (st = read_stack(dir, "Wv.npy", &v, &hv, &sv, &dv, err)) ||
-            (st = read_stack(dir, "Wo.npy", &o, &ho, &dO, &so, err)))
+        c->teacher_stack = L;
+        if ((st = read_stack(dir, fq, &q, &hq, &sq, &dq, err)) ||
+            (st = read_stack(dir, fk, &k, &hk, &sk, &dk, err)) ||
+            (st = read_stack(dir, fv, &v, &hv, &sv, &dv, err)) ||
+            (st = read_stack(dir, fo, &o, &ho, &dO, &so, err)))
             goto gen_out;
         if (hq != hk || hq != hv || hq != ho || sq != sk || sq != sv || sq != so || dq != dk ||
             dq != dv || dq != dO || hq == 0 || sq == 0 || dq == 0) {
             st = ac_err_set(err, AC_EDATA,
-                            "%s: shapes do not form one attention layer: Wq, Wk, Wv must be "
-                            "(h, s, d) and Wo (h, d, s); got Wq (%zu, %zu, %zu), Wk (%zu, %zu, "
-                            "%zu), Wv (%zu, %zu, %zu), Wo (%zu, %zu, %zu)",
-                            dir, hq, sq, dq, hk, sk, dk, hv, sv, dv, ho, dO, so);
+                            "%s: shapes do not form one attention layer: %cq, %ck, %cv must be "
+                            "(h, s, d) and %co (h, d, s); got (%zu, %zu, %zu), (%zu, %zu, %zu), "
+                            "(%zu, %zu, %zu), (%zu, %zu, %zu)",
+                            dir, L, L, L, L, hq, sq, dq, hk, sk, dk, hv, sv, dv, ho, dO, so);
             goto gen_out;
         }
         if (c->seq == 0)
@@ -677,9 +690,9 @@ static int teacher_open(ac_train_data *d, ac_train_config *c, ac_err *err)
         d->gen = 1;
         d->td = d->te = dq;
         snprintf(d->summary, sizeof d->summary,
-                 "teacher %s: %zu heads of size %zu on d = %zu (%s); inputs X ~ N(0,1), %zu "
-                 "tokens", dir, hq, sq, dq, tc.kind == AC_NN_ATTN_STANDARD ? "standard" : "fixed",
-                 c->seq);
+                 "teacher %s (%c stack): %zu heads of size %zu on d = %zu (%s); inputs X ~ "
+                 "N(0,1), %zu tokens", dir, L, hq, sq, dq,
+                 tc.kind == AC_NN_ATTN_STANDARD ? "standard" : "fixed", c->seq);
     gen_out:
         ac_array_free(&q);
         ac_array_free(&k);
@@ -738,7 +751,8 @@ static int teacher_open(ac_train_data *d, ac_train_config *c, ac_err *err)
     } else {
         return ac_err_set(err, AC_ENOINPUT,
                           "%s: neither the weights of an attention layer (Wq.npy, Wk.npy, Wv.npy, "
-                          "Wo.npy) nor input/target pairs (X.npy, Y.npy)", dir);
+                          "Wo.npy, or Vq.npy ... Vo.npy) nor input/target pairs (X.npy, Y.npy)",
+                          dir);
     }
     d->checksum = h;
     ac_nn_config *m = &c->model;
@@ -1201,6 +1215,10 @@ static void write_config_json(ac_json *j, const ac_trainer *tr, const uint64_t *
     ac_json_kv_int(j, "d", (long long)c->fitp_d);
     ac_json_kv_int(j, "dk", (long long)c->fitp_dk);
     ac_json_kv_string(j, "teacher", c->teacher_dir);
+    {
+        char ts[2] = {c->teacher_stack, 0};
+        ac_json_kv_string(j, "teacher_stack", ts);
+    }
     ac_json_kv_string(j, "text", c->text_path);
     ac_json_kv_number(j, "holdout", c->holdout);
     ac_json_kv_int(j, "listops_depth", (long long)c->listops_depth);
@@ -1635,6 +1653,7 @@ static int config_from_json(const ac_jv *root, ac_train_config *c, size_t *step,
     if ((st = get_path(d, "x", c->x_path, file, err)) ||
         (st = get_path(d, "p", c->p_path, file, err)) ||
         (st = get_path(d, "teacher", c->teacher_dir, file, err)) ||
+        (st = ac_jv_get_string(d, "teacher_stack", &s, file, err)) ||
         (st = get_path(d, "text", c->text_path, file, err)) ||
         (st = ac_jv_get_size(d, "n", &c->fitp_n, file, err)) ||
         (st = ac_jv_get_size(d, "d", &c->fitp_d, file, err)) ||
@@ -1645,6 +1664,10 @@ static int config_from_json(const ac_jv *root, ac_train_config *c, size_t *step,
         (st = ac_jv_get_size(d, "listops_min_len", &c->listops_min, file, err)) ||
         (st = ac_jv_get_size(d, "listops_max_len", &c->listops_max, file, err)))
         return st;
+    if (strlen(s) > 1 || (s[0] && s[0] != 'W' && s[0] != 'V'))
+        return ac_err_set(err, AC_EDATA, "%s: \"teacher_stack\" must be \"W\", \"V\" or \"\"",
+                          file);
+    c->teacher_stack = s[0];
     return AC_OK;
 }
 

@@ -20,7 +20,8 @@
  *            (Theorem 2), from a directory holding either the layer's
  *            weights (generator mode: Wq.npy, Wk.npy, Wv.npy of shape
  *            (h, s, d) or (s, d), Wo.npy of shape (h, d, s) or (d, s) — the
- *            stacks written by `attncheck separate`; inputs X are drawn
+ *            stacks written by `attncheck separate` —, or the same with the
+ *            letter V (Vq.npy ... Vo.npy, a layer g_V); inputs X are drawn
  *            i.i.d. N(0,1), targets are g(X)), or fixed pairs (dataset
  *            mode: X.npy and Y.npy of shape (m, d, n) or (d, n) and
  *            (m, e, n) or (e, n), columns = tokens as in paper 1).  Loss:
@@ -73,8 +74,11 @@ typedef struct {
     /* fit-p: X, P files (empty = generated with fitp_d x fitp_n and the seed) */
     char x_path[AC_TRAIN_PATH_MAX], p_path[AC_TRAIN_PATH_MAX];
     size_t fitp_n, fitp_d, fitp_dk;
-    /* teacher */
+    /* teacher: the directory, and the letter of its weight files (W for
+     * Wq.npy ... Wo.npy, V for Vq.npy ... Vo.npy; 0 = W if Wq.npy exists,
+     * else V) */
     char teacher_dir[AC_TRAIN_PATH_MAX];
+    char teacher_stack;
     /* text */
     char text_path[AC_TRAIN_PATH_MAX];
     double holdout;         /* text, teacher (dataset mode) */

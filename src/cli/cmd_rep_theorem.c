@@ -478,7 +478,7 @@ static void t1_row(cli_report *rep, const char *claim, const char *instance, ac_
     if (st) {
         row->error = st;
         row->verdict = AC_UNDECIDED;
-        snprintf(row->detail, sizeof row->detail, "%s", err.msg);
+        snprintf(row->detail, sizeof row->detail, "%.255s", err.msg);
     } else {
         row->verdict = r.verdict;
         if (r.verdict == AC_REFUTED)
@@ -486,7 +486,7 @@ static void t1_row(cli_report *rep, const char *claim, const char *instance, ac_
         else
             snprintf(row->bound, sizeof row->bound, "dist <= %s",
                      cli_num(b2, sizeof b2, r.dist_hi));
-        snprintf(row->detail, sizeof row->detail, "%s", r.summary);
+        snprintf(row->detail, sizeof row->detail, "%.255s", r.summary);
     }
     ac_t1_result_free(&r);
 }

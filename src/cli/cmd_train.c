@@ -42,6 +42,8 @@ const char cmd_train_help[] =
     "  --teacher DIR     teacher: Wq.npy, Wk.npy, Wv.npy (h, s, d) and Wo.npy (h, d, s),\n"
     "                    as written by `attncheck separate` (inputs drawn N(0,1)),\n"
     "                    or X.npy (m, d, n) and Y.npy (m, e, n) pairs\n"
+    "  --teacher-stack L teacher: read Lq.npy ... Lo.npy, L = W or V (default W if\n"
+    "                    Wq.npy exists, else V)\n"
     "  --text FILE       text: any file; its bytes are the characters\n"
     "  --holdout F       fraction held out for evaluation (text, teacher pairs;\n"
     "                    default 0.1)\n"
@@ -105,7 +107,7 @@ const char cmd_train_help[] =
     "73 cannot create output.\n";
 
 enum {
-    OPT_TASK = 256, OPT_X, OPT_P, OPT_N, OPT_D, OPT_DK, OPT_TEACHER, OPT_TEXT, OPT_HOLDOUT,
+    OPT_TASK = 256, OPT_X, OPT_P, OPT_N, OPT_D, OPT_DK, OPT_TEACHER, OPT_TSTACK, OPT_TEXT, OPT_HOLDOUT,
     OPT_LDEPTH, OPT_LARGS, OPT_LMIN, OPT_LMAX, OPT_ARCH, OPT_LAYERS, OPT_WIDTH, OPT_HEADS,
     OPT_ATTENTION, OPT_HEADDIM, OPT_FFNMULT, OPT_LN, OPT_CAUSAL, OPT_NOCAUSAL, OPT_POSITIONS,
     OPT_POOL, OPT_SEQ, OPT_INITSTD, OPT_STEPS, OPT_BATCH, OPT_LR, OPT_MINLR, OPT_WARMUP,
@@ -122,6 +124,7 @@ static const struct option long_opts[] = {
     {"d", required_argument, NULL, OPT_D},
     {"dk", required_argument, NULL, OPT_DK},
     {"teacher", required_argument, NULL, OPT_TEACHER},
+    {"teacher-stack", required_argument, NULL, OPT_TSTACK},
     {"text", required_argument, NULL, OPT_TEXT},
     {"holdout", required_argument, NULL, OPT_HOLDOUT},
     {"listops-depth", required_argument, NULL, OPT_LDEPTH},
@@ -255,6 +258,12 @@ static int apply(train_args *a, ac_train_config *c)
         case OPT_D: st = cli_parse_size("--d", v, 1, 1 << 14, &c->fitp_d); break;
         case OPT_DK: st = cli_parse_size("--dk", v, 1, 1 << 14, &c->fitp_dk); break;
         case OPT_TEACHER: st = copy_path(c->teacher_dir, "--teacher", v); break;
+        case OPT_TSTACK:
+            if (strcmp(v, "W") && strcmp(v, "V"))
+                st = cli_usage("--teacher-stack: '%s' is not W or V", v);
+            else
+                c->teacher_stack = v[0];
+            break;
         case OPT_TEXT: st = copy_path(c->text_path, "--text", v); break;
         case OPT_HOLDOUT: st = cli_parse_double("--holdout", v, 0, 0.99, &c->holdout); break;
         case OPT_LDEPTH: st = cli_parse_size("--listops-depth", v, 1, 64, &c->listops_depth); break;
@@ -361,6 +370,7 @@ static int check_task_options(const train_args *a, ac_task_kind t)
         {OPT_TOL, "--tol", 1u << AC_TASK_FIT_P},
         {OPT_MAXPREC, "--max-prec", 1u << AC_TASK_FIT_P},
         {OPT_TEACHER, "--teacher", 1u << AC_TASK_TEACHER},
+        {OPT_TSTACK, "--teacher-stack", 1u << AC_TASK_TEACHER},
         {OPT_TEXT, "--text", 1u << AC_TASK_TEXT},
         {OPT_HOLDOUT, "--holdout", (1u << AC_TASK_TEXT) | (1u << AC_TASK_TEACHER)},
         {OPT_LDEPTH, "--listops-depth", 1u << AC_TASK_LISTOPS},
@@ -756,7 +766,7 @@ int cmd_train(int argc, char **argv)
                 fprintf(stderr, "\r%*s\r", 100, "");
             print_eval_line(&tr, &si, evp, rs.tokens / (cli_now() - rs.t_start));
         }
-        draw_bar(&rs, &si, c->steps, &last_ev, cli_now(), 0);
+        draw_bar(&rs, &si, last, &last_ev, cli_now(), 0);
         if (a.save && a.save_every && si.step % a.save_every == 0 && si.step != last &&
             (st = ac_trainer_save(&tr, a.save, &err))) {
             st = cli_fail_err(&err);
@@ -765,7 +775,7 @@ int cmd_train(int argc, char **argv)
     }
     double secs = cli_now() - rs.t_start;
     if (rs.bar) {
-        draw_bar(&rs, &si, c->steps, &last_ev, cli_now(), 1);
+        draw_bar(&rs, &si, last, &last_ev, cli_now(), 1);
         fputc('\n', stderr);
     }
     if (rs.log) {
