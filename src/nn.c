@@ -307,12 +307,13 @@ void ac_nn_layernorm_forward(double *out, double *mean, double *rstd, const doub
     }
 }
 
-void ac_nn_layernorm_backward(double *dinp, const double *dout, const double *inp,
-                              const double *w, const double *mean, const double *rstd, size_t N,
-                              size_t C, int accumulate)
+void ac_nn_layernorm_backward(double *dinp, const double *dres, const double *dout,
+                              const double *inp, const double *w, const double *mean,
+                              const double *rstd, size_t N, size_t C)
 {
     /* forward: out[i] = norm[i] w[i] + b[i], norm[i] = (x[i] - mean) rstd; with
-     * g = w dout: dx = rstd (g - mean(g) - norm mean(g norm)) */
+     * g = w dout: dx = rstd (g - mean(g) - norm mean(g norm)), plus dres (the
+     * gradient arriving at x by another path, e.g. a residual) */
     for (size_t n = 0; n < N; n++) {
         const double *d = dout + n * C, *x = inp + n * C;
         double *dx = dinp + n * C;
@@ -326,10 +327,11 @@ void ac_nn_layernorm_backward(double *dinp, const double *dout, const double *in
         }
         gm /= (double)C;
         gnm /= (double)C;
-        if (accumulate) {
+        if (dres) {
+            const double *r = dres + n * C;
 #pragma omp simd
             for (size_t i = 0; i < C; i++)
-                dx[i] += (w[i] * d[i] - gm - ((x[i] - m) * s) * gnm) * s;
+                dx[i] = r[i] + (w[i] * d[i] - gm - ((x[i] - m) * s) * gnm) * s;
         } else {
 #pragma omp simd
             for (size_t i = 0; i < C; i++)
@@ -600,18 +602,37 @@ void ac_nn_gelu_forward(double *out, const double *inp, size_t n)
     }
 }
 
-void ac_nn_gelu_backward(double *dinp, const double *inp, const double *dout, size_t n)
+void ac_nn_gelu_backward(double *dinp, const double *inp, const double *out, const double *dout,
+                         size_t n)
 {
     /* forward: out = x s, s = sigma(2z); d out/dx = s + x s (1 - s) 2 z',
-     * z' = K0 (1 + 3 K1 x^2) */
+     * z' = K0 (1 + 3 K1 x^2).  s is recovered as out/x (relative error 2u;
+     * where out/x would lose accuracy, |x| < 2^-500, s = 1/2 + O(x)). */
 #pragma omp simd
     for (size_t i = 0; i < n; i++) {
         double x = inp[i];
-        double e = exp_one(-2.0 * GELU_K0 * (x + GELU_K1 * x * x * x));
-        double s = 1.0 / (1.0 + e);
+        double s = fabs(x) > 0x1p-500 ? out[i] / x : 0.5;
         double dz = GELU_K0 * (1.0 + 3.0 * GELU_K1 * x * x);
         double g = s + x * (s * (1.0 - s)) * 2.0 * dz;
         dinp[i] = g * dout[i];
+    }
+}
+
+/* ---------------------------------------------------------------- residual */
+
+void ac_nn_residual_forward(double *out, const double *inp, const double *bias, size_t N, size_t C)
+{
+    /* out (N,C) = inp (N,C) + bias (C): the start of out = inp + f(inp) */
+    for (size_t n = 0; n < N; n++) {
+        const double *x = inp + n * C;
+        double *o = out + n * C;
+        if (bias) {
+#pragma omp simd
+            for (size_t i = 0; i < C; i++)
+                o[i] = x[i] + bias[i];
+        } else {
+            memcpy(o, x, C * sizeof *o);
+        }
     }
 }
 

@@ -586,23 +586,23 @@ static void tf_forward_chunk(ac_nn_model *m, size_t chunk, size_t b0, size_t nb,
             ac_nn_layernorm_forward(ln1, m1, s1, x, LP(L_LN1W), LP(L_LN1B), nr, C);
             ac_nn_linear_forward(qkv, ln1, LP(L_QKVW), LP(L_QKVB), nr, C, 3 * D, 0);
             ac_nn_attention_forward(atty, att, qkv, nb, T, H, S, c->causal);
-            memcpy(res2, x, nr * C * sizeof *res2);
-            ac_nn_linear_forward(res2, atty, LP(L_PROJW), LP(L_PROJB), nr, D, C, 1);
+            ac_nn_residual_forward(res2, x, LP(L_PROJB), nr, C);
+            ac_nn_linear_forward(res2, atty, LP(L_PROJW), NULL, nr, D, C, 1);
             ac_nn_layernorm_forward(ln2, m2, s2, res2, LP(L_LN2W), LP(L_LN2B), nr, C);
             ac_nn_linear_forward(fch, ln2, LP(L_FCW), LP(L_FCB), nr, C, F, 0);
             ac_nn_gelu_forward(fchg, fch, nr * F);
-            memcpy(res3, res2, nr * C * sizeof *res3);
-            ac_nn_linear_forward(res3, fchg, LP(L_FCPW), LP(L_FCPB), nr, F, C, 1);
+            ac_nn_residual_forward(res3, res2, LP(L_FCPB), nr, C);
+            ac_nn_linear_forward(res3, fchg, LP(L_FCPW), NULL, nr, F, C, 1);
         } else {
             ac_nn_linear_forward(qkv, x, LP(L_QKVW), LP(L_QKVB), nr, C, 3 * D, 0);
             ac_nn_attention_forward(atty, att, qkv, nb, T, H, S, c->causal);
-            memcpy(res2, x, nr * C * sizeof *res2);
-            ac_nn_linear_forward(res2, atty, LP(L_PROJW), LP(L_PROJB), nr, D, C, 1);
+            ac_nn_residual_forward(res2, x, LP(L_PROJB), nr, C);
+            ac_nn_linear_forward(res2, atty, LP(L_PROJW), NULL, nr, D, C, 1);
             ac_nn_layernorm_forward(ln1, m1, s1, res2, LP(L_LN1W), LP(L_LN1B), nr, C);
             ac_nn_linear_forward(fch, ln1, LP(L_FCW), LP(L_FCB), nr, C, F, 0);
             ac_nn_gelu_forward(fchg, fch, nr * F);
-            memcpy(res3, ln1, nr * C * sizeof *res3);
-            ac_nn_linear_forward(res3, fchg, LP(L_FCPW), LP(L_FCPB), nr, F, C, 1);
+            ac_nn_residual_forward(res3, ln1, LP(L_FCPB), nr, C);
+            ac_nn_linear_forward(res3, fchg, LP(L_FCPW), NULL, nr, F, C, 1);
             ac_nn_layernorm_forward(ln2, m2, s2, res3, LP(L_LN2W), LP(L_LN2B), nr, C);
         }
 #undef LP
@@ -989,8 +989,8 @@ static void tf_head_backward_chunk(ac_nn_model *m, size_t b0, size_t nb)
         ac_nn_linear_backward_input(glnf, out, PAR(m, w->i_headw), nr, C, K, 0);
     }
     const double *xl = layer_output(m, c->layers - 1) + r0 * C;
-    ac_nn_layernorm_backward(w->gout + r0 * C, glnf, xl, PAR(m, w->i_lnfw), w->lnf_mean + r0,
-                             w->lnf_rstd + r0, nr, C, 0);
+    ac_nn_layernorm_backward(w->gout + r0 * C, NULL, glnf, xl, PAR(m, w->i_lnfw),
+                             w->lnf_mean + r0, w->lnf_rstd + r0, nr, C);
 }
 
 /* One transformer layer, phase 1, on one chunk: from w->gout (gradient of
@@ -1008,6 +1008,7 @@ static void tf_layer_backward_chunk(ac_nn_model *m, size_t l, size_t chunk, size
     const double *x = layer_input(m, l) + r0 * C;
     const double *qkv = A->qkv + r0 * 3 * D, *att = A->att + b0 * H * T * T;
     const double *res2 = A->res2 + r0 * C, *res3 = A->res3 + r0 * C, *fch = A->fch + r0 * F;
+    const double *fchg = A->fchg + r0 * F;
     const double *m1 = A->ln1_mean + r0, *s1 = A->ln1_rstd + r0;
     const double *m2 = A->ln2_mean + r0, *s2 = A->ln2_rstd + r0;
     double *gout = w->gout + r0 * C, *gx = w->gx + r0 * C, *gres2 = w->gres2 + r0 * C;
@@ -1017,30 +1018,28 @@ static void tf_layer_backward_chunk(ac_nn_model *m, size_t l, size_t chunk, size
     if (c->ln == AC_NN_LN_PRE) {
         /* res3 = res2 + gelu(fch) Wp^T + bp */
         ac_nn_linear_backward_input(gf, gout, LP(L_FCPW), nr, F, C, 0);
-        ac_nn_gelu_backward(gf, fch, gf, nr * F);
+        ac_nn_gelu_backward(gf, fch, fchg, gf, nr * F);
         /* fch = ln2 Wfc^T + bfc */
         ac_nn_linear_backward_input(gln, gf, LP(L_FCW), nr, C, F, 0);
         /* ln2 = LN2(res2), and res2 also feeds res3 directly */
-        memcpy(gres2, gout, nr * C * sizeof *gres2);
-        ac_nn_layernorm_backward(gres2, gln, res2, LP(L_LN2W), m2, s2, nr, C, 1);
+        ac_nn_layernorm_backward(gres2, gout, gln, res2, LP(L_LN2W), m2, s2, nr, C);
         /* res2 = x + atty Wo^T + bo */
         ac_nn_linear_backward_input(gatty, gres2, LP(L_PROJW), nr, D, C, 0);
         ac_nn_attention_backward(gqkv, scr, gatty, qkv, att, nb, T, H, S, c->causal);
         /* qkv = ln1 Wqkv^T + b, ln1 = LN1(x), and x also feeds res2 */
         ac_nn_linear_backward_input(gln1, gqkv, LP(L_QKVW), nr, C, 3 * D, 0);
-        memcpy(gx, gres2, nr * C * sizeof *gx);
-        ac_nn_layernorm_backward(gx, gln1, x, LP(L_LN1W), m1, s1, nr, C, 1);
+        ac_nn_layernorm_backward(gx, gres2, gln1, x, LP(L_LN1W), m1, s1, nr, C);
     } else {
         /* out = LN2(res3): gln1 holds d res3 */
-        ac_nn_layernorm_backward(gln1, gout, res3, LP(L_LN2W), m2, s2, nr, C, 0);
+        ac_nn_layernorm_backward(gln1, NULL, gout, res3, LP(L_LN2W), m2, s2, nr, C);
         /* res3 = ln1 + gelu(fch) Wp^T + bp */
         ac_nn_linear_backward_input(gf, gln1, LP(L_FCPW), nr, F, C, 0);
-        ac_nn_gelu_backward(gf, fch, gf, nr * F);
+        ac_nn_gelu_backward(gf, fch, fchg, gf, nr * F);
         /* fch = ln1 Wfc^T + bfc: gln = d ln1 */
         memcpy(gln, gln1, nr * C * sizeof *gln);
         ac_nn_linear_backward_input(gln, gf, LP(L_FCW), nr, C, F, 1);
         /* ln1 = LN1(res2) */
-        ac_nn_layernorm_backward(gres2, gln, res2, LP(L_LN1W), m1, s1, nr, C, 0);
+        ac_nn_layernorm_backward(gres2, NULL, gln, res2, LP(L_LN1W), m1, s1, nr, C);
         /* res2 = x + atty Wo^T + bo */
         ac_nn_linear_backward_input(gatty, gres2, LP(L_PROJW), nr, D, C, 0);
         ac_nn_attention_backward(gqkv, scr, gatty, qkv, att, nb, T, H, S, c->causal);

@@ -348,17 +348,17 @@ START_TEST(test_fd_layernorm)
         gauss(&r, c.wts, N * C, 1);
         double *dx = vec(N * C), *dw = vec(C), *db = vec(C);
         f_layernorm(&c);
-        ac_nn_layernorm_backward(dx, c.wts, c.inp, c.w, c.mean, c.rstd, N, C, 0);
+        ac_nn_layernorm_backward(dx, NULL, c.wts, c.inp, c.w, c.mean, c.rstd, N, C);
         ac_nn_layernorm_backward_params(dw, db, c.wts, c.inp, c.mean, c.rstd, N, C);
         size_t bad = fd_check(f_layernorm, &c, c.inp, dx, N * C, 1e-3, 10 * C, 4 * C, "ln dx") +
                      fd_check(f_layernorm, &c, c.w, dw, C, 1e-3, 10 * C, 4 * C, "ln dw") +
                      fd_check(f_layernorm, &c, c.b, db, C, 1e-3, 10 * C, 4 * C, "ln db");
         ck_assert_msg(bad == 0, "%zu layernorm gradients wrong, C = %zu", bad, C);
-        /* accumulate adds */
+        /* dres adds, also in place */
         double *dx2 = vec(N * C);
         for (size_t i = 0; i < N * C; i++)
             dx2[i] = 1.0;
-        ac_nn_layernorm_backward(dx2, c.wts, c.inp, c.w, c.mean, c.rstd, N, C, 1);
+        ac_nn_layernorm_backward(dx2, dx2, c.wts, c.inp, c.w, c.mean, c.rstd, N, C);
         for (size_t i = 0; i < N * C; i++)
             ck_assert(fabs(dx2[i] - 1.0 - dx[i]) <= 4 * U * (1 + fabs(dx[i])));
         free(c.inp), free(c.w), free(c.b), free(c.out), free(c.wts), free(c.mean), free(c.rstd);
@@ -385,7 +385,11 @@ START_TEST(test_gelu)
     c.inp[0] = 0, c.inp[1] = -30, c.inp[2] = 30, c.inp[3] = 1e-8;
     gauss(&r, c.wts, N, 1);
     double *dx = vec(N);
-    ac_nn_gelu_backward(dx, c.inp, c.wts, N);
+    c.inp[4] = 0x1p-600;
+    c.inp[5] = -0x1p-1070;
+    f_gelu(&c);
+    ac_nn_gelu_backward(dx, c.inp, c.out, c.wts, N);
+    ck_assert(fabs(dx[0] - 0.5 * c.wts[0]) <= U * fabs(c.wts[0]));
     ck_assert(fd_check(f_gelu, &c, c.inp, dx, N, 1e-3, 30, 4, "gelu") == 0);
     /* against the tanh form x/2 (1 + tanh z) in 256-bit MPFR (the
      * cancellation in 1 + tanh z costs at most 2|z|/ln 2 < 200 bits here).

@@ -117,12 +117,14 @@ void ac_nn_headproj_backward_weight(double *dwo, const double *dout, const doubl
 #define AC_NN_LN_EPS 1e-5
 void ac_nn_layernorm_forward(double *out, double *mean, double *rstd, const double *inp,
                              const double *w, const double *b, size_t N, size_t C);
-/* dinp (N,C) (+= with accumulate, else =) the input gradient:
- *   dinp = rstd (g - mean(g) - norm mean(g norm)),  g = w dout,
- *   norm = (inp - mean) rstd. */
-void ac_nn_layernorm_backward(double *dinp, const double *dout, const double *inp,
-                              const double *w, const double *mean, const double *rstd, size_t N,
-                              size_t C, int accumulate);
+/* dinp (N,C) = dres + the input gradient:
+ *   dinp = dres + rstd (g - mean(g) - norm mean(g norm)),  g = w dout,
+ *   norm = (inp - mean) rstd;
+ * dres (N,C), the gradient reaching inp by another path (a residual), may be
+ * NULL (none) or equal to dinp. */
+void ac_nn_layernorm_backward(double *dinp, const double *dres, const double *dout,
+                              const double *inp, const double *w, const double *mean,
+                              const double *rstd, size_t N, size_t C);
 /* dw (C) += sum_n dout norm, db (C) += sum_n dout (rows in order). */
 void ac_nn_layernorm_backward_params(double *dw, double *db, const double *dout,
                                      const double *inp, const double *mean, const double *rstd,
@@ -167,8 +169,16 @@ void ac_nn_attention_backward_ref(double *dqkv, const double *dout, const double
  *   gelu(x) = x/2 (1 + tanh(z)) = x sigma(2z),  z = sqrt(2/pi) (x + 0.044715 x^3),
  * computed in the sigmoid form (one exp, no cancellation). */
 void ac_nn_gelu_forward(double *out, const double *inp, size_t n);
-/* dinp = dout gelu'(inp) (dinp may equal dout). */
-void ac_nn_gelu_backward(double *dinp, const double *inp, const double *dout, size_t n);
+/* dinp = dout gelu'(inp), given out = gelu(inp) from the forward (dinp may
+ * equal dout): gelu' = s + x s (1 - s) 2 z'(x) with s = out/x. */
+void ac_nn_gelu_backward(double *dinp, const double *inp, const double *out, const double *dout,
+                         size_t n);
+
+/* Residual start: out (N,C) = inp + bias (bias may be NULL); then
+ * ac_nn_linear_forward(out, ..., NULL, ..., accumulate = 1) completes
+ * out = inp + (y W^T + bias) in two passes instead of three. */
+void ac_nn_residual_forward(double *out, const double *inp, const double *bias, size_t N,
+                            size_t C);
 
 /* Softmax cross-entropy per row: probs (N,V) = Softmax(logits),
  * losses (N) = logsumexp(logits) - logits[target] (probs may equal logits).
