@@ -1225,13 +1225,15 @@ void ac_nn_adamw_step(ac_nn_model *m, const ac_nn_adamw *o, long t, double gscal
 {
     double b1 = o->beta1, b2 = o->beta2;
     double c1 = 1.0 - pow(b1, (double)t), c2 = 1.0 - pow(b2, (double)t);
+    /* one parallel region for all tensors; each element is independent */
+#pragma omp parallel if (m->nparams > 65536)
     for (size_t k = 0; k < m->ntensors; k++) {
         const ac_nn_tensor *T = &m->tensors[k];
         double *p = m->params + T->offset, *mm = m->m + T->offset, *vv = m->v + T->offset;
         const double *g = m->grads + T->offset;
         double decay = T->decay ? 1.0 - o->lr * o->weight_decay : 1.0;
         size_t n = T->size;
-#pragma omp parallel for schedule(static) if (n > 65536)
+#pragma omp for schedule(static) nowait
         for (size_t i = 0; i < n; i++) {
             double gi = g[i] * gscale;
             double mi = b1 * mm[i] + (1.0 - b1) * gi;

@@ -92,6 +92,13 @@ PYEOF
     expect 65 "$A" train --task fit-p --x Xnan.npy
     says "NaN"
     expect 0 "$A" train --task teacher --teacher tch --steps 20 --quiet
+    # the same layer as a V stack (g_V), chosen automatically or by name
+    mkdir vst && for n in q k v o; do cp tch/W$n.npy vst/V$n.npy; done
+    expect 0 "$A" train --task teacher --teacher vst --steps 5 --quiet
+    expect 0 "$A" train --task teacher --teacher vst --teacher-stack V --steps 5 --quiet
+    expect 66 "$A" train --task teacher --teacher vst --teacher-stack W --steps 5
+    says "Wq.npy"
+    expect 64 "$A" train --task teacher --teacher vst --teacher-stack Q
 fi
 mkdir notckpt
 expect 65 "$A" train $S --resume notckpt
