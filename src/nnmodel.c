@@ -306,18 +306,18 @@ static int alloc_acts(ac_nn_model *m, ac_err *err)
     const ac_nn_config *c = &m->cfg;
     ac_nn_work *w = m->w;
     size_t B = m->B, T = m->T, C = c->width, D = m->D, H = c->heads, F = c->ffn, L = c->layers;
-    size_t N, NC, ND, NF, BHTT, tmp;
+    size_t N, NC, ND, NF, BH, BHTT, tmp;
     int of = 0;
     if (!ac_size_mul(B, T, &N) || !ac_size_mul(N, C, &NC) || !ac_size_mul(N, D, &ND) ||
         !ac_size_mul(N, c->arch == AC_NN_ARCH_TRANSFORMER ? F : 1, &NF) ||
-        !mul3(B * H, T, T, &BHTT) || !ac_size_mul(ND, 3, &tmp) || B * H / H != B)
+        !ac_size_mul(B, H, &BH) || !mul3(BH, T, T, &BHTT) || !ac_size_mul(ND, 3, &tmp))
         return ac_err_set(err, AC_EUSAGE, "batch %zu x sequence %zu is too large for memory", B, T);
     size_t K = c->head == AC_NN_HEAD_LM ? c->vocab : c->out_dim;
     size_t in_dim = c->arch == AC_NN_ARCH_TRANSFORMER ? c->in_dim : C;
     size_t NK, NI;
     if (!ac_size_mul(N, K ? K : 1, &NK) || !ac_size_mul(N, in_dim ? in_dim : 1, &NI))
         return ac_err_set(err, AC_EUSAGE, "batch %zu x sequence %zu is too large for memory", B, T);
-    w->nchunks_max = (B + 0) ? B : 1; /* at most one chunk per sequence */
+    w->nchunks_max = B; /* at most one chunk per sequence (B >= 1) */
     /* integer buffers */
     w->tokens = calloc(N ? N : 1, sizeof *w->tokens);
     w->targets = calloc(N ? N : 1, sizeof *w->targets);
