@@ -767,6 +767,8 @@ static int teacher_open(ac_train_data *d, ac_train_config *c, ac_err *err)
                               d->te);
         m->width = d->td;
         m->out_dim = d->td;
+        if (m->kind == AC_NN_ATTN_FIXED && m->head_dim == 0)
+            m->head_dim = m->width / m->heads ? m->width / m->heads : 1;
     } else {
         m->in_dim = d->td;
         m->out_dim = d->te;

@@ -99,6 +99,9 @@ PYEOF
     expect 66 "$A" train --task teacher --teacher vst --teacher-stack W --steps 5
     says "Wq.npy"
     expect 64 "$A" train --task teacher --teacher vst --teacher-stack Q
+    expect 64 "$A" train --task teacher --teacher vst --width 16
+    says "--arch transformer"
+    expect 0 "$A" train --task teacher --teacher vst --attention fixed --steps 3 --quiet
 fi
 mkdir notckpt
 expect 65 "$A" train $S --resume notckpt

@@ -644,6 +644,19 @@ int cmd_train(int argc, char **argv)
             return cli_usage("%s contradicts the checkpoint %s; a resumed run may change only "
                              "--steps, --eval-every and --eval-batches", f, a.val[OPT_RESUME]);
     }
+    if (task == AC_TASK_TEACHER && cfg.model.arch == AC_NN_ARCH_ATTENTION) {
+        static const struct {
+            int opt;
+            const char *name;
+        } tf_only[] = {{OPT_WIDTH, "--width"}, {OPT_LAYERS, "--layers"},
+                       {OPT_FFNMULT, "--ffn-mult"}, {OPT_LN, "--ln"},
+                       {OPT_POSITIONS, "--positions"}};
+        for (size_t i = 0; i < sizeof tf_only / sizeof *tf_only; i++)
+            if (a.given[tf_only[i].opt])
+                return cli_usage("%s does not apply to the bare attention layer (--arch "
+                                 "attention, whose width is the teacher's d); use --arch "
+                                 "transformer", tf_only[i].name);
+    }
     if (a.have_stop && a.stop_at > cfg.steps)
         return cli_usage("--stop-at %zu is beyond --steps %zu", a.stop_at, cfg.steps);
     if (cfg.warmup > cfg.steps)
