@@ -30,16 +30,17 @@
  * dgemm, called from OpenMP threads: the kernels expect a single-threaded
  * BLAS (ac_blas_set_threads(1)), and ac_nn_forward / ac_nn_backward switch
  * BLAS to one thread for their duration and restore it after.  The
- * exponential is ac_nn_exp (below), a vectorisable exp within 2 ulp of the
- * exact one, so softmax and GELU run at vector speed.  Kernels never
+ * exponential is ac_nn_exp (below), a vectorisable exp with relative error
+ * below 2u (u = 2^-53), so softmax and GELU run at vector speed.  Kernels never
  * allocate and never use threads; the model (ac_nn_forward/backward)
  * parallelises with OpenMP over fixed chunks of whole sequences and over
  * fixed tiles of the weight gradients, so that every number it computes is
  * summed in an order that depends only on the sizes, never on the thread
  * count: the same seed gives bit-identical results with any --threads.
  *
- * Every optimised kernel has a naive reference (suffix _ref: plain loops in
- * the order of the defining formula) for tests.
+ * The BLAS-based kernels (linear layer, attention) have naive references
+ * (suffix _ref: plain loops in the order of the defining formula) for tests;
+ * every backward is checked against finite differences of its forward.
  */
 #ifndef ATTNCHECK_NN_H
 #define ATTNCHECK_NN_H
@@ -58,11 +59,11 @@ extern "C" {
 /* y[i] = exp(x[i]) for i < n, vectorised: Cody-Waite reduction
  * x = k ln2 + r, |r| <= ln2/2, Taylor polynomial of degree 13 (truncation
  * below 5e-18 relative), then scaling by 2^k built from the exponent bits.
- * Relative error <= 2 ulp (tested against MPFR) for -708.39 <= x <= 709.78;
- * x < -708.39 gives 0 (the exact result is below 2^-1022; callers only
- * feed softmax and sigmoid arguments, where such terms are negligible
- * against a term >= 1), x > 709.78 gives +Inf, NaN gives NaN.
- * y may equal x. */
+ * Relative error below 2u (u = 2^-53; tested against MPFR's correctly
+ * rounded exp) for -708.39 <= x <= 709.78 (normal results); below, the
+ * result underflows gradually (subnormal, within one subnormal step plus 2u)
+ * and is 0 under -745.14; above, +Inf; NaN gives NaN.  2^k is applied as
+ * 2^floor(k/2) 2^(k - floor(k/2)), two exact scalings.  y may equal x. */
 void ac_nn_exp(double *y, const double *x, size_t n);
 
 /* Embedding.  out (B,T,C) = wte[inp[b,t]] + wpe[t]; inp (B,T) token ids in
