@@ -10,10 +10,15 @@
 #             FFN 4x, batch 32, causal LM
 #   B2-fixed  the same with 4 fixed heads of size dp = 64
 #   large     vocab 256, seq 128, width 256, 4 layers, 8 heads, batch 16
-# Each side runs with 1 and 2 threads (PyTorch with OPENBLAS_CORETYPE set to
-# the kernels this CPU supports, as OpenBLAS misdetects some CPUs); the ratio
-# compares the best setting of each.  Peak memory is the maximum resident
-# set size (/usr/bin/time), of the run with the best setting.
+# attncheck runs with 1 and 2 threads (OpenMP; its BLAS calls are
+# single-threaded inside).  PyTorch runs with OPENBLAS_CORETYPE set to the
+# kernels this CPU supports (OpenBLAS misdetects some CPUs) in three settings:
+# torch.set_num_threads(1) with OPENBLAS_NUM_THREADS=1 (one core), the same
+# with OpenBLAS's default threads (torch's "one thread" still runs its matrix
+# products on every core), and torch.set_num_threads(2).  The ratio compares
+# the best setting of each side; "1-core ratio" compares one core each.
+# Peak memory is the maximum resident set size (/usr/bin/time) of the best
+# setting's run.
 # Environment: TRAIN_BENCH (the C driver, default ./bench/train_bench),
 # PYTHON3 (default /usr/bin/python3).
 set -u
@@ -56,28 +61,32 @@ median() {
 
 echo "attncheck train benchmark: median of $R runs per setting; $(nproc) cores; OpenBLAS core for PyTorch: ${core:-default}"
 echo "(timings on a shared machine are noisy; tokens/s = batch x seq / step time)"
-printf '%-9s %-14s %12s %12s %12s %12s %7s %9s %9s\n' config "" "C 1 thr" "C 2 thr" "torch 1 thr" "torch 2 thr" ratio "C MiB" "torch MiB"
+printf '%-9s %9s %9s %9s %9s %9s %7s %7s %7s %7s\n' "" "C" "C" "torch" "torch" "torch" "best" "1-core" "C" "torch"
+printf '%-9s %9s %9s %9s %9s %9s %7s %7s %7s %7s\n' config "1 thr" "2 thr" "1 core" "1 thr" "2 thr" ratio ratio MiB MiB
+best() { # VALUE RSS pairs -> the pair with the largest value
+    awk 'BEGIN {b = -1} {for (i = 1; i < NF; i += 2) if ($i > b) {b = $i; m = $(i + 1)}} END {print b, m}'
+}
 for cfg in B2 B2-fixed large; do
     case $cfg in
         B2) args="--vocab 64 --seq 64 --width 64 --layers 2 --heads 4 --batch 32"; steps=30 ;;
         B2-fixed) args="--vocab 64 --seq 64 --width 64 --layers 2 --heads 4 --attention fixed --head-dim 64 --batch 32"; steps=20 ;;
         large) args="--vocab 256 --seq 128 --width 256 --layers 4 --heads 8 --batch 16"; steps=6 ;;
     esac
-    set -- $(median "$C" $args --steps $steps --threads 1) ; c1=$1; c1m=$2
-    set -- $(median "$C" $args --steps $steps --threads 2) ; c2=$1; c2m=$2
-    t1=-; t2=-; t1m=0; t2m=0
+    c1=$(median "$C" $args --steps $steps --threads 1)
+    c2=$(median "$C" $args --steps $steps --threads 2)
+    set -- $(echo "$c1 $c2" | best); bc=$1; bcm=$2
+    t0="- 0"; t1="- 0"; t2="- 0"; ratio=-; ratio1=-; btm=0
     if [ $peer = 1 ]; then
-        set -- $(median env ${core:+OPENBLAS_CORETYPE=$core} "$PY" "$here/train_torch.py" $args --steps $steps --threads 1); t1=$1; t1m=$2
-        set -- $(median env ${core:+OPENBLAS_CORETYPE=$core} "$PY" "$here/train_torch.py" $args --steps $steps --threads 2); t2=$1; t2m=$2
-    fi
-    best_c=$(awk -v a="$c1" -v b="$c2" -v am="$c1m" -v bm="$c2m" 'BEGIN {print (a >= b) ? a " " am : b " " bm}')
-    set -- $best_c; bc=$1; bcm=$2
-    ratio=-; bt=0; btm=0
-    if [ $peer = 1 ]; then
-        set -- $(awk -v a="$t1" -v b="$t2" -v am="$t1m" -v bm="$t2m" 'BEGIN {print (a >= b) ? a " " am : b " " bm}'); bt=$1; btm=$2
+        t0=$(median env ${core:+OPENBLAS_CORETYPE=$core} OPENBLAS_NUM_THREADS=1 "$PY" "$here/train_torch.py" $args --steps $steps --threads 1)
+        t1=$(median env ${core:+OPENBLAS_CORETYPE=$core} "$PY" "$here/train_torch.py" $args --steps $steps --threads 1)
+        t2=$(median env ${core:+OPENBLAS_CORETYPE=$core} "$PY" "$here/train_torch.py" $args --steps $steps --threads 2)
+        set -- $(echo "$t0 $t1 $t2" | best); bt=$1; btm=$2
         ratio=$(awk -v a="$bc" -v b="$bt" 'BEGIN {printf "%.2fx", a / b}')
+        ratio1=$(awk -v a="${c1% *}" -v b="${t0% *}" 'BEGIN {printf "%.2fx", a / b}')
     fi
-    printf '%-9s %-14s %12s %12s %12s %12s %7s %9.0f %9.0f\n' "$cfg" "tokens/s" "$c1" "$c2" "$t1" "$t2" "$ratio" \
-        "$(awk -v k="$bcm" 'BEGIN {print k / 1024}')" "$(awk -v k="$btm" 'BEGIN {print k / 1024}')"
+    printf '%-9s %9s %9s %9s %9s %9s %7s %7s %7.0f %7.0f\n' "$cfg" "${c1% *}" "${c2% *}" "${t0% *}" \
+        "${t1% *}" "${t2% *}" "$ratio" "$ratio1" "$(awk -v k="$bcm" 'BEGIN {print k / 1024}')" \
+        "$(awk -v k="$btm" 'BEGIN {print k / 1024}')"
 done
-echo "ratio = best attncheck setting / best PyTorch setting; memory = peak RSS of those runs"
+echo "tokens/s; best ratio = best attncheck setting / best PyTorch setting; 1-core ratio = attncheck"
+echo "1 thread / PyTorch on one core; MiB = peak RSS of the best settings"
