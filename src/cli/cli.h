@@ -107,10 +107,12 @@ int cmd_rep_theorem(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_separate(int argc, char **argv);
 int cmd_condition(int argc, char **argv);
+int cmd_train(int argc, char **argv);
 extern const char cmd_rep_theorem_help[];
 extern const char cmd_report_help[];
 extern const char cmd_separate_help[];
 extern const char cmd_condition_help[];
+extern const char cmd_train_help[];
 
 /* Report rows: each check module contributes a function that appends rows. */
 typedef struct {
@@ -135,5 +137,6 @@ cli_report_row *cli_report_add(cli_report *r);
 void report_rows_theorem1(cli_report *r);
 void report_rows_theorem2(cli_report *r);
 void report_rows_condition(cli_report *r);
+void report_rows_train(cli_report *r);
 
 #endif

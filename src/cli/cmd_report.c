@@ -41,6 +41,7 @@ static void (*const row_sources[])(cli_report *) = {
     report_rows_theorem1,
     report_rows_theorem2,
     report_rows_condition,
+    report_rows_train,
 };
 
 int cmd_report(int argc, char **argv)

@@ -22,6 +22,8 @@ const cli_command cli_commands[] = {
      cmd_condition_help},
     {"report", cmd_report, "run every check on built-in defaults and print a one-page table",
      cmd_report_help},
+    {"train", cmd_train, "train an attention stack (fit-p, teacher, listops, text) with checkpoints",
+     cmd_train_help},
     {NULL, NULL, NULL, NULL},
 };
 

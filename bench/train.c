@@ -1,0 +1,135 @@
+/* bench/train.c — tokens per second of attncheck's training step (forward,
+ * backward, gradient clipping, AdamW) on random tokens, for bench/train.sh.
+ *
+ *   bench/train [--vocab V] [--seq T] [--width C] [--layers L] [--heads H]
+ *               [--attention standard|fixed] [--head-dim DP] [--ffn-mult M]
+ *               [--batch B] [--steps N] [--warmup W] [--threads K] [--ln pre|post]
+ *
+ * Prints one line: "attncheck tokens_per_s X step_ms Y params P threads K".
+ */
+#include <config.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "attncheck/blas.h"
+#include "attncheck/nn.h"
+#include "attncheck/rng.h"
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static size_t arg_size(const char *s)
+{
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end || !*s) {
+        fprintf(stderr, "bench/train: bad number '%s'\n", s);
+        exit(64);
+    }
+    return (size_t)v;
+}
+
+int main(int argc, char **argv)
+{
+    ac_blas_fix_core(argv);
+    ac_nn_config c;
+    memset(&c, 0, sizeof c);
+    c.arch = AC_NN_ARCH_TRANSFORMER;
+    c.input = AC_NN_INPUT_TOKENS;
+    c.vocab = 64;
+    c.positions = 1;
+    c.max_seq = 64;
+    c.width = 64;
+    c.layers = 2;
+    c.heads = 4;
+    c.kind = AC_NN_ATTN_STANDARD;
+    c.ln = AC_NN_LN_PRE;
+    c.causal = 1;
+    c.head = AC_NN_HEAD_LM;
+    size_t B = 32, steps = 20, warm = 3, mult = 4;
+    int threads = 0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!v) {
+            fprintf(stderr, "bench/train: %s needs a value\n", a);
+            return 64;
+        }
+        i++;
+        if (!strcmp(a, "--vocab")) c.vocab = arg_size(v);
+        else if (!strcmp(a, "--seq")) c.max_seq = arg_size(v);
+        else if (!strcmp(a, "--width")) c.width = arg_size(v);
+        else if (!strcmp(a, "--layers")) c.layers = arg_size(v);
+        else if (!strcmp(a, "--heads")) c.heads = arg_size(v);
+        else if (!strcmp(a, "--head-dim")) c.head_dim = arg_size(v);
+        else if (!strcmp(a, "--ffn-mult")) mult = arg_size(v);
+        else if (!strcmp(a, "--batch")) B = arg_size(v);
+        else if (!strcmp(a, "--steps")) steps = arg_size(v);
+        else if (!strcmp(a, "--warmup")) warm = arg_size(v);
+        else if (!strcmp(a, "--threads")) threads = (int)arg_size(v);
+        else if (!strcmp(a, "--attention")) c.kind = strcmp(v, "fixed") ? AC_NN_ATTN_STANDARD : AC_NN_ATTN_FIXED;
+        else if (!strcmp(a, "--ln")) c.ln = strcmp(v, "post") ? AC_NN_LN_PRE : AC_NN_LN_POST;
+        else {
+            fprintf(stderr, "bench/train: unknown option %s\n", a);
+            return 64;
+        }
+    }
+    c.ffn = mult * c.width;
+    ac_blas_set_threads(1);
+#ifdef _OPENMP
+    if (threads > 0)
+        omp_set_num_threads(threads);
+    threads = omp_get_max_threads();
+#else
+    threads = 1;
+#endif
+    ac_nn_model m;
+    ac_err err;
+    if (ac_nn_model_init(&m, &c, B, c.max_seq, &err)) {
+        fprintf(stderr, "bench/train: %s\n", err.msg);
+        return 64;
+    }
+    ac_nn_model_init_weights(&m, 1, 0.02);
+    size_t N = B * c.max_seq;
+    int32_t *tok = malloc(N * sizeof *tok), *tgt = malloc(N * sizeof *tgt);
+    ac_rng r;
+    ac_rng_init(&r, 1, 2, 3);
+    for (size_t i = 0; i < N; i++) {
+        tok[i] = (int32_t)ac_rng_below(&r, c.vocab);
+        tgt[i] = (int32_t)ac_rng_below(&r, c.vocab);
+    }
+    ac_nn_batch b = {B, c.max_seq, tok, NULL, tgt, NULL};
+    ac_nn_adamw o = {1e-3, 0.9, 0.999, 1e-8, 0.0};
+    double t0 = 0, loss = 0;
+    for (size_t s = 0; s < warm + steps; s++) {
+        if (s == warm)
+            t0 = now();
+        ac_nn_stats st;
+        if (ac_nn_forward(&m, &b, &st, &err)) {
+            fprintf(stderr, "bench/train: %s\n", err.msg);
+            return 70;
+        }
+        ac_nn_zero_grad(&m);
+        ac_nn_backward(&m);
+        double gn = ac_nn_grad_norm(&m);
+        ac_nn_adamw_step(&m, &o, (long)s + 1, gn > 1.0 ? 1.0 / gn : 1.0);
+        loss = st.loss;
+    }
+    double dt = (now() - t0) / (double)steps;
+    printf("attncheck tokens_per_s %.0f step_ms %.2f params %zu threads %d loss %.6f\n",
+           (double)N / dt, dt * 1e3, m.nparams, threads, loss);
+    ac_nn_model_free(&m);
+    free(tok);
+    free(tgt);
+    return 0;
+}
