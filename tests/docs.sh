@@ -43,6 +43,13 @@ done
 for m in "$top_srcdir"/man/*.[13]; do
     grep -q "man/$(basename "$m")" "$top_srcdir/Makefile.am" || err "$m is not in dist_man_MANS"
 done
+# man pages render without warnings (when groff is installed)
+if command -v groff >/dev/null 2>&1; then
+    for m in "$top_srcdir"/man/*.[13]; do
+        w=$(groff -man -ww -z "$m" 2>&1)
+        [ -z "$w" ] || err "$m: groff warnings: $w"
+    done
+fi
 # exit status documented identically
 for f in "$top_srcdir"/man/attncheck*.1; do
     grep -q "64" "$f" || err "$f does not document the exit status"
