@@ -242,30 +242,56 @@ int ac_t2_generate_w(ac_mh *W, const ac_mh *V, int want, uint64_t seed, ac_err *
  * how.  AC_EUSAGE if dp < d/h. */
 int ac_t2_embed(ac_mh *V, const ac_mh *W, size_t dp, char *note, size_t note_len, ac_err *err);
 
+/* Default relative tolerance of the embedding check: half the digits of a
+ * double, as rep-theorem's AC_T1_TOL_DEFAULT. */
+#define AC_T2_EMBED_TOL_DEFAULT 0x1p-26
+
+/* The embedding check decides, on every sample input X_k,
+ *
+ *     ||g_V(X_k) - f_W(X_k)||_F <= tol ||f_W(X_k)||_F,
+ *
+ * i.e. the relative deviation r_k = ||g - f||_F / ||f||_F is at most tol.
+ * r_k is enclosed by the verdict engine (stage 0: ac_mh_enclose of both
+ * layers, the upper bound of ||g - f|| over a lower bound of ||f|| and vice
+ * versa, directed rounding; then Arb balls of the quotient).  A sample where
+ * g_V and f_W agree exactly, head by head (equal value paths and equal logit
+ * matrices, decided on dyadic rationals), has r_k = 0 exactly, and when that
+ * holds for every sample the certificate is exact.  A sample with f_W(X) = 0
+ * and g_V(X) != 0 has r_k = +inf; one whose ||f_W(X)||_F cannot be certified
+ * positive (and is not exactly equal) leaves the claim UNDECIDED. */
 typedef struct {
-    ac_verdict verdict;      /* "g_V(X) = f_W(X) on every sample": PROVED exactly;
-                                REFUTED: a sample with certified ||g - f||_F > 0 */
+    ac_verdict verdict;      /* PROVED: r_k <= tol on every sample (exact or certified);
+                                REFUTED: a sample with certified r_k > tol; UNDECIDED */
+    double tol;
+    int exact;               /* 1: g_V(X) = f_W(X) exactly on every sample (r = 0) */
     int params_identical;    /* head-wise identity (=> every X): 1, 0, -1 unknown */
-    size_t samples, equal_samples;
-    double diff_hi;          /* largest certified upper bound on ||g_V(X) - f_W(X)||_F from
-                                balls at the schedule's first precision; NAN without ball
-                                stages */
-    size_t refuted_sample;   /* 1-based, 0 if none */
-    ac_cert cert;            /* the claim "max ||g_V(X) - f_W(X)||_F <= 0": exact (PROVED),
-                                the refuting enclosure (REFUTED) or the last attempt */
-    char summary[320];
+    size_t samples;
+    size_t equal_samples;    /* equal exactly, head by head */
+    size_t within_samples;   /* r_k <= tol proved (exactly or by the enclosure) */
+    double rel_lo, rel_hi;   /* enclosure of max_k r_k: an exactly equal sample counts as 0,
+                                the others by their certified enclosure (0, 0 when exact) */
+    double diff_hi;          /* largest certified upper bound on ||g_V(X) - f_W(X)||_F over
+                                every sample (for the exactly equal ones a cross-check of
+                                the identity by the enclosures) */
+    size_t refuted_sample;   /* first sample with certified r_k > tol (1-based), 0 if none */
+    size_t undecided_sample; /* first sample neither proved nor refuted, 0 if none */
+    ac_cert cert;            /* "max_k r_k <= tol": exact (0, every sample equal), the
+                                enclosure of max_k r_k, or the refuting sample's enclosure */
+    char summary[400];
 } ac_t2_embed_result;
 
 /* Sample input k of the embedding check: X (d x n, zeroed; allocated here)
  * i.i.d. N(0, 1) from the stream (seed, 301, k). */
 int ac_t2_sample_input(ac_mat *X, size_t d, size_t n, uint64_t seed, size_t k, ac_err *err);
 
-/* Check g_V = f_W on `samples` inputs X (ac_t2_sample_input k = 0, 1, ...):
- * exactly, head by head (Vo_i Vv_i X = Wo_i Wv_i X and the logit matrices
- * X^T U_i X / sqrt(dp) = X^T A_i X / sqrt(d/h)), with a ball bound on the
- * difference as a cross-check; and the parameter identity. */
+/* The embedding check (see above) on `samples` inputs X (ac_t2_sample_input
+ * k = 0, 1, ...), with relative tolerance tol >= 0 (AC_T2_EMBED_TOL_DEFAULT
+ * is the documented default) and the ball stages of sched (NULL or empty:
+ * stage 0 only); also the parameter identity.  AC_EUSAGE: n = 0, no
+ * samples, tol < 0 or NaN; AC_EDATA: d or h differ. */
 int ac_t2_embed_check(ac_t2_embed_result *r, const ac_mh *W, const ac_mh *V, size_t n,
-                      size_t samples, uint64_t seed, const ac_schedule *sched, ac_err *err);
+                      size_t samples, uint64_t seed, double tol, const ac_schedule *sched,
+                      ac_err *err);
 
 const char *ac_t2_case_name(ac_t2_case c);
 const char *ac_t2_construction_name(int construction);
