@@ -23,6 +23,7 @@
 #include "ball.h"
 #include "dyadic.h"
 #include "multihead_arb.h"
+#include "attncheck/blas.h"
 #include "attncheck/interval.h"
 #include "attncheck/linalg.h"
 #include "attncheck/rng.h"
@@ -954,8 +955,12 @@ int ac_t2_construct(ac_mat *X, int construction, const ac_mh *W, const ac_mh *V,
             x -= best_b[t] / nb;
         v2[t] = x;
     }
+    /* |v2~| <= 2; when it is tiny, a and b are (numerically) positively
+     * parallel, v2~ is rounding noise and scaling it to |v| would blow X up
+     * (logits ~ 1/|v2~|^2): the construction is then degenerate and the
+     * second column is left 0 */
     double n2 = sqrt(dot(v2, v2, d));
-    double scale2 = n2 > 0 ? nv / n2 : 0.0;
+    double scale2 = n2 > 0x1p-20 ? nv / n2 : 0.0;
     double mx = na > nb ? na : nb;
     double c = (mx > 0 && nv > 0) ? pow2_near(1.0 / sqrt(mx * nv)) : 1.0;
     for (size_t t = 0; t < d; t++) {
@@ -983,7 +988,9 @@ typedef struct {
     ac_mat Yf, Yg;
 } gap_ws;
 
-static int gap_ws_init(gap_ws *g, const ac_mh *W, const ac_mh *V, size_t n, ac_err *err)
+/* threads: of the forward and backward passes (0 = as the BLAS) */
+static int gap_ws_init(gap_ws *g, const ac_mh *W, const ac_mh *V, size_t n, int threads,
+                       ac_err *err)
 {
     int st;
     memset(g, 0, sizeof *g);
@@ -998,6 +1005,7 @@ static int gap_ws_init(gap_ws *g, const ac_mh *W, const ac_mh *V, size_t n, ac_e
         ac_mat_free(&g->Yg);
         return st;
     }
+    g->ww.threads = g->wv.threads = threads;
     return AC_OK;
 }
 
@@ -1035,7 +1043,7 @@ int ac_t2_gap_approx(double *gap, double *rel, const ac_mh *W, const ac_mh *V, c
                      ac_err *err)
 {
     gap_ws g;
-    int st = gap_ws_init(&g, W, V, X->cols, err);
+    int st = gap_ws_init(&g, W, V, X->cols, 0, err);
     if (st)
         return st;
     if (X->rows != W->d) {
@@ -1185,21 +1193,48 @@ void ac_t2_sep_free(ac_t2_sep *s)
 /* r(X) = N / D, N = ||f - g||_F, D = ||f||_F + ||g||_F.  Gradient through
  * the upstream gradients
  *   dr/df = (f - g)/(N D) - N f/(||f|| D^2),  dr/dg = -(f - g)/(N D) - N g/(||g|| D^2)
- * and the layers' backward passes.  The minimiser works on -r. */
+ * and the layers' backward passes.  The minimiser works on -r.
+ *
+ * The work is bounded by design, not by convergence: BFGS iterations are
+ * capped by `iters`, and so are the evaluations -- GSL's line search may
+ * evaluate up to ~100 times per iteration when it cannot satisfy its
+ * conditions (a flat or noisy r, e.g. f = g up to rounding), so at most
+ * MULTIMIN_EVALS(iters) evaluations are computed; past that, opt_eval
+ * returns +inf without computing, which ends the line search at once.  The
+ * result is the best point evaluated (not GSL's last iterate), so it does
+ * not depend on how the minimiser stopped. */
+#define MULTIMIN_EVALS(iters) (5L * (long)(iters) + 10)
+
 typedef struct {
     gap_ws g;
     ac_mat X, Gf, Gg, dXf, dXg;
+    long evals, max_evals;
+    double best_r;      /* largest r evaluated, at best_X */
+    ac_mat best_X;
 } opt_ctx;
 
 static double opt_eval(const gsl_vector *th, void *p, gsl_vector *grad)
 {
     opt_ctx *c = p;
     size_t N = c->X.rows * c->X.cols;
+    if (c->evals >= c->max_evals) {
+        if (grad)
+            gsl_vector_set_zero(grad);
+        return INFINITY; /* budget spent: no more layer evaluations */
+    }
+    c->evals++;
     memcpy(c->X.data, th->data, N * sizeof(double));
     double gap, nf, ng;
     double r = gap_eval(&c->g, &c->X, &gap, &nf, &ng);
-    if (!isfinite(r))
+    if (!isfinite(r)) {
+        if (grad)
+            gsl_vector_set_zero(grad);
         return INFINITY;
+    }
+    if (r > c->best_r) {
+        c->best_r = r;
+        memcpy(c->best_X.data, c->X.data, N * sizeof(double));
+    }
     if (!grad)
         return -r;
     double D = nf + ng;
@@ -1226,20 +1261,26 @@ static void opt_fdf(const gsl_vector *th, void *p, double *f, gsl_vector *g)
     *f = opt_eval(th, p, g);
 }
 
-/* BFGS (GSL vector_bfgs2) from X0; the result goes to Xout (allocated here).
- * Returns the relative gap estimate at Xout (or -1 if nothing was done). */
+/* BFGS (GSL vector_bfgs2) from X0; the best point evaluated goes to Xout
+ * (allocated here).  Returns its relative gap estimate (or -1 if nothing was
+ * done); *evals receives the number of evaluations. */
 static double maximise_gap(ac_mat *Xout, const ac_mh *W, const ac_mh *V, const ac_mat *X0,
-                           int iters, ac_err *err)
+                           int iters, int threads, long *evals, ac_err *err)
 {
     size_t d = X0->rows, n = X0->cols, N = d * n;
     opt_ctx c;
     double res = -1;
     memset(&c, 0, sizeof c);
+    if (evals)
+        *evals = 0;
     if (iters <= 0 || N == 0)
         return -1;
-    if (gap_ws_init(&c.g, W, V, n, err) || ac_mat_init(&c.X, d, n, err) ||
+    c.max_evals = MULTIMIN_EVALS(iters);
+    c.best_r = -1;
+    if (gap_ws_init(&c.g, W, V, n, threads, err) || ac_mat_init(&c.X, d, n, err) ||
         ac_mat_init(&c.Gf, d, n, err) || ac_mat_init(&c.Gg, d, n, err) ||
-        ac_mat_init(&c.dXf, d, n, err) || ac_mat_init(&c.dXg, d, n, err))
+        ac_mat_init(&c.dXf, d, n, err) || ac_mat_init(&c.dXg, d, n, err) ||
+        ac_mat_init(&c.best_X, d, n, err))
         goto out;
     gsl_vector *th = gsl_vector_alloc(N);
     gsl_multimin_fdfminimizer *m =
@@ -1253,18 +1294,15 @@ static double maximise_gap(ac_mat *Xout, const ac_mh *W, const ac_mh *V, const a
         gsl_multimin_function_fdf fn = {opt_f, opt_df, opt_fdf, N, &c};
         if (gsl_multimin_fdfminimizer_set(m, &fn, th, 0.05 * (sqrt(nx) + 1e-3), 0.1) ==
             GSL_SUCCESS) {
-            for (int it = 0; it < iters; it++) {
+            for (int it = 0; it < iters && c.evals < c.max_evals; it++) {
                 if (gsl_multimin_fdfminimizer_iterate(m))
                     break;
                 if (gsl_multimin_test_gradient(m->gradient, 1e-10) == GSL_SUCCESS)
                     break;
             }
-            if (ac_mat_init(Xout, d, n, err) == AC_OK) {
-                memcpy(Xout->data, m->x->data, N * sizeof(double));
-                double gap;
-                res = gap_eval(&c.g, Xout, &gap, NULL, NULL);
-            }
         }
+        if (c.best_r >= 0 && ac_mat_copy(Xout, &c.best_X, err) == AC_OK)
+            res = c.best_r;
     }
     gsl_set_error_handler(old);
     if (m)
@@ -1272,12 +1310,15 @@ static double maximise_gap(ac_mat *Xout, const ac_mh *W, const ac_mh *V, const a
     if (th)
         gsl_vector_free(th);
 out:
+    if (evals)
+        *evals = c.evals;
     gap_ws_free(&c.g);
     ac_mat_free(&c.X);
     ac_mat_free(&c.Gf);
     ac_mat_free(&c.Gg);
     ac_mat_free(&c.dXf);
     ac_mat_free(&c.dXg);
+    ac_mat_free(&c.best_X);
     return res;
 }
 
@@ -1892,8 +1933,8 @@ static void failing_hypotheses(char *buf, size_t n, const ac_t2_hyp *hy)
                                   verdict_word(v[i]) );
 }
 
-int ac_t2_separate(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
-                   const ac_t2_opts *opts, ac_err *err)
+static int separate(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
+                    const ac_t2_opts *opts, int threads, ac_err *err)
 {
     ac_t2_opts defaults;
     const ac_t2_opts *o = opts;
@@ -1925,7 +1966,7 @@ int ac_t2_separate(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
         res->verdict = AC_REFUTED;
         goto finish;
     }
-    if ((st = gap_ws_init(&g, W, V, n, err)))
+    if ((st = gap_ws_init(&g, W, V, n, threads, err)))
         goto out;
     have_g = 1;
 
@@ -2012,7 +2053,7 @@ int ac_t2_separate(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
             goto out;
         }
         s->construction = AC_T2_CON_OPT;
-        double r1 = maximise_gap(&s->X, W, V, &X0, o->optimize, NULL);
+        double r1 = maximise_gap(&s->X, W, V, &X0, o->optimize, threads, &res->opt_evals, NULL);
         ac_mat_free(&X0);
         if (r1 >= 0 && s->X.data) {
             res->opt_from = r0;
@@ -2150,6 +2191,24 @@ out:
         gap_ws_free(&g);
     cand_free(&L);
     res->seconds = t2_now() - t0;
+    return st;
+}
+
+/* The check runs with single-threaded BLAS: it is made of many small
+ * products, for which BLAS threads cost more than they give (and, on a loaded
+ * machine, spin against the other processes); and the vector operations of
+ * GSL's BFGS go through the CBLAS, whose threaded dot products would make the
+ * search path depend on the thread count.  The double forward and backward
+ * passes of the search use `threads` threads of their own (their result does
+ * not depend on it). */
+int ac_t2_separate(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
+                   const ac_t2_opts *opts, ac_err *err)
+{
+    int old = ac_blas_get_threads();
+    int threads = opts && opts->threads > 0 ? opts->threads : old;
+    ac_blas_set_threads(1);
+    int st = separate(res, W, V, n, opts, threads, err);
+    ac_blas_set_threads(old);
     return st;
 }
 
@@ -2349,9 +2408,9 @@ static int dev_ball(void *vc, long prec, mpfr_t lo, mpfr_t hi, ac_err *err)
 
 #define EMBED_QUANTITY "max over the samples of ||g_V(X) - f_W(X)||_F / ||f_W(X)||_F"
 
-int ac_t2_embed_check(ac_t2_embed_result *r, const ac_mh *W, const ac_mh *V, size_t n,
-                      size_t samples, uint64_t seed, double tol, const ac_schedule *sched,
-                      ac_err *err)
+static int embed_check(ac_t2_embed_result *r, const ac_mh *W, const ac_mh *V, size_t n,
+                       size_t samples, uint64_t seed, double tol, const ac_schedule *sched,
+                       ac_err *err)
 {
     int st;
     memset(r, 0, sizeof *r);
@@ -2483,4 +2542,16 @@ int ac_t2_embed_check(ac_t2_embed_result *r, const ac_mh *W, const ac_mh *V, siz
                                     "bound"
                  : sched && sched->n ? "" : "; no ball stage allowed");
     return AC_OK;
+}
+
+/* single-threaded BLAS, as ac_t2_separate */
+int ac_t2_embed_check(ac_t2_embed_result *r, const ac_mh *W, const ac_mh *V, size_t n,
+                      size_t samples, uint64_t seed, double tol, const ac_schedule *sched,
+                      ac_err *err)
+{
+    int old = ac_blas_get_threads();
+    ac_blas_set_threads(1);
+    int st = embed_check(r, W, V, n, samples, seed, tol, sched, err);
+    ac_blas_set_threads(old);
+    return st;
 }

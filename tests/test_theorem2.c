@@ -9,9 +9,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "ac_arb.h"
 #include "ball.h"
 #include "dyadic.h"
+#include "attncheck/blas.h"
 #include "multihead_arb.h"
 #include "attncheck/theorem2.h"
 #include "testutil.h"
@@ -265,6 +270,78 @@ START_TEST(test_separate_each_case)
             ac_mh_free(&W);
         }
     ck_assert_msg(bad == 0, "%d checks failed (first: %s)", bad, msg);
+}
+END_TEST
+
+/* ---- bounded, thread-independent search ---------------------------------- */
+
+START_TEST(test_search_threads_and_budget)
+{
+    /* The search is a fixed amount of work, decided by the sizes and options
+     * only: the multimin uses at most 5 optimize + 10 evaluations, and the
+     * result is the same to the last bit with 1 and 2 threads.  d n > 10^4,
+     * where OpenBLAS threads the vector operations of GSL's BFGS, and the
+     * forward passes are above the threading threshold of ac_mh_forward. */
+    const size_t d = 128, h = 4, dp = 64, n = 80;
+    ac_mh V, W;
+    ck_assert(ac_t2_generate_v(&V, d, h, dp, AC_T2_GEN_GAUSSIAN, test_seed_value, NULL) == AC_OK);
+    ck_assert(ac_t2_generate_w(&W, &V, 1, test_seed_value, NULL) == AC_OK);
+    ac_t2_result res[2];
+    int old = ac_blas_get_threads();
+    for (int k = 0; k < 2; k++) {
+        ac_t2_opts o;
+        ac_t2_opts_default(&o);
+        o.seed = test_seed_value;
+        o.tries = 1;
+        o.nalpha = 1;
+        o.optimize = 6;
+        ac_blas_set_threads(k + 1);
+#ifdef _OPENMP
+        omp_set_num_threads(k + 1);
+#endif
+        ck_assert(ac_t2_separate(&res[k], &W, &V, n, &o, NULL) == AC_OK);
+        ck_assert_int_eq(ac_blas_get_threads(), k + 1); /* restored */
+        ck_assert_msg(res[k].opt_evals > 0 && res[k].opt_evals <= 5 * 6 + 10,
+                      "multimin used %ld evaluations", res[k].opt_evals);
+    }
+    ac_blas_set_threads(old);
+    ck_assert_int_eq(res[0].verdict, AC_PROVED);
+    ck_assert_int_eq(res[1].verdict, AC_PROVED);
+    ck_assert_msg(res[0].opt_to == res[1].opt_to && res[0].best.cert.lo == res[1].best.cert.lo &&
+                  res[0].best.cert.hi == res[1].best.cert.hi &&
+                  memcmp(res[0].best.X.data, res[1].best.X.data, d * n * sizeof(double)) == 0,
+                  "1 and 2 threads differ: multimin %.17g / %.17g, lower bound %.17g / %.17g",
+                  res[0].opt_to, res[1].opt_to, res[0].best.cert.lo, res[1].best.cert.lo);
+    ac_t2_result_free(&res[0]);
+    ac_t2_result_free(&res[1]);
+    /* the budget holds for every seed and for a noisy objective (equal layers:
+     * the relative gap is rounding noise, the line search cannot succeed) */
+    ac_mh_free(&V);
+    ac_mh_free(&W);
+    int bad = 0;
+    long worst = 0;
+    for (uint64_t sd = 0; sd < 6; sd++) {
+        ck_assert(ac_mh_random(&W, 8, 4, 2, test_seed_value + sd, 2, NULL) == AC_OK);
+        /* odd: dp = d/h, g_V = f_W head by head; even: s = sqrt 2, g_V and f_W
+         * differ by rounding only (a separation there would be true) */
+        ck_assert(ac_t2_embed(&V, &W, sd % 2 ? 2 : 4, NULL, 0, NULL) == AC_OK);
+        ac_t2_opts o;
+        ac_t2_opts_default(&o);
+        o.seed = test_seed_value + sd;
+        o.search_if_identical = 1;
+        o.sched = ac_schedule_upto(128);
+        ac_t2_result r;
+        ck_assert(ac_t2_separate(&r, &W, &V, 3, &o, NULL) == AC_OK);
+        if (r.opt_evals > 5 * o.optimize + 10 || (sd % 2 && r.verdict == AC_PROVED))
+            bad++;
+        if (r.opt_evals > worst)
+            worst = r.opt_evals;
+        ac_t2_result_free(&r);
+        ac_mh_free(&V);
+        ac_mh_free(&W);
+    }
+    ck_assert_msg(bad == 0, "%d runs over budget or separated equal layers (max %ld evaluations)",
+                  bad, worst);
 }
 END_TEST
 
@@ -653,6 +730,7 @@ int main(void)
     tcase_add_test(tc, test_dyadic_scaled_and_rank);
     tcase_add_test(tc, test_generators_land_in_case);
     tcase_add_test(tc, test_separate_each_case);
+    tcase_add_test(tc, test_search_threads_and_budget);
     tcase_add_test(tc, test_embedding_never_separated);
     tcase_add_test(tc, test_permuted_heads_undecided);
     tcase_add_test(tc, test_embed_tolerance);

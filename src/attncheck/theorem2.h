@@ -68,11 +68,15 @@ typedef struct {
     size_t tries;         /* generic vectors per construction (default 3) */
     size_t nalpha;        /* case-3 scalings alpha (default 1, 4, 16, 64) */
     double alpha[AC_T2_MAX_ALPHA];
-    int optimize;         /* BFGS iterations maximising the relative gap (default 60; 0 = off) */
+    int optimize;         /* BFGS iterations maximising the relative gap (default 60; 0 = off);
+                             at most 5 optimize + 10 evaluations of the layers in all */
     int trace;            /* record the proof steps of the case (ac_t2_result.steps) */
     int audit;            /* exhibit the gaps of MATH.md §2 (ac_t2_result.audit) */
     int search_if_identical; /* search even when f_W = g_V is proved (tests) */
     ac_schedule sched;    /* ball stages of the separation certificate */
+    int threads;          /* threads of the double forward/backward passes of the search
+                             (0, the default: the BLAS threads at the call); the result
+                             does not depend on it */
 } ac_t2_opts;
 
 void ac_t2_opts_default(ac_t2_opts *o);
@@ -153,6 +157,8 @@ typedef struct {
     ac_t2_sep by_case;       /* the first certified X of the case's own construction */
     size_t ncand, ncert;     /* candidates evaluated / certified */
     double opt_from, opt_to; /* relative gap (estimate) before and after multimin; NAN if none */
+    long opt_evals;          /* evaluations of the two layers by the multimin (each a forward
+                                pass of both, with or without their backward passes) */
     ac_t2_step steps[AC_T2_MAX_STEPS];
     size_t nsteps;
     ac_t2_audit audit;
@@ -164,7 +170,16 @@ typedef struct {
  * multimin, certificate, and (options) trace and audit.  W is a standard
  * MultiHead layer (W->hs * W->h == W->d), V a FixedMultiHead layer with the
  * same d and h; n >= 1 tokens.  AC_EDATA if the shapes do not fit.
- * res must be freed with ac_t2_result_free in every case. */
+ * res must be freed with ac_t2_result_free in every case.
+ *
+ * The work is fixed by the sizes and the options, never by timing or by
+ * convergence: 3 tries (1 + nalpha) candidates (double forward passes and a
+ * stage-0 certificate each), at most 5 candidates taken through the ball
+ * stages of sched, and the multimin at most 5 optimize + 10 evaluations.
+ * BLAS runs single-threaded for the duration (restored on return: many
+ * small products, and GSL's vector operations would otherwise make the
+ * search path depend on the thread count); the double passes use
+ * opts->threads.  The result is the same with any number of threads. */
 int ac_t2_separate(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
                    const ac_t2_opts *opts, ac_err *err);
 void ac_t2_result_free(ac_t2_result *res);

@@ -41,7 +41,8 @@ const char cmd_separate_help[] =
     "Search:\n"
     "  --tries K         generic vectors per construction (default 3)\n"
     "  --optimize ITERS  BFGS iterations (GSL multimin) maximising the relative gap\n"
-    "                    ||f-g||_F / (||f||_F + ||g||_F) (default 60; 0 = off)\n"
+    "                    ||f-g||_F / (||f||_F + ||g||_F) (default 60; 0 = off), with\n"
+    "                    at most 5 ITERS + 10 evaluations of the layers in all\n"
     "  --max-prec BITS   highest precision of the ball stages (default 512;\n"
     "                    0 = double precision stage only)\n"
     "Other checks:\n"
@@ -60,7 +61,9 @@ const char cmd_separate_help[] =
     "  --json            print one JSON object (verdict, certificate, ...)\n"
     "  --out-dir DIR     write X.npy (d x n), the parameters used (Wq.npy ...,\n"
     "                    Vq.npy ...) and certificate.json\n"
-    "  --threads N       number of BLAS threads\n"
+    "  --threads N       threads of the double forward passes of the search\n"
+    "                    (default: as the BLAS); the rest runs on one thread, and\n"
+    "                    the result does not depend on N\n"
     "  -h, --help        show this help\n"
     "\n"
     "Verdicts: PROVED = separated at the X written (with --embed: the relative\n"
@@ -357,6 +360,7 @@ static void write_json(ac_json *j, const sep_args *a, const char *vdesc, const c
     ac_json_kv_int(j, "certified", (long long)r->ncert);
     ac_json_kv_number(j, "multimin_from", r->opt_from);
     ac_json_kv_number(j, "multimin_to", r->opt_to);
+    ac_json_kv_int(j, "multimin_evaluations", r->opt_evals);
     ac_json_end_object(j);
     ac_json_key(j, "trace");
     ac_json_begin_array(j);
@@ -450,7 +454,8 @@ static void print_text(const sep_args *a, const char *vdesc, const char *wdesc, 
         printf("search     %zu candidates (3 constructions x %zu vectors%s), %zu certified",
                r->ncand, a->tries, a->optimize ? ", multimin" : "", r->ncert);
         if (!isnan(r->opt_from))
-            printf("; multimin: relative gap %.3g -> %.3g", r->opt_from, r->opt_to);
+            printf("; multimin: relative gap %.3g -> %.3g (%ld evaluations)", r->opt_from,
+                   r->opt_to, r->opt_evals);
         printf("\n");
     }
     if (r->best.X.data)
@@ -752,6 +757,7 @@ int cmd_separate(int argc, char **argv)
     o.trace = a.common.trace;
     o.audit = a.audit;
     o.sched = cli_schedule(&a.common);
+    o.threads = a.common.threads;
     if ((st = ac_t2_separate(&r, &W, &V, a.n, &o, &err))) {
         st = cli_fail_err(&err);
         goto out;
