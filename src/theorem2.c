@@ -59,6 +59,7 @@ void ac_t2_opts_default(ac_t2_opts *o)
     o->alpha[3] = 64;
     o->optimize = 60;
     o->sched = ac_schedule_default();
+    o->threads = 1;
 }
 
 const char *ac_t2_case_name(ac_t2_case c)
@@ -2194,18 +2195,20 @@ out:
     return st;
 }
 
-/* The check runs with single-threaded BLAS: it is made of many small
- * products, for which BLAS threads cost more than they give (and, on a loaded
- * machine, spin against the other processes); and the vector operations of
- * GSL's BFGS go through the CBLAS, whose threaded dot products would make the
- * search path depend on the thread count.  The double forward and backward
- * passes of the search use `threads` threads of their own (their result does
- * not depend on it). */
+/* The check runs with single-threaded BLAS.  It is made of many small
+ * products in a loop, and a thread pool (OpenBLAS's, or OpenMP's in
+ * ac_mh_forward) makes each parallel call wait for its workers: on a loaded
+ * machine a descheduled worker costs a scheduler time slice per call, which
+ * turned a 0.25 s search into 5.3 s with 4 busy processes on 2 cores.  And
+ * the vector operations of GSL's BFGS go through the CBLAS, whose threaded
+ * dot products would make the search path depend on the thread count.  The
+ * double forward and backward passes use opts->threads threads (default 1;
+ * their result does not depend on it). */
 int ac_t2_separate(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
                    const ac_t2_opts *opts, ac_err *err)
 {
     int old = ac_blas_get_threads();
-    int threads = opts && opts->threads > 0 ? opts->threads : old;
+    int threads = opts ? (opts->threads > 0 ? opts->threads : old) : 1;
     ac_blas_set_threads(1);
     int st = separate(res, W, V, n, opts, threads, err);
     ac_blas_set_threads(old);

@@ -279,9 +279,10 @@ START_TEST(test_search_threads_and_budget)
 {
     /* The search is a fixed amount of work, decided by the sizes and options
      * only: the multimin uses at most 5 optimize + 10 evaluations, and the
-     * result is the same to the last bit with 1 and 2 threads.  d n > 10^4,
-     * where OpenBLAS threads the vector operations of GSL's BFGS, and the
-     * forward passes are above the threading threshold of ac_mh_forward. */
+     * result is the same to the last bit with 1 and 2 threads (BLAS set by
+     * the caller, and the threads of the double passes).  d n > 10^4, where
+     * OpenBLAS threads the vector operations of GSL's BFGS, and the forward
+     * passes are above the threading threshold of ac_mh_forward. */
     const size_t d = 128, h = 4, dp = 64, n = 80;
     ac_mh V, W;
     ck_assert(ac_t2_generate_v(&V, d, h, dp, AC_T2_GEN_GAUSSIAN, test_seed_value, NULL) == AC_OK);
@@ -295,7 +296,8 @@ START_TEST(test_search_threads_and_budget)
         o.tries = 1;
         o.nalpha = 1;
         o.optimize = 6;
-        ac_blas_set_threads(k + 1);
+        o.threads = k + 1; /* the double passes */
+        ac_blas_set_threads(k + 1); /* what the caller had: separate runs BLAS on 1 */
 #ifdef _OPENMP
         omp_set_num_threads(k + 1);
 #endif

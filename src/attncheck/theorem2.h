@@ -75,8 +75,9 @@ typedef struct {
     int search_if_identical; /* search even when f_W = g_V is proved (tests) */
     ac_schedule sched;    /* ball stages of the separation certificate */
     int threads;          /* threads of the double forward/backward passes of the search
-                             (0, the default: the BLAS threads at the call); the result
-                             does not depend on it */
+                             (default 1; 0 = the BLAS threads at the call); the result
+                             does not depend on it.  More than 1 pays only for large
+                             layers on an idle machine: the passes are short and many */
 } ac_t2_opts;
 
 void ac_t2_opts_default(ac_t2_opts *o);
@@ -176,10 +177,12 @@ typedef struct {
  * convergence: 3 tries (1 + nalpha) candidates (double forward passes and a
  * stage-0 certificate each), at most 5 candidates taken through the ball
  * stages of sched, and the multimin at most 5 optimize + 10 evaluations.
- * BLAS runs single-threaded for the duration (restored on return: many
- * small products, and GSL's vector operations would otherwise make the
- * search path depend on the thread count); the double passes use
- * opts->threads.  The result is the same with any number of threads. */
+ * BLAS runs single-threaded for the duration (restored on return): the
+ * check is many small products in a loop, where a thread pool waits for its
+ * workers at every call -- a scheduler time slice each on a loaded machine --
+ * and GSL's vector operations would otherwise make the search path depend
+ * on the thread count.  The double passes use opts->threads (default 1).
+ * The result is the same with any number of threads. */
 int ac_t2_separate(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
                    const ac_t2_opts *opts, ac_err *err);
 void ac_t2_result_free(ac_t2_result *res);

@@ -62,8 +62,8 @@ const char cmd_separate_help[] =
     "  --out-dir DIR     write X.npy (d x n), the parameters used (Wq.npy ...,\n"
     "                    Vq.npy ...) and certificate.json\n"
     "  --threads N       threads of the double forward passes of the search\n"
-    "                    (default: as the BLAS); the rest runs on one thread, and\n"
-    "                    the result does not depend on N\n"
+    "                    (default 1); the rest runs on one thread, and the result\n"
+    "                    does not depend on N\n"
     "  -h, --help        show this help\n"
     "\n"
     "Verdicts: PROVED = separated at the X written (with --embed: the relative\n"
@@ -757,7 +757,7 @@ int cmd_separate(int argc, char **argv)
     o.trace = a.common.trace;
     o.audit = a.audit;
     o.sched = cli_schedule(&a.common);
-    o.threads = a.common.threads;
+    o.threads = a.common.threads > 0 ? a.common.threads : 1;
     if ((st = ac_t2_separate(&r, &W, &V, a.n, &o, &err))) {
         st = cli_fail_err(&err);
         goto out;
