@@ -2426,8 +2426,9 @@ static int embed_check(ac_t2_embed_result *r, const ac_mh *W, const ac_mh *V, si
         return ac_err_set(err, AC_EDATA, "embedding check: f_W and g_V differ in d or h");
     if (n == 0 || samples == 0)
         return ac_err_set(err, AC_EUSAGE, "embedding check needs n >= 1 and at least one sample");
-    if (!(tol >= 0))
-        return ac_err_set(err, AC_EUSAGE, "embedding check: tolerance %g must be >= 0", tol);
+    if (!(tol >= 0) || !isfinite(tol))
+        return ac_err_set(err, AC_EUSAGE, "embedding check: tolerance %g must be finite and >= 0",
+                          tol);
     if ((st = ac_t2_identical(&r->params_identical, W, V, err)))
         return st;
     ac_quantity q = {"||g_V(X) - f_W(X)||_F / ||f_W(X)||_F", dev_stage0, dev_ball, NULL, NULL,

@@ -618,6 +618,7 @@ START_TEST(test_embed_tolerance)
     ck_assert(ac_t2_embed(&V, &W, 4, NULL, 0, NULL) == AC_OK);
     ck_assert_int_eq(ac_t2_embed_check(&e, &W, &V, n, ns, 1, -1.0, NULL, &err), AC_EUSAGE);
     ck_assert_int_eq(ac_t2_embed_check(&e, &W, &V, n, ns, 1, NAN, NULL, &err), AC_EUSAGE);
+    ck_assert_int_eq(ac_t2_embed_check(&e, &W, &V, n, ns, 1, INFINITY, NULL, &err), AC_EUSAGE);
     ck_assert_int_eq(ac_t2_embed_check(&e, &W, &V, n, 0, 1, tol, NULL, &err), AC_EUSAGE);
     ac_mh_free(&V);
     ac_mh_free(&W);

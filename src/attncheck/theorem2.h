@@ -306,7 +306,7 @@ int ac_t2_sample_input(ac_mat *X, size_t d, size_t n, uint64_t seed, size_t k, a
  * k = 0, 1, ...), with relative tolerance tol >= 0 (AC_T2_EMBED_TOL_DEFAULT
  * is the documented default) and the ball stages of sched (NULL or empty:
  * stage 0 only); also the parameter identity.  AC_EUSAGE: n = 0, no
- * samples, tol < 0 or NaN; AC_EDATA: d or h differ. */
+ * samples, tol < 0, infinite or NaN; AC_EDATA: d or h differ. */
 int ac_t2_embed_check(ac_t2_embed_result *r, const ac_mh *W, const ac_mh *V, size_t n,
                       size_t samples, uint64_t seed, double tol, const ac_schedule *sched,
                       ac_err *err);
