@@ -122,18 +122,33 @@ int ac_mh_random(ac_mh *L, size_t d, size_t h, size_t hs, uint64_t seed, uint64_
 
 /* ---- workspace ------------------------------------------------------------ */
 
+/* Threads a workspace has softmax scratch for (fixed at ac_mh_work_init). */
+static int max_threads(void)
+{
+#ifdef _OPENMP
+    int t = omp_get_max_threads();
+    return t > 1 ? t : 1;
+#else
+    return 1;
+#endif
+}
+
 int ac_mh_work_init(ac_mh_work *w, const ac_mh *L, size_t n, ac_err *err)
 {
-    size_t hh = L->h * L->hs, a, b, c, e;
+    size_t hh = L->h * L->hs, a, b, c, e, f;
+    int T = max_threads();
     memset(w, 0, sizeof *w);
-    /* qkv 3hh n, p h n^2, hb hh n, tmp: dH hh n + dQKV 3hh n + dP, dZ 2 n^2 */
+    /* qkv 3hh n, p h n^2, hb hh n, tmp: the backward pass's dH hh n +
+     * dQKV 3hh n + dP, dZ 2 n^2, then the softmax scratch 2n per thread */
     if (!ac_size_mul(3 * hh, n, &a) || !ac_size_mul(L->h * n, n, &b) ||
-        !ac_size_mul(4 * hh, n, &c) || !ac_size_mul(2 * n, n, &e) || c + e < c)
+        !ac_size_mul(4 * hh, n, &c) || !ac_size_mul(2 * n, n, &e) || c + e < c ||
+        !ac_size_mul(2 * n, (size_t)T, &f) || c + e + f < c + e)
         return ac_err_set(err, AC_EUSAGE, "attention workspace for n = %zu is too large", n);
     w->qkv = malloc(nz(a));
     w->p = malloc(nz(b));
     w->hb = malloc(nz(hh * n));
-    w->tmp = malloc(nz(c + e));
+    w->tmp = malloc(nz(c + e + f));
+    w->scratch_threads = T;
     if (!w->qkv || !w->p || !w->hb || !w->tmp) {
         ac_mh_work_free(w);
         return ac_err_set(err, AC_EINTERNAL, "out of memory (attention workspace, n = %zu)", n);
@@ -342,8 +357,9 @@ static int forward_threads(const ac_mh *L, size_t n, const ac_mh_work *w)
     double flops = 2.0 * (double)n * (double)(L->h * L->hs) * (4.0 * (double)L->d + 2.0 * (double)n);
     if (flops < 2e6)
         return 1;
-    int t = omp_get_max_threads(), b = w && w->threads > 0 ? w->threads : ac_blas_get_threads();
+    int t = omp_get_max_threads(), b = w->threads > 0 ? w->threads : ac_blas_get_threads();
     t = b < t ? b : t;
+    t = w->scratch_threads < t ? w->scratch_threads : t;
     return t > 1 ? t : 1;
 #else
     (void)L;
@@ -353,10 +369,17 @@ static int forward_threads(const ac_mh *L, size_t n, const ac_mh_work *w)
 #endif
 }
 
-/* Steps 1 and 2 (and 3 when Y != NULL) into w; scratch: 2n doubles per thread. */
-static void forward_core(const ac_mh *L, const ac_mat *X, ac_mh_work *w, ac_mat *Y, int nt,
-                         double *scratch)
+/* The softmax scratch of w: 2n doubles per thread, after the backward area. */
+static double *work_scratch(const ac_mh_work *w)
 {
+    size_t hh = w->h * w->hs, n = w->n;
+    return w->tmp + 4 * hh * n + 2 * n * n;
+}
+
+/* Steps 1 and 2 (and 3 when Y != NULL) into w, with nt <= w->scratch_threads. */
+static void forward_core(const ac_mh *L, const ac_mat *X, ac_mh_work *w, ac_mat *Y, int nt)
+{
+    double *scratch = work_scratch(w);
     size_t d = L->d, n = X->cols, hh = L->h * L->hs;
     /* wq, wk, wv are consecutive in params: one (3hh x d) matrix */
     blocking bp = block_sizes(3 * hh, d, n), bo = block_sizes(d, hh, n);
@@ -382,7 +405,6 @@ static void forward_core(const ac_mh *L, const ac_mat *X, ac_mh_work *w, ac_mat 
         return;
     }
 #endif
-    (void)nt;
     for (size_t b = 0; b < nbp; b++)
         gemm_rowblock(bp, b, 3 * hh, d, n, L->wq, X->data, w->qkv);
     for (size_t i = 0; i < L->h; i++)
@@ -400,15 +422,10 @@ static int check_x(const ac_mh *L, const ac_mat *X, ac_err *err)
     return AC_OK;
 }
 
-/* Scratch of the column softmax: 2n doubles for each of nt threads, on the
- * stack when small (the common case: no allocation per call). */
-#define SCRATCH_STACK 1024
-
 int ac_mh_forward(ac_mat *Y, const ac_mh *L, const ac_mat *X, ac_mh_work *w, ac_err *err)
 {
     size_t n = X->cols;
     ac_mh_work local;
-    double sbuf[SCRATCH_STACK], *scratch = sbuf;
     int st;
     if ((st = check_x(L, X, err)))
         return st;
@@ -424,17 +441,10 @@ int ac_mh_forward(ac_mat *Y, const ac_mh *L, const ac_mat *X, ac_mh_work *w, ac_
     } else if (!work_matches(w, L, n)) {
         return ac_err_set(err, AC_EUSAGE, "attention workspace was made for another shape");
     }
-    int nt = forward_threads(L, n, w);
-    if (2 * n * (size_t)nt > SCRATCH_STACK && !(scratch = malloc(2 * n * (size_t)nt * sizeof(double)))) {
-        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
-    } else {
-        forward_core(L, X, w, Y, nt, scratch);
-        if (scratch != sbuf)
-            free(scratch);
-    }
+    forward_core(L, X, w, Y, forward_threads(L, n, w));
     if (w == &local)
         ac_mh_work_free(&local);
-    return st;
+    return AC_OK;
 }
 
 int ac_mh_forward_ref(ac_mat *Y, const ac_mh *L, const ac_mat *X, ac_err *err)
@@ -519,7 +529,6 @@ int ac_mh_backward(ac_mat *dX, const ac_mh *L, const ac_mat *X, const ac_mat *dY
 {
     size_t d = L->d, hs = L->hs, hh = L->h * hs, n = X->cols;
     ac_mh_work local;
-    double sbuf[SCRATCH_STACK], *scratch = sbuf;
     int st;
     if ((st = check_x(L, X, err)))
         return st;
@@ -534,15 +543,10 @@ int ac_mh_backward(ac_mat *dX, const ac_mh *L, const ac_mat *X, const ac_mat *dY
     } else if (!work_matches(w, L, n)) {
         return ac_err_set(err, AC_EUSAGE, "attention workspace was made for another shape");
     }
-    int nt = forward_threads(L, n, w);
-    if (2 * n * (size_t)nt > SCRATCH_STACK && !(scratch = malloc(2 * n * (size_t)nt * sizeof(double)))) {
-        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
-        goto out;
-    }
-    forward_core(L, X, w, NULL, nt, scratch);
+    forward_core(L, X, w, NULL, forward_threads(L, n, w));
     double s = 1.0 / sqrt((double)hs);
     double *dH = w->tmp, *dqkv = dH + hh * n, *dP = dqkv + 3 * hh * n, *dZ = dP + n * n;
-    double *dot = scratch;
+    double *dot = work_scratch(w);
     /* y = Wo_cat H:  dH = Wo_cat^T dY (hh x n) */
     ac_dgemm(AC_TRANS, AC_NOTRANS, hh, n, d, 1.0, L->wo, hh, dY->data, n, 0.0, dH, n);
     for (size_t i = 0; i < L->h; i++) {
@@ -568,12 +572,9 @@ int ac_mh_backward(ac_mat *dX, const ac_mh *L, const ac_mat *X, const ac_mat *dY
     }
     /* QKV = W_stack X:  dX = W_stack^T dQKV */
     ac_dgemm(AC_TRANS, AC_NOTRANS, d, n, 3 * hh, 1.0, L->wq, d, dqkv, n, 0.0, dX->data, n);
-out:
-    if (scratch != sbuf)
-        free(scratch);
     if (w == &local)
         ac_mh_work_free(&local);
-    return st;
+    return AC_OK;
 }
 
 /* ---- certified (stage 0) -------------------------------------------------- */

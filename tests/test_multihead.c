@@ -163,7 +163,9 @@ START_TEST(test_forward_blocks_and_threads)
         ck_assert(ac_mh_forward_ref(&R, &L, &X, NULL) == AC_OK);
         double tol = forward_tol(&L, &X);
         ac_mh_work w;
+        set_threads(3); /* the workspace has softmax scratch for 3 threads */
         ck_assert(ac_mh_work_init(&w, &L, n, NULL) == AC_OK);
+        ck_assert_int_ge(w.scratch_threads, 3);
         for (int k = 0; k < 3; k++) {
             set_threads(k + 1);
             ac_mat_init(&Y[k], d, n, NULL);

@@ -79,9 +79,10 @@ typedef struct {
     double *qkv;   /* 3 h hs x n: [Q; K; V] = [Wq; Wk; Wv] X, head i's Q_i at rows i hs .. */
     double *p;     /* h x n x n: the softmax matrices P_i (column-stochastic) */
     double *hb;    /* h hs x n: H = [V_1 P_1; ...; V_h P_h] */
-    double *tmp;   /* scratch for the backward pass */
+    double *tmp;   /* scratch of the backward pass and of the softmax */
     int threads;   /* threads of ac_mh_forward / ac_mh_backward with this workspace; 0 (set
                       by ac_mh_work_init) = as many as the BLAS is allowed */
+    int scratch_threads; /* at most this many (the OpenMP threads at ac_mh_work_init) */
 } ac_mh_work;
 
 int ac_mh_work_init(ac_mh_work *w, const ac_mh *L, size_t n, ac_err *err);
@@ -96,10 +97,10 @@ void ac_mh_work_free(ac_mh_work *w);
  * dgemm per block of 128 rows of [Wq; Wk; Wv] (the projections of every
  * head at once, weights read in place), two dgemm and a column softmax per
  * head, one dgemm per block of rows of Wo_cat.  Threads: up to the OpenMP
- * threads allowed, bounded by w->threads or, when that is 0 (or w is NULL),
- * by the BLAS threads (ac_blas_get_threads; so OPENBLAS_NUM_THREADS=1 or
- * --threads 1 means one thread), for problems above ~2 Mflop; the threads
- * share out whole blocks and heads, each block a
+ * threads allowed (and those at ac_mh_work_init), bounded by w->threads or,
+ * when that is 0 (or w is NULL), by the BLAS threads (ac_blas_get_threads;
+ * so OPENBLAS_NUM_THREADS=1 or --threads 1 means one thread), for problems
+ * above ~2 Mflop; the threads share out whole blocks and heads, each block a
  * single-threaded BLAS call (the BLAS thread count is set to 1 for the
  * duration and restored: do not run it concurrently with code that changes
  * that setting).  The result therefore does not depend on the number of
