@@ -2168,7 +2168,7 @@ finish:
             snprintf(res->summary, sizeof res->summary,
                      "f_W is separated from g_V at the X found (||f_W(X) - g_V(X)||_F >= %s): a "
                      "fact about these two layers; Theorem 2 itself says nothing here, because "
-                     "its hypotheses are not all proved (%s)", b1, fails);
+                     "its hypotheses are not all proved (%.150s)", b1, fails);
         else if (res->verdict == AC_REFUTED)
             snprintf(res->summary, sizeof res->summary,
                      "no X separates f_W from g_V: they are equal head by head (exact: "
