@@ -2,7 +2,11 @@
 """NumPy peer of bench_t2: the forward pass of f_W and g_V on the same
 layers and X (written by bench_t2 to DIR/cfgK/), as idiomatic batched
 NumPy with the head-concatenated weights prepared outside the timing (as the
-C code keeps them).  Each timing is the median of 7 batches of >= 0.1 s.
+C code keeps them) and the logit scale 1/sqrt(hs) folded into the query
+weights there (the C code folds it into a dgemm's alpha; of the formulations
+tried -- this one, the scale applied to the logits, the transposed logits
+with the softmax over the last axis, einsum, preallocated out= buffers --
+this was the fastest).  Each timing is the median of 7 batches of >= 0.1 s.
 Also checks that the result agrees with the C forward pass (Yf.npy, Yg.npy).
 
 usage: bench_t2.py DIR        (set OPENBLAS_NUM_THREADS before running)
@@ -19,6 +23,7 @@ def prepare(d, p):
     Wq, Wk, Wv, Wo = [np.load(os.path.join(d, p + s + ".npy")) for s in "qkvo"]
     h, hs, dd = Wq.shape
     Wqkv = np.ascontiguousarray(np.concatenate([Wq, Wk, Wv]).reshape(3 * h * hs, dd))
+    Wqkv[:h * hs] *= 1.0 / np.sqrt(hs)
     Wocat = np.ascontiguousarray(Wo.transpose(1, 0, 2).reshape(dd, h * hs))
     return Wqkv, Wocat, h, hs
 
@@ -27,8 +32,7 @@ def forward(P, X):
     Wqkv, Wocat, h, hs = P
     n = X.shape[1]
     Q, K, V = (Wqkv @ X).reshape(3, h, hs, n)
-    Z = np.swapaxes(K, 1, 2) @ Q
-    Z *= 1.0 / np.sqrt(hs)
+    Z = np.swapaxes(K, 1, 2) @ Q                 # the logits, scaled through Wq
     Z -= Z.max(axis=1, keepdims=True)
     np.exp(Z, out=Z)
     Z /= Z.sum(axis=1, keepdims=True)

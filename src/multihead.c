@@ -2,9 +2,8 @@
  *
  * Dimension letters: d model width, n tokens, h heads, hs head size,
  * hh = h hs.  Buffers are row-major.  Head i of a stacked (hh x n) buffer is
- * rows i hs .. i hs + hs - 1.  The softmax matrices are kept transposed
- * (PT_i = P_i^T, n x n), so that each softmax group (a column of P) is a
- * contiguous row.
+ * rows i hs .. i hs + hs - 1; the softmax matrices P_i (n x n) are
+ * column-stochastic, as in the paper.
  */
 #include <config.h>
 
@@ -15,6 +14,11 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "attncheck/blas.h"
 #include "attncheck/linalg.h"
 #include "attncheck/multihead.h"
 #include "attncheck/rng.h"
@@ -118,18 +122,34 @@ int ac_mh_random(ac_mh *L, size_t d, size_t h, size_t hs, uint64_t seed, uint64_
 
 /* ---- workspace ------------------------------------------------------------ */
 
+/* Threads a workspace has softmax scratch for (fixed at ac_mh_work_init). */
+static int max_threads(void)
+{
+#ifdef _OPENMP
+    int t = omp_get_max_threads();
+    return t > 1 ? t : 1;
+#else
+    return 1;
+#endif
+}
+
 int ac_mh_work_init(ac_mh_work *w, const ac_mh *L, size_t n, ac_err *err)
 {
-    size_t hh = L->h * L->hs, a, b, c;
+    size_t hh = L->h * L->hs, a, b, c, e, f;
+    int T = max_threads();
     memset(w, 0, sizeof *w);
+    /* qkv 3hh n, p h n^2, hb hh n, tmp: the backward pass's dH hh n +
+     * dQKV 3hh n + dP, dZ 2 n^2, then the softmax scratch 2n per thread */
     if (!ac_size_mul(3 * hh, n, &a) || !ac_size_mul(L->h * n, n, &b) ||
-        !ac_size_mul(4 * hh, n, &c) || c + 2 * n * n < c)
+        !ac_size_mul(4 * hh, n, &c) || !ac_size_mul(2 * n, n, &e) || c + e < c ||
+        !ac_size_mul(2 * n, (size_t)T, &f) || c + e + f < c + e)
         return ac_err_set(err, AC_EUSAGE, "attention workspace for n = %zu is too large", n);
     w->qkv = malloc(nz(a));
-    w->pt = malloc(nz(b));
+    w->p = malloc(nz(b));
     w->hb = malloc(nz(hh * n));
-    w->tmp = malloc(nz(c + 2 * n * n));
-    if (!w->qkv || !w->pt || !w->hb || !w->tmp) {
+    w->tmp = malloc(nz(c + e + f));
+    w->scratch_threads = T;
+    if (!w->qkv || !w->p || !w->hb || !w->tmp) {
         ac_mh_work_free(w);
         return ac_err_set(err, AC_EINTERNAL, "out of memory (attention workspace, n = %zu)", n);
     }
@@ -145,7 +165,7 @@ void ac_mh_work_free(ac_mh_work *w)
     if (!w)
         return;
     free(w->qkv);
-    free(w->pt);
+    free(w->p);
     free(w->hb);
     free(w->tmp);
     memset(w, 0, sizeof *w);
@@ -161,11 +181,19 @@ static int work_matches(const ac_mh_work *w, const ac_mh *L, size_t n)
  * nearest integer to x/ln2 (read from the bits of x/ln2 + 1.5 2^52), ln2 split
  * in a 32-bit head and a tail, e^r by Horner on the Taylor polynomial of
  * degree 13 (remainder below 0.3466^14/14! < 5e-18 for |r| <= ln2/2), and
- * 2^k put into the exponent field.  Error at most 1 ulp on [-708, 0] (measured
- * against MPFR at 2e6 points).  x < -708 is clamped to
+ * 2^k put into the exponent field (the Horner steps are fused multiply-adds
+ * when the target has them, which also halves the instructions).  Error at
+ * most 1.0 ulp with fma, 1.13 ulp without, on [-708, 0] (measured against
+ * MPFR at 2e6 points).  x < -708 is clamped to
  * -708: the result is then below 4e-308 instead of smaller, an absolute error
  * that no softmax entry (whose group maximum contributes e^0 = 1) can see.
  * Written without branches or calls so that the loop below vectorises. */
+#ifdef __FMA__
+#define MADD(a, b, c) fma(a, b, c) /* one instruction; one rounding instead of two */
+#else
+#define MADD(a, b, c) ((a) * (b) + (c))
+#endif
+
 static inline double exp_nonpos(double x)
 {
     const double log2e = 0x1.71547652b82fep0, magic = 0x1.8p52;
@@ -180,69 +208,209 @@ static inline double exp_nonpos(double x)
     int64_t k = ti - mi;
     double r = (x - kd * ln2hi) - kd * ln2lo;
     double p = 1.0 / 6227020800.0;
-    p = p * r + 1.0 / 479001600.0;
-    p = p * r + 1.0 / 39916800.0;
-    p = p * r + 1.0 / 3628800.0;
-    p = p * r + 1.0 / 362880.0;
-    p = p * r + 1.0 / 40320.0;
-    p = p * r + 1.0 / 5040.0;
-    p = p * r + 1.0 / 720.0;
-    p = p * r + 1.0 / 120.0;
-    p = p * r + 1.0 / 24.0;
-    p = p * r + 1.0 / 6.0;
-    p = p * r + 0.5;
-    p = p * r + 1.0;
-    p = p * r + 1.0;
+    p = MADD(p, r, 1.0 / 479001600.0);
+    p = MADD(p, r, 1.0 / 39916800.0);
+    p = MADD(p, r, 1.0 / 3628800.0);
+    p = MADD(p, r, 1.0 / 362880.0);
+    p = MADD(p, r, 1.0 / 40320.0);
+    p = MADD(p, r, 1.0 / 5040.0);
+    p = MADD(p, r, 1.0 / 720.0);
+    p = MADD(p, r, 1.0 / 120.0);
+    p = MADD(p, r, 1.0 / 24.0);
+    p = MADD(p, r, 1.0 / 6.0);
+    p = MADD(p, r, 0.5);
+    p = MADD(p, r, 1.0);
+    p = MADD(p, r, 1.0);
     si = (k + 1023) << 52;
     memcpy(&sd, &si, sizeof sd);
     return p * sd;
 }
 
-/* Softmax of each row of the r x m row-major matrix Z, in place (max shift).
- * GCC vectorises the exp loop only with its dynamic cost model (-O3), so the
- * function asks for it whatever the global -O level. */
+/* P = Softmax(Z) of the m x m row-major matrix Z, in place, over each
+ * column (max shift); colmax and colsum are m scratch doubles.  Every inner
+ * loop runs along a row, i.e. across the m independent softmax groups, so it
+ * vectorises without a reduction.  GCC vectorises exp_nonpos only with its
+ * dynamic cost model (-O3), so the function asks for it whatever the global
+ * -O level. */
 #if defined(__GNUC__) && !defined(__clang__)
 __attribute__((optimize("tree-vectorize", "vect-cost-model=dynamic")))
 #endif
-static void softmax_rows(double *Z, size_t r, size_t m)
+static void softmax_cols(double *Z, size_t m, double *colmax, double *colsum)
 {
-    for (size_t j = 0; j < r; j++) {
-        double *z = Z + j * m, mx = -INFINITY, s = 0;
-        for (size_t k = 0; k < m; k++)
-            if (z[k] > mx)
-                mx = z[k];
-#pragma omp simd reduction(+ : s)
-        for (size_t k = 0; k < m; k++) {
-            z[k] = exp_nonpos(z[k] - mx);
-            s += z[k];
+    for (size_t j = 0; j < m; j++) {
+        colmax[j] = Z[j];
+        colsum[j] = 0.0;
+    }
+    for (size_t a = 1; a < m; a++) {
+        const double *z = Z + a * m;
+        for (size_t j = 0; j < m; j++)
+            colmax[j] = z[j] > colmax[j] ? z[j] : colmax[j];
+    }
+    for (size_t a = 0; a < m; a++) {
+        double *z = Z + a * m;
+        for (size_t j = 0; j < m; j++) {
+            double e = exp_nonpos(z[j] - colmax[j]);
+            z[j] = e;
+            colsum[j] += e;
         }
-        double inv = 1.0 / s;
-        for (size_t k = 0; k < m; k++)
-            z[k] *= inv;
+    }
+    for (size_t j = 0; j < m; j++)
+        colsum[j] = 1.0 / colsum[j];
+    for (size_t a = 0; a < m; a++) {
+        double *z = Z + a * m;
+        for (size_t j = 0; j < m; j++)
+            z[j] *= colsum[j];
     }
 }
 
-/* The token-major forward pass into w (everything transposed, so that each
- * softmax group and each token's projections are contiguous rows):
- *   QKV^T = X^T [Wq; Wk; Wv]^T        n x 3hh; head i's Q_i^T, K_i^T, V_i^T are
- *                                     the column blocks i hs, hh + i hs, 2hh + i hs
- *   PT_i  = s Q_i^T K_i = Z_i^T       n x n, then its rows are soft-maxed: P_i^T
- *   H^T   = [P_1^T V_1^T, ...]        n x hh (H_i = V_i P_i)
- * The caller finishes with y = Wo_cat H = Wo_cat (H^T)^T. */
-static void forward_core(const ac_mh *L, const ac_mat *X, ac_mh_work *w)
+/* ---- the forward pass: a fixed decomposition into BLAS calls --------------
+ *
+ * Stacked layout (as the parameters): QKV = [Wq; Wk; Wv] X is 3hh x n, head
+ * i's Q_i, K_i, V_i the hs-row blocks at rows i hs, hh + i hs, 2hh + i hs;
+ * H = [V_1 P_1; ...; V_h P_h] is hh x n; y = Wo_cat H.
+ *
+ *   1. QKV = W_stack X          dgemm by blocks of rows of W_stack (and chunks
+ *                               of the d columns when d n is large)
+ *   2. for each head i:         Z_i = K_i^T Q_i / sqrt(hs) (dgemm, n x n),
+ *                               P_i = Softmax(Z_i) over columns (in place),
+ *                               H_i = V_i P_i (dgemm)
+ *   3. y = Wo_cat H             dgemm by blocks of rows of y (and chunks of
+ *                               the hh columns of Wo_cat)
+ *
+ * The blocks depend only on the sizes, never on the number of threads: each
+ * is a fixed sequence of single-threaded BLAS calls, and the threads share
+ * out whole blocks and heads, so y is the same to the last bit with 1 or 8
+ * threads.
+ * The weights are read in place (no per-call copy); nothing is allocated.
+ */
+/* Blocks of a product C = A B, A rows x k (row-major, read in place), B
+ * k x n.  OpenBLAS (0.3.21, AVX-512 kernels) multiplies products with
+ * M N K <= 10^6 by its small-matrix kernels, without packing the operands:
+ * about 55 Gflop/s per core against 45 for the packed path, measured on the
+ * 2-core AMD EPYC (Zen 4) of the development machine for the shapes of the
+ * benchmark.  So C is cut into blocks of rb rows and the sum over k into
+ * chunks of kc, sized to fit that: kc = k unless a block of 16 rows would
+ * not fit, then the largest multiple of 64 that leaves room for 32 rows.  At
+ * most rows/8 per block, so that there are blocks to share out; rb a
+ * multiple of 8.  A function of the sizes only. */
+typedef struct {
+    size_t rb, kc;
+} blocking;
+
+static blocking block_sizes(size_t rows, size_t k, size_t n)
 {
-    size_t d = L->d, hs = L->hs, hh = L->h * hs, ld = 3 * hh, n = X->cols;
-    double s = 1.0 / sqrt((double)hs);
-    /* wq, wk, wv are consecutive in params: one (3hh x d) matrix */
-    ac_dgemm(AC_TRANS, AC_TRANS, n, ld, d, 1.0, X->data, n, L->wq, d, 0.0, w->qkv, ld);
-    for (size_t i = 0; i < L->h; i++) {
-        const double *QT = w->qkv + i * hs, *KT = w->qkv + hh + i * hs,
-                     *VT = w->qkv + 2 * hh + i * hs;
-        double *PT = w->pt + i * n * n;
-        ac_dgemm(AC_NOTRANS, AC_TRANS, n, n, hs, s, QT, ld, KT, ld, 0.0, PT, n);
-        softmax_rows(PT, n, n);
-        ac_dgemm(AC_NOTRANS, AC_NOTRANS, n, hs, n, 1.0, PT, n, VT, ld, 0.0, w->hb + i * hs, hh);
+    blocking b;
+    double nn = (double)(n ? n : 1);
+    b.kc = k ? k : 1;
+    if (16.0 * (double)b.kc * nn > 1e6) {
+        size_t c = (size_t)(1e6 / (32.0 * nn)) & ~(size_t)63;
+        b.kc = c < 64 ? 64 : c;
+        if (b.kc > k)
+            b.kc = k ? k : 1;
     }
+    double fit = 1e6 / ((double)b.kc * nn);
+    b.rb = fit >= 8 ? (size_t)fit : 64;
+    size_t share = (rows + 7) / 8;
+    if (b.rb > share)
+        b.rb = share;
+    b.rb &= ~(size_t)7;
+    if (b.rb < 8)
+        b.rb = 8;
+    return b;
+}
+
+/* Row block r of C = A B (sizes as above): one dgemm per chunk of k, summed
+ * in order (beta = 1 after the first). */
+static void gemm_rowblock(blocking bs, size_t r, size_t rows, size_t k, size_t n,
+                          const double *A, const double *B, double *C)
+{
+    size_t r0 = r * bs.rb, m = rows - r0 < bs.rb ? rows - r0 : bs.rb;
+    if (k == 0) {
+        memset(C + r0 * n, 0, m * n * sizeof(double));
+        return;
+    }
+    for (size_t k0 = 0; k0 < k; k0 += bs.kc) {
+        size_t kk = k - k0 < bs.kc ? k - k0 : bs.kc;
+        ac_dgemm(AC_NOTRANS, AC_NOTRANS, m, n, kk, 1.0, A + r0 * k + k0, k, B + k0 * n, n,
+                 k0 ? 1.0 : 0.0, C + r0 * n, n);
+    }
+}
+
+static void head_block(const ac_mh *L, size_t n, ac_mh_work *w, size_t i, double *scratch)
+{
+    size_t hs = L->hs, hh = L->h * hs;
+    const double *Q = w->qkv + i * hs * n, *K = w->qkv + (hh + i * hs) * n,
+                 *V = w->qkv + (2 * hh + i * hs) * n;
+    double *P = w->p + i * n * n;
+    ac_dgemm(AC_TRANS, AC_NOTRANS, n, n, hs, 1.0 / sqrt((double)hs), K, n, Q, n, 0.0, P, n);
+    softmax_cols(P, n, scratch, scratch + n);
+    ac_dgemm(AC_NOTRANS, AC_NOTRANS, hs, n, n, 1.0, V, n, P, n, 0.0, w->hb + i * hs * n, n);
+}
+
+/* Threads for a forward pass: the OpenMP threads allowed, bounded by
+ * w->threads or else by the BLAS threads (OPENBLAS_NUM_THREADS, --threads,
+ * ac_blas_set_threads), and 1 below ~2 Mflop, where starting the threads
+ * costs more than it saves. */
+static int forward_threads(const ac_mh *L, size_t n, const ac_mh_work *w)
+{
+#ifdef _OPENMP
+    double flops = 2.0 * (double)n * (double)(L->h * L->hs) * (4.0 * (double)L->d + 2.0 * (double)n);
+    if (flops < 2e6)
+        return 1;
+    int t = omp_get_max_threads(), b = w->threads > 0 ? w->threads : ac_blas_get_threads();
+    t = b < t ? b : t;
+    t = w->scratch_threads < t ? w->scratch_threads : t;
+    return t > 1 ? t : 1;
+#else
+    (void)L;
+    (void)n;
+    (void)w;
+    return 1;
+#endif
+}
+
+/* The softmax scratch of w: 2n doubles per thread, after the backward area. */
+static double *work_scratch(const ac_mh_work *w)
+{
+    size_t hh = w->h * w->hs, n = w->n;
+    return w->tmp + 4 * hh * n + 2 * n * n;
+}
+
+/* Steps 1 and 2 (and 3 when Y != NULL) into w, with nt <= w->scratch_threads. */
+static void forward_core(const ac_mh *L, const ac_mat *X, ac_mh_work *w, ac_mat *Y, int nt)
+{
+    double *scratch = work_scratch(w);
+    size_t d = L->d, n = X->cols, hh = L->h * L->hs;
+    /* wq, wk, wv are consecutive in params: one (3hh x d) matrix */
+    blocking bp = block_sizes(3 * hh, d, n), bo = block_sizes(d, hh, n);
+    size_t nbp = (3 * hh + bp.rb - 1) / bp.rb, nbo = Y ? (d + bo.rb - 1) / bo.rb : 0;
+#ifdef _OPENMP
+    if (nt > 1) {
+        int old = ac_blas_get_threads();
+        ac_blas_set_threads(1); /* every block is single-threaded BLAS calls */
+#pragma omp parallel num_threads(nt)
+        {
+            double *s = scratch + 2 * n * (size_t)omp_get_thread_num();
+#pragma omp for schedule(static)
+            for (size_t b = 0; b < nbp; b++)
+                gemm_rowblock(bp, b, 3 * hh, d, n, L->wq, X->data, w->qkv);
+#pragma omp for schedule(static)
+            for (size_t i = 0; i < L->h; i++)
+                head_block(L, n, w, i, s);
+#pragma omp for schedule(static)
+            for (size_t b = 0; b < nbo; b++)
+                gemm_rowblock(bo, b, d, hh, n, L->wo, w->hb, Y->data);
+        }
+        ac_blas_set_threads(old);
+        return;
+    }
+#endif
+    for (size_t b = 0; b < nbp; b++)
+        gemm_rowblock(bp, b, 3 * hh, d, n, L->wq, X->data, w->qkv);
+    for (size_t i = 0; i < L->h; i++)
+        head_block(L, n, w, i, scratch);
+    for (size_t b = 0; b < nbo; b++)
+        gemm_rowblock(bo, b, d, hh, n, L->wo, w->hb, Y->data);
 }
 
 static int check_x(const ac_mh *L, const ac_mat *X, ac_err *err)
@@ -256,7 +424,7 @@ static int check_x(const ac_mh *L, const ac_mat *X, ac_err *err)
 
 int ac_mh_forward(ac_mat *Y, const ac_mh *L, const ac_mat *X, ac_mh_work *w, ac_err *err)
 {
-    size_t n = X->cols, hh = L->h * L->hs;
+    size_t n = X->cols;
     ac_mh_work local;
     int st;
     if ((st = check_x(L, X, err)))
@@ -273,9 +441,7 @@ int ac_mh_forward(ac_mat *Y, const ac_mh *L, const ac_mat *X, ac_mh_work *w, ac_
     } else if (!work_matches(w, L, n)) {
         return ac_err_set(err, AC_EUSAGE, "attention workspace was made for another shape");
     }
-    forward_core(L, X, w);
-    /* Y = Wo_cat H = Wo_cat (H^T)^T */
-    ac_dgemm(AC_NOTRANS, AC_TRANS, L->d, n, hh, 1.0, L->wo, hh, w->hb, hh, 0.0, Y->data, n);
+    forward_core(L, X, w, Y, forward_threads(L, n, w));
     if (w == &local)
         ac_mh_work_free(&local);
     return AC_OK;
@@ -377,35 +543,35 @@ int ac_mh_backward(ac_mat *dX, const ac_mh *L, const ac_mat *X, const ac_mat *dY
     } else if (!work_matches(w, L, n)) {
         return ac_err_set(err, AC_EUSAGE, "attention workspace was made for another shape");
     }
-    forward_core(L, X, w);
+    forward_core(L, X, w, NULL, forward_threads(L, n, w));
     double s = 1.0 / sqrt((double)hs);
-    size_t ld = 3 * hh;
-    double *dHT = w->tmp, *dqkv = dHT + hh * n, *dPT = dqkv + 3 * hh * n, *dZT = dPT + n * n;
-    /* layout of forward_core: dHT = (Wo_cat^T dY)^T = dY^T Wo_cat (n x hh) */
-    ac_dgemm(AC_TRANS, AC_NOTRANS, n, hh, d, 1.0, dY->data, n, L->wo, hh, 0.0, dHT, hh);
+    double *dH = w->tmp, *dqkv = dH + hh * n, *dP = dqkv + 3 * hh * n, *dZ = dP + n * n;
+    double *dot = work_scratch(w);
+    /* y = Wo_cat H:  dH = Wo_cat^T dY (hh x n) */
+    ac_dgemm(AC_TRANS, AC_NOTRANS, hh, n, d, 1.0, L->wo, hh, dY->data, n, 0.0, dH, n);
     for (size_t i = 0; i < L->h; i++) {
-        const double *QT = w->qkv + i * hs, *KT = w->qkv + hh + i * hs,
-                     *VT = w->qkv + 2 * hh + i * hs, *PT = w->pt + i * n * n,
-                     *dHTi = dHT + i * hs;
-        /* H_i^T = PT V_i^T:  d(V_i^T) = PT^T dH_i^T,  dPT = dH_i^T V_i */
-        ac_dgemm(AC_TRANS, AC_NOTRANS, n, hs, n, 1.0, PT, n, dHTi, hh, 0.0,
-                 dqkv + 2 * hh + i * hs, ld);
-        ac_dgemm(AC_NOTRANS, AC_TRANS, n, n, hs, 1.0, dHTi, hh, VT, ld, 0.0, dPT, n);
-        /* softmax backward, one group (row of PT) at a time */
-        for (size_t j = 0; j < n; j++) {
-            const double *p = PT + j * n, *g = dPT + j * n;
-            double dot = 0;
-            for (size_t a = 0; a < n; a++)
-                dot += p[a] * g[a];
-            for (size_t a = 0; a < n; a++)
-                dZT[j * n + a] = p[a] * (g[a] - dot);
-        }
-        /* Z_i^T = s Q_i^T K_i:  d(Q_i^T) = s dZT K_i^T,  d(K_i^T) = s dZT^T Q_i^T */
-        ac_dgemm(AC_NOTRANS, AC_NOTRANS, n, hs, n, s, dZT, n, KT, ld, 0.0, dqkv + i * hs, ld);
-        ac_dgemm(AC_TRANS, AC_NOTRANS, n, hs, n, s, dZT, n, QT, ld, 0.0, dqkv + hh + i * hs, ld);
+        const double *Q = w->qkv + i * hs * n, *K = w->qkv + (hh + i * hs) * n,
+                     *V = w->qkv + (2 * hh + i * hs) * n, *P = w->p + i * n * n,
+                     *dHi = dH + i * hs * n;
+        /* H_i = V_i P_i:  dV_i = dH_i P_i^T,  dP_i = V_i^T dH_i */
+        ac_dgemm(AC_NOTRANS, AC_TRANS, hs, n, n, 1.0, dHi, n, P, n, 0.0,
+                 dqkv + (2 * hh + i * hs) * n, n);
+        ac_dgemm(AC_TRANS, AC_NOTRANS, n, n, hs, 1.0, V, n, dHi, n, 0.0, dP, n);
+        /* softmax over each column j:  dZ_aj = P_aj (dP_aj - sum_b P_bj dP_bj) */
+        for (size_t j = 0; j < n; j++)
+            dot[j] = 0.0;
+        for (size_t a = 0; a < n; a++)
+            for (size_t j = 0; j < n; j++)
+                dot[j] += P[a * n + j] * dP[a * n + j];
+        for (size_t a = 0; a < n; a++)
+            for (size_t j = 0; j < n; j++)
+                dZ[a * n + j] = P[a * n + j] * (dP[a * n + j] - dot[j]);
+        /* Z_i = s K_i^T Q_i:  dQ_i = s K_i dZ,  dK_i = s Q_i dZ^T */
+        ac_dgemm(AC_NOTRANS, AC_NOTRANS, hs, n, n, s, K, n, dZ, n, 0.0, dqkv + i * hs * n, n);
+        ac_dgemm(AC_NOTRANS, AC_TRANS, hs, n, n, s, Q, n, dZ, n, 0.0, dqkv + (hh + i * hs) * n, n);
     }
-    /* QKV^T = X^T W^T:  dX = W^T dQKV^T^T = W^T (dQKV^T)^T */
-    ac_dgemm(AC_TRANS, AC_TRANS, d, n, 3 * hh, 1.0, L->wq, d, dqkv, ld, 0.0, dX->data, n);
+    /* QKV = W_stack X:  dX = W_stack^T dQKV */
+    ac_dgemm(AC_TRANS, AC_NOTRANS, d, n, 3 * hh, 1.0, L->wq, d, dqkv, n, 0.0, dX->data, n);
     if (w == &local)
         ac_mh_work_free(&local);
     return AC_OK;

@@ -23,6 +23,7 @@
 #include "ball.h"
 #include "dyadic.h"
 #include "multihead_arb.h"
+#include "attncheck/blas.h"
 #include "attncheck/interval.h"
 #include "attncheck/linalg.h"
 #include "attncheck/rng.h"
@@ -58,6 +59,7 @@ void ac_t2_opts_default(ac_t2_opts *o)
     o->alpha[3] = 64;
     o->optimize = 60;
     o->sched = ac_schedule_default();
+    o->threads = 1;
 }
 
 const char *ac_t2_case_name(ac_t2_case c)
@@ -954,8 +956,12 @@ int ac_t2_construct(ac_mat *X, int construction, const ac_mh *W, const ac_mh *V,
             x -= best_b[t] / nb;
         v2[t] = x;
     }
+    /* |v2~| <= 2; when it is tiny, a and b are (numerically) positively
+     * parallel, v2~ is rounding noise and scaling it to |v| would blow X up
+     * (logits ~ 1/|v2~|^2): the construction is then degenerate and the
+     * second column is left 0 */
     double n2 = sqrt(dot(v2, v2, d));
-    double scale2 = n2 > 0 ? nv / n2 : 0.0;
+    double scale2 = n2 > 0x1p-20 ? nv / n2 : 0.0;
     double mx = na > nb ? na : nb;
     double c = (mx > 0 && nv > 0) ? pow2_near(1.0 / sqrt(mx * nv)) : 1.0;
     for (size_t t = 0; t < d; t++) {
@@ -983,7 +989,9 @@ typedef struct {
     ac_mat Yf, Yg;
 } gap_ws;
 
-static int gap_ws_init(gap_ws *g, const ac_mh *W, const ac_mh *V, size_t n, ac_err *err)
+/* threads: of the forward and backward passes (0 = as the BLAS) */
+static int gap_ws_init(gap_ws *g, const ac_mh *W, const ac_mh *V, size_t n, int threads,
+                       ac_err *err)
 {
     int st;
     memset(g, 0, sizeof *g);
@@ -998,6 +1006,7 @@ static int gap_ws_init(gap_ws *g, const ac_mh *W, const ac_mh *V, size_t n, ac_e
         ac_mat_free(&g->Yg);
         return st;
     }
+    g->ww.threads = g->wv.threads = threads;
     return AC_OK;
 }
 
@@ -1035,7 +1044,7 @@ int ac_t2_gap_approx(double *gap, double *rel, const ac_mh *W, const ac_mh *V, c
                      ac_err *err)
 {
     gap_ws g;
-    int st = gap_ws_init(&g, W, V, X->cols, err);
+    int st = gap_ws_init(&g, W, V, X->cols, 0, err);
     if (st)
         return st;
     if (X->rows != W->d) {
@@ -1090,7 +1099,7 @@ static int sep_stage0(void *vc, double *lo, double *hi, ac_err *err)
         return st;
     }
     size_t N = F.rows * F.cols;
-    double *m = malloc((N ? N : 1) * sizeof(double)), *u = malloc((N ? N : 1) * sizeof(double));
+    double *m = calloc(N ? N : 1, sizeof(double)), *u = calloc(N ? N : 1, sizeof(double));
     if (!m || !u) {
         free(m);
         free(u);
@@ -1185,21 +1194,48 @@ void ac_t2_sep_free(ac_t2_sep *s)
 /* r(X) = N / D, N = ||f - g||_F, D = ||f||_F + ||g||_F.  Gradient through
  * the upstream gradients
  *   dr/df = (f - g)/(N D) - N f/(||f|| D^2),  dr/dg = -(f - g)/(N D) - N g/(||g|| D^2)
- * and the layers' backward passes.  The minimiser works on -r. */
+ * and the layers' backward passes.  The minimiser works on -r.
+ *
+ * The work is bounded by design, not by convergence: BFGS iterations are
+ * capped by `iters`, and so are the evaluations -- GSL's line search may
+ * evaluate up to ~100 times per iteration when it cannot satisfy its
+ * conditions (a flat or noisy r, e.g. f = g up to rounding), so at most
+ * MULTIMIN_EVALS(iters) evaluations are computed; past that, opt_eval
+ * returns +inf without computing, which ends the line search at once.  The
+ * result is the best point evaluated (not GSL's last iterate), so it does
+ * not depend on how the minimiser stopped. */
+#define MULTIMIN_EVALS(iters) (5L * (long)(iters) + 10)
+
 typedef struct {
     gap_ws g;
     ac_mat X, Gf, Gg, dXf, dXg;
+    long evals, max_evals;
+    double best_r;      /* largest r evaluated, at best_X */
+    ac_mat best_X;
 } opt_ctx;
 
 static double opt_eval(const gsl_vector *th, void *p, gsl_vector *grad)
 {
     opt_ctx *c = p;
     size_t N = c->X.rows * c->X.cols;
+    if (c->evals >= c->max_evals) {
+        if (grad)
+            gsl_vector_set_zero(grad);
+        return INFINITY; /* budget spent: no more layer evaluations */
+    }
+    c->evals++;
     memcpy(c->X.data, th->data, N * sizeof(double));
     double gap, nf, ng;
     double r = gap_eval(&c->g, &c->X, &gap, &nf, &ng);
-    if (!isfinite(r))
+    if (!isfinite(r)) {
+        if (grad)
+            gsl_vector_set_zero(grad);
         return INFINITY;
+    }
+    if (r > c->best_r) {
+        c->best_r = r;
+        memcpy(c->best_X.data, c->X.data, N * sizeof(double));
+    }
     if (!grad)
         return -r;
     double D = nf + ng;
@@ -1226,20 +1262,26 @@ static void opt_fdf(const gsl_vector *th, void *p, double *f, gsl_vector *g)
     *f = opt_eval(th, p, g);
 }
 
-/* BFGS (GSL vector_bfgs2) from X0; the result goes to Xout (allocated here).
- * Returns the relative gap estimate at Xout (or -1 if nothing was done). */
+/* BFGS (GSL vector_bfgs2) from X0; the best point evaluated goes to Xout
+ * (allocated here).  Returns its relative gap estimate (or -1 if nothing was
+ * done); *evals receives the number of evaluations. */
 static double maximise_gap(ac_mat *Xout, const ac_mh *W, const ac_mh *V, const ac_mat *X0,
-                           int iters, ac_err *err)
+                           int iters, int threads, long *evals, ac_err *err)
 {
     size_t d = X0->rows, n = X0->cols, N = d * n;
     opt_ctx c;
     double res = -1;
     memset(&c, 0, sizeof c);
+    if (evals)
+        *evals = 0;
     if (iters <= 0 || N == 0)
         return -1;
-    if (gap_ws_init(&c.g, W, V, n, err) || ac_mat_init(&c.X, d, n, err) ||
+    c.max_evals = MULTIMIN_EVALS(iters);
+    c.best_r = -1;
+    if (gap_ws_init(&c.g, W, V, n, threads, err) || ac_mat_init(&c.X, d, n, err) ||
         ac_mat_init(&c.Gf, d, n, err) || ac_mat_init(&c.Gg, d, n, err) ||
-        ac_mat_init(&c.dXf, d, n, err) || ac_mat_init(&c.dXg, d, n, err))
+        ac_mat_init(&c.dXf, d, n, err) || ac_mat_init(&c.dXg, d, n, err) ||
+        ac_mat_init(&c.best_X, d, n, err))
         goto out;
     gsl_vector *th = gsl_vector_alloc(N);
     gsl_multimin_fdfminimizer *m =
@@ -1253,18 +1295,15 @@ static double maximise_gap(ac_mat *Xout, const ac_mh *W, const ac_mh *V, const a
         gsl_multimin_function_fdf fn = {opt_f, opt_df, opt_fdf, N, &c};
         if (gsl_multimin_fdfminimizer_set(m, &fn, th, 0.05 * (sqrt(nx) + 1e-3), 0.1) ==
             GSL_SUCCESS) {
-            for (int it = 0; it < iters; it++) {
+            for (int it = 0; it < iters && c.evals < c.max_evals; it++) {
                 if (gsl_multimin_fdfminimizer_iterate(m))
                     break;
                 if (gsl_multimin_test_gradient(m->gradient, 1e-10) == GSL_SUCCESS)
                     break;
             }
-            if (ac_mat_init(Xout, d, n, err) == AC_OK) {
-                memcpy(Xout->data, m->x->data, N * sizeof(double));
-                double gap;
-                res = gap_eval(&c.g, Xout, &gap, NULL, NULL);
-            }
         }
+        if (c.best_r >= 0 && ac_mat_copy(Xout, &c.best_X, err) == AC_OK)
+            res = c.best_r;
     }
     gsl_set_error_handler(old);
     if (m)
@@ -1272,12 +1311,15 @@ static double maximise_gap(ac_mat *Xout, const ac_mh *W, const ac_mh *V, const a
     if (th)
         gsl_vector_free(th);
 out:
+    if (evals)
+        *evals = c.evals;
     gap_ws_free(&c.g);
     ac_mat_free(&c.X);
     ac_mat_free(&c.Gf);
     ac_mat_free(&c.Gg);
     ac_mat_free(&c.dXf);
     ac_mat_free(&c.dXg);
+    ac_mat_free(&c.best_X);
     return res;
 }
 
@@ -1892,8 +1934,8 @@ static void failing_hypotheses(char *buf, size_t n, const ac_t2_hyp *hy)
                                   verdict_word(v[i]) );
 }
 
-int ac_t2_separate(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
-                   const ac_t2_opts *opts, ac_err *err)
+static int separate(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
+                    const ac_t2_opts *opts, int threads, ac_err *err)
 {
     ac_t2_opts defaults;
     const ac_t2_opts *o = opts;
@@ -1925,7 +1967,7 @@ int ac_t2_separate(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
         res->verdict = AC_REFUTED;
         goto finish;
     }
-    if ((st = gap_ws_init(&g, W, V, n, err)))
+    if ((st = gap_ws_init(&g, W, V, n, threads, err)))
         goto out;
     have_g = 1;
 
@@ -2012,7 +2054,7 @@ int ac_t2_separate(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
             goto out;
         }
         s->construction = AC_T2_CON_OPT;
-        double r1 = maximise_gap(&s->X, W, V, &X0, o->optimize, NULL);
+        double r1 = maximise_gap(&s->X, W, V, &X0, o->optimize, threads, &res->opt_evals, NULL);
         ac_mat_free(&X0);
         if (r1 >= 0 && s->X.data) {
             res->opt_from = r0;
@@ -2126,7 +2168,7 @@ finish:
             snprintf(res->summary, sizeof res->summary,
                      "f_W is separated from g_V at the X found (||f_W(X) - g_V(X)||_F >= %s): a "
                      "fact about these two layers; Theorem 2 itself says nothing here, because "
-                     "its hypotheses are not all proved (%s)", b1, fails);
+                     "its hypotheses are not all proved (%.150s)", b1, fails);
         else if (res->verdict == AC_REFUTED)
             snprintf(res->summary, sizeof res->summary,
                      "no X separates f_W from g_V: they are equal head by head (exact: "
@@ -2150,6 +2192,26 @@ out:
         gap_ws_free(&g);
     cand_free(&L);
     res->seconds = t2_now() - t0;
+    return st;
+}
+
+/* The check runs with single-threaded BLAS.  It is made of many small
+ * products in a loop, and a thread pool (OpenBLAS's, or OpenMP's in
+ * ac_mh_forward) makes each parallel call wait for its workers: on a loaded
+ * machine a descheduled worker costs a scheduler time slice per call, which
+ * turned a 0.25 s search into 5.3 s with 4 busy processes on 2 cores.  And
+ * the vector operations of GSL's BFGS go through the CBLAS, whose threaded
+ * dot products would make the search path depend on the thread count.  The
+ * double forward and backward passes use opts->threads threads (default 1;
+ * their result does not depend on it). */
+int ac_t2_separate(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
+                   const ac_t2_opts *opts, ac_err *err)
+{
+    int old = ac_blas_get_threads();
+    int threads = opts ? (opts->threads > 0 ? opts->threads : old) : 1;
+    ac_blas_set_threads(1);
+    int st = separate(res, W, V, n, opts, threads, err);
+    ac_blas_set_threads(old);
     return st;
 }
 
@@ -2229,102 +2291,271 @@ int ac_t2_sample_input(ac_mat *X, size_t d, size_t n, uint64_t seed, size_t k, a
     return st;
 }
 
-int ac_t2_embed_check(ac_t2_embed_result *r, const ac_mh *W, const ac_mh *V, size_t n,
-                      size_t samples, uint64_t seed, const ac_schedule *sched, ac_err *err)
+/* The relative deviation r = ||g_V(X) - f_W(X)||_F / ||f_W(X)||_F of the
+ * embedding check (r = 0 when g = f; +inf when f = 0 != g). */
+typedef struct {
+    const ac_mh *W, *V;
+    const ac_mat *X;
+    double diff_hi;   /* upper bound on ||g - f||_F from the last stage run */
+} dev_ctx;
+
+/* [lo, hi] for r from the bounds dlo <= ||g - f|| <= dhi, flo <= ||f|| <= fhi
+ * (all >= 0), rounded outward. */
+static void ratio_bounds(double dlo, double dhi, double flo, double fhi, double *lo, double *hi)
+{
+    if (dhi == 0)
+        *hi = 0; /* g = f at X */
+    else if (flo > 0 && isfinite(dhi))
+        *hi = ac_div_up(dhi, flo);
+    else
+        *hi = INFINITY; /* ||f|| not certified positive: no relative bound */
+    if (!(dlo > 0))
+        *lo = 0;
+    else if (fhi > 0)
+        *lo = ac_div_dn(dlo, fhi); /* 0 when fhi = inf */
+    else
+        *lo = INFINITY; /* f = 0 != g */
+    if (*lo < 0)
+        *lo = 0;
+}
+
+/* Stage 0: both layers enclosed (ac_mh_enclose); per entry the magnitude and
+ * the mignitude of g - f and of f, then directed norms. */
+static int dev_stage0(void *vc, double *lo, double *hi, ac_err *err)
+{
+    dev_ctx *c = vc;
+    ac_imat F = {0}, G = {0};
+    int st;
+    *lo = 0;
+    *hi = INFINITY;
+    c->diff_hi = INFINITY;
+    if ((st = ac_mh_enclose(&F, c->W, c->X, err)) || (st = ac_mh_enclose(&G, c->V, c->X, err))) {
+        ac_imat_free(&F);
+        return st;
+    }
+    size_t N = F.rows * F.cols, nn = N ? N : 1;
+    double *dm = malloc(nn * sizeof(double)), *du = malloc(nn * sizeof(double));
+    double *fm = malloc(nn * sizeof(double)), *fu = malloc(nn * sizeof(double));
+    if (!dm || !du || !fm || !fu) {
+        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
+        goto out;
+    }
+    if (ac_imat_finite(&F) && ac_imat_finite(&G)) {
+        for (size_t i = 0; i < N; i++) {
+            double gl = ac_imat_lo(&G, i), gh = ac_imat_hi(&G, i);
+            double fl = ac_imat_lo(&F, i), fh = ac_imat_hi(&F, i);
+            double dl = ac_sub_dn(gl, fh), dh = ac_sub_up(gh, fl); /* g - f in [dl, dh] */
+            dm[i] = dl > 0 ? dl : (dh < 0 ? -dh : 0.0);
+            du[i] = fmax(fabs(dl), fabs(dh));
+            fm[i] = fl > 0 ? fl : (fh < 0 ? -fh : 0.0);
+            fu[i] = fmax(fabs(fl), fabs(fh));
+        }
+        double dhi = ac_norm2_up(du, N);
+        c->diff_hi = dhi;
+        ratio_bounds(norm2_dn(dm, N), dhi, norm2_dn(fm, N), ac_norm2_up(fu, N), lo, hi);
+    }
+out:
+    free(dm);
+    free(du);
+    free(fm);
+    free(fu);
+    ac_imat_free(&F);
+    ac_imat_free(&G);
+    return st;
+}
+
+/* Ball stages: F, G in Arb from the exact doubles, then the quotient of the
+ * Frobenius norms (an indeterminate ball when ||F|| contains 0). */
+static int dev_ball(void *vc, long prec, mpfr_t lo, mpfr_t hi, ac_err *err)
+{
+    dev_ctx *c = vc;
+    slong d = (slong)c->X->rows, n = (slong)c->X->cols;
+    arb_mat_t X, F, G;
+    arb_t nd, nf;
+    arb_mat_init(X, d, n);
+    arb_mat_init(F, d, n);
+    arb_mat_init(G, d, n);
+    arb_init(nd);
+    arb_init(nf);
+    ac_arb_mat_set_d(X, c->X->data, (size_t)d, (size_t)n);
+    ac_mh_forward_arb(F, c->W, X, prec);
+    ac_mh_forward_arb(G, c->V, X, prec);
+    arb_mat_frobenius_norm(nf, F, prec);
+    arb_mat_sub(G, G, F, prec);
+    arb_mat_frobenius_norm(nd, G, prec);
+    double dhi = ac_arb_hi(nd), dlo = ac_arb_lo(nd), flo = ac_arb_lo(nf), fhi = ac_arb_hi(nf);
+    c->diff_hi = dhi;
+    if (arb_is_zero(nd)) {
+        mpfr_set_zero(lo, 1);
+        mpfr_set_zero(hi, 1);
+    } else if (arb_is_positive(nf)) {
+        arb_div(nd, nd, nf, prec);
+        ac_arb_get_interval_mpfr(lo, hi, nd);
+        if (mpfr_sgn(lo) < 0)
+            mpfr_set_zero(lo, 1);
+    } else {
+        /* ||f|| not certified positive: only the lower bound, through doubles */
+        double l, h;
+        ratio_bounds(dlo > 0 ? dlo : 0, dhi, flo > 0 ? flo : 0, fhi, &l, &h);
+        mpfr_set_d(lo, l, MPFR_RNDD);
+        mpfr_set_inf(hi, 1);
+    }
+    arb_clear(nd);
+    arb_clear(nf);
+    arb_mat_clear(X);
+    arb_mat_clear(F);
+    arb_mat_clear(G);
+    (void)err;
+    return AC_OK;
+}
+
+#define EMBED_QUANTITY "max over the samples of ||g_V(X) - f_W(X)||_F / ||f_W(X)||_F"
+
+static int embed_check(ac_t2_embed_result *r, const ac_mh *W, const ac_mh *V, size_t n,
+                       size_t samples, uint64_t seed, double tol, const ac_schedule *sched,
+                       ac_err *err)
 {
     int st;
     memset(r, 0, sizeof *r);
     r->verdict = AC_UNDECIDED;
     r->samples = samples;
+    r->tol = tol;
     r->cert.verdict = AC_UNDECIDED;
     r->cert.stage = AC_STAGE_NONE;
     if (W->d != V->d || W->h != V->h)
         return ac_err_set(err, AC_EDATA, "embedding check: f_W and g_V differ in d or h");
     if (n == 0 || samples == 0)
         return ac_err_set(err, AC_EUSAGE, "embedding check needs n >= 1 and at least one sample");
+    if (!(tol >= 0) || !isfinite(tol))
+        return ac_err_set(err, AC_EUSAGE, "embedding check: tolerance %g must be finite and >= 0",
+                          tol);
     if ((st = ac_t2_identical(&r->params_identical, W, V, err)))
         return st;
-    int undecided = 0;
-    ac_cert last;
-    ac_cert_set(&last, "||g_V(X) - f_W(X)||_F", AC_GT, 0.0, AC_STAGE_NONE, 0, 0.0, INFINITY,
-                "not computed");
-    r->diff_hi = NAN;
+    ac_quantity q = {"||g_V(X) - f_W(X)||_F / ||f_W(X)||_F", dev_stage0, dev_ball, NULL, NULL,
+                     "interval products in double (gamma_k bound) + rigorous softmax, directed "
+                     "norms and quotient",
+                     "Arb ball arithmetic from the exact doubles", NULL};
+    ac_cert refute;
+    int top_stage = AC_STAGE_NONE;
+    long top_prec = 0;
+    double max_lo = 0, max_hi = 0, secs = 0;
+    memset(&refute, 0, sizeof refute);
+    r->diff_hi = 0;
     for (size_t k = 0; k < samples; k++) {
-        ac_t2_sep s;
-        memset(&s, 0, sizeof s);
-        if ((st = ac_t2_sample_input(&s.X, W->d, n, seed, k, err)))
+        ac_mat X = {0};
+        ac_cert c;
+        if ((st = ac_t2_sample_input(&X, W->d, n, seed, k, err)))
             return st;
-        int agree = heads_agree_at(W, V, &s.X);
-        if (sched && sched->n) {
-            /* the ball bound on ||g - f||_F at the first precision of the
-             * schedule: a cross-check of the exact identity */
-            sep_ctx c = {W, V, &s.X, INFINITY, INFINITY};
-            mpfr_t lo, hi;
-            long prec = sched->prec[0];
-            mpfr_init2(lo, prec);
-            mpfr_init2(hi, prec);
-            sep_ball(&c, prec, lo, hi, NULL);
-            double dh = mpfr_get_d(hi, MPFR_RNDU);
-            if (isnan(r->diff_hi) || dh > r->diff_hi)
-                r->diff_hi = dh;
-            ac_cert_set(&last, "||g_V(X) - f_W(X)||_F", AC_GT, 0.0, 1, prec,
-                        mpfr_get_d(lo, MPFR_RNDD), dh, "Arb ball arithmetic (cross-check)");
-            mpfr_clear(lo);
-            mpfr_clear(hi);
+        /* exact: equal value paths and logit matrices, head by head => r = 0 */
+        int agree = heads_agree_at(W, V, &X);
+        /* certified enclosure of r (for an exact sample: a cross-check) */
+        dev_ctx dc = {W, V, &X, INFINITY};
+        q.ctx = &dc;
+        st = ac_decide(&c, &q, AC_LE, tol, sched, err);
+        ac_mat_free(&X);
+        if (st)
+            return st;
+        secs += c.seconds;
+        if (!(dc.diff_hi <= r->diff_hi))
+            r->diff_hi = dc.diff_hi;
+        if (agree != 1) {
+            /* the max over the samples: an exactly equal sample contributes
+             * its exact 0, the others their enclosure */
+            if (c.lo > max_lo)
+                max_lo = c.lo;
+            if (!(c.hi <= max_hi))
+                max_hi = c.hi;
+            if (c.stage > top_stage || (c.stage == top_stage && c.prec > top_prec)) {
+                top_stage = c.stage;
+                top_prec = c.prec;
+            }
         }
         if (agree == 1) {
             r->equal_samples++;
-        } else {
-            /* not equal exactly (or too wide): try to certify a difference */
-            if ((st = ac_t2_certify(&s, W, V, sched, err))) {
-                ac_t2_sep_free(&s);
-                return st;
+            r->within_samples++;
+            if (c.verdict == AC_REFUTED)
+                return ac_err_set(err, AC_EINTERNAL, "embedding check, sample %zu: exactly equal "
+                                  "head by head but the enclosure of the deviation excludes 0 "
+                                  "(report a bug)", k + 1);
+        } else if (c.verdict == AC_PROVED) {
+            r->within_samples++;
+        } else if (c.verdict == AC_REFUTED) {
+            if (!r->refuted_sample) {
+                r->refuted_sample = k + 1;
+                refute = c;
             }
-            if (s.cert.verdict == AC_PROVED) {
-                if (r->verdict != AC_REFUTED) {
-                    r->verdict = AC_REFUTED;
-                    r->refuted_sample = k + 1;
-                    r->cert = s.cert;
-                }
-            } else {
-                undecided = 1;
-                last = s.cert;
-            }
+        } else if (!r->undecided_sample) {
+            r->undecided_sample = k + 1;
         }
-        ac_t2_sep_free(&s);
     }
-    if (r->verdict != AC_REFUTED) {
-        r->verdict = (!undecided && r->equal_samples == samples) ? AC_PROVED : AC_UNDECIDED;
-        r->cert = last;
-    }
-    /* the certificate states the claim "||g_V(X) - f_W(X)||_F <= 0 on the samples" */
-    if (r->verdict == AC_PROVED)
-        ac_cert_set(&r->cert, "max over the samples of ||g_V(X) - f_W(X)||_F", AC_LE, 0.0,
-                    AC_STAGE_EXACT, 0, 0.0, 0.0,
-                    "exact head-by-head equality at every sample (dyadic rationals)");
-    else {
-        ac_cert c = r->cert;
-        ac_cert_set(&r->cert, "max over the samples of ||g_V(X) - f_W(X)||_F", AC_LE, 0.0,
-                    c.stage, c.prec, c.lo, c.hi, c.method);
-        r->cert.seconds = c.seconds;
+    r->rel_lo = max_lo;
+    r->rel_hi = max_hi;
+    r->exact = r->equal_samples == samples;
+    if (r->refuted_sample) {
+        r->verdict = AC_REFUTED;
+        ac_cert_set(&r->cert, EMBED_QUANTITY, AC_LE, tol, refute.stage, refute.prec, refute.lo,
+                    refute.hi, refute.method);
+        r->cert.seconds = secs;
+    } else if (r->exact) {
+        r->verdict = AC_PROVED;
+        ac_cert_set(&r->cert, EMBED_QUANTITY, AC_LE, tol, AC_STAGE_EXACT, 0, 0.0, 0.0,
+                    "exact head-by-head equality at every sample (dyadic rationals): the "
+                    "deviation is 0");
+        r->cert.seconds = secs;
+    } else {
+        /* the enclosure of the max over the samples; an exactly equal sample
+         * contributes its certified enclosure (which contains its true 0) */
+        ac_cert_set(&r->cert, EMBED_QUANTITY, AC_LE, tol, top_stage, top_prec, max_lo, max_hi,
+                    top_stage >= 1 ? q.method_ball : q.method0);
+        r->cert.seconds = secs;
+        r->verdict = r->within_samples == samples ? AC_PROVED : AC_UNDECIDED;
         if (r->verdict == AC_UNDECIDED)
             r->cert.verdict = AC_UNDECIDED;
+        else if (r->cert.verdict != AC_PROVED)
+            return ac_err_set(err, AC_EINTERNAL, "embedding check: every sample is within tol "
+                              "but the combined enclosure [%g, %g] is not (report a bug)", max_lo,
+                              max_hi);
     }
-    if (r->verdict == AC_PROVED)
+    char tb[32];
+    snprintf(tb, sizeof tb, "%.3g", tol);
+    if (r->verdict == AC_PROVED && r->exact)
         snprintf(r->summary, sizeof r->summary,
                  "g_V(X) = f_W(X) exactly on all %zu sample inputs (head by head: equal value "
-                 "paths and equal logits); the parameters %s", samples,
+                 "paths and equal logits), so ||g - f||_F <= tol ||f||_F with deviation 0; the "
+                 "parameters %s", samples,
                  r->params_identical == 1 ? "are equal head by head, so g_V = f_W for every X"
                                           : "are not identical head by head");
+    else if (r->verdict == AC_PROVED)
+        snprintf(r->summary, sizeof r->summary,
+                 "||g_V(X) - f_W(X)||_F <= %.3g ||f_W(X)||_F on all %zu sample inputs "
+                 "(certified; tol = %s), %zu of them equal exactly; not exact: the parameters "
+                 "are %s head by head (e.g. the double V rounds an irrational rescaling)",
+                 r->rel_hi, samples, tb, r->equal_samples,
+                 r->params_identical == 0 ? "not equal" : "not known to be equal");
     else if (r->verdict == AC_REFUTED)
         snprintf(r->summary, sizeof r->summary,
-                 "g_V(X) != f_W(X) at sample %zu: ||g_V(X) - f_W(X)||_F >= %.3g (certified); the "
-                 "double-precision V is not exactly the padded and rescaled W",
-                 r->refuted_sample, r->cert.lo);
+                 "at sample %zu the relative deviation ||g_V(X) - f_W(X)||_F / ||f_W(X)||_F >= "
+                 "%.3g > tol = %s (certified): g_V is not the embedding of f_W to the precision "
+                 "of the weights", r->refuted_sample, r->cert.lo, tb);
     else
         snprintf(r->summary, sizeof r->summary,
-                 "equality proved on %zu of %zu samples; the others could neither be proved "
-                 "equal exactly nor certified different%s", r->equal_samples, samples,
-                 sched && sched->n ? "" : " (no ball stage allowed)");
+                 "%zu of %zu samples proved within tol = %s; sample %zu could neither be proved "
+                 "within nor beyond it (relative deviation in [%.3g, %.3g]%s)", r->within_samples,
+                 samples, tb, r->undecided_sample, r->rel_lo, r->rel_hi,
+                 isinf(r->rel_hi) ? ": ||f_W(X)||_F is not certified positive, so no relative "
+                                    "bound"
+                 : sched && sched->n ? "" : "; no ball stage allowed");
     return AC_OK;
+}
+
+/* single-threaded BLAS, as ac_t2_separate */
+int ac_t2_embed_check(ac_t2_embed_result *r, const ac_mh *W, const ac_mh *V, size_t n,
+                      size_t samples, uint64_t seed, double tol, const ac_schedule *sched,
+                      ac_err *err)
+{
+    int old = ac_blas_get_threads();
+    ac_blas_set_threads(1);
+    int st = embed_check(r, W, V, n, samples, seed, tol, sched, err);
+    ac_blas_set_threads(old);
+    return st;
 }

@@ -33,15 +33,24 @@ expect 0 "case 2 (S_W = S_V" --case 2 --trace --optimize 0
 grep -q "columns 2..n of f_W(X) and g_V(X) agree" "$work/out" || err "--case 2 --trace lacks the column step"
 expect 0 "gap 2    PROVED" --case 3 --audit --optimize 0
 grep -q "gap 1    PROVED" "$work/out" || err "--audit lacks gap 1"
-expect 0 "PROVED: g_V = f_W on the sample inputs" --embed --dp 16
+expect 0 "PROVED: g_V = f_W on the sample inputs, exactly" --embed --dp 16
+# s = sqrt(2) is rounded in the double V: the inclusion holds within tol, not
+# exactly (stage 0 alone decides it)
+expect 0 "PROVED: g_V = f_W on the sample inputs within tol" --embed --dp 8
+grep -q "the double V rounds the rescaling" "$work/out" || err "--embed --dp 8 does not say why it is not exact"
+expect 0 "within tol" --embed --dp 8 --max-prec 0
 expect 0 "" --case 1 --d 8 --h 2 --dp 8 --n 2 --tries 1 --max-prec 0 --threads 1
 
 # ---- refuted and undecided -----------------------------------------------------
 expect 0 "" --embed --dp 4 --out-dir "$work/emb"
 expect 1 "REFUTED: no X separates" --w-dir "$work/emb" --v-dir "$work/emb"
 grep -q "h dp = 16 <= d (fails" "$work/out" || err "the failing size hypothesis is not reported"
-expect 1 "REFUTED: g_V(X) != f_W(X)" --embed --dp 8
-expect 2 "UNDECIDED" --embed --dp 8 --max-prec 0
+# tol = 0 asks for exact equality: the balls certify the ~1e-16 deviation
+expect 1 "REFUTED: at sample 1" --embed --dp 8 --tol 0
+expect 2 "UNDECIDED: sample 1 is neither" --embed --dp 8 --tol 0 --max-prec 0
+# a g_V given with --v-dir is checked as it is: the exact embedding, and
+# (below) perturbed embeddings
+expect 0 "PROVED: g_V = f_W on the sample inputs, exactly" --embed --w-dir "$work/emb" --v-dir "$work/emb"
 if [ $have_py = 1 ]; then
     # the same layer with its heads in reverse order: equal as a function but
     # not head by head; nothing may be certified
@@ -55,6 +64,37 @@ for p in "WV":
         np.save("%s/%s%s.npy" % (dst, p, s), a[::-1] if p == "V" else a)
 EOF
     expect 2 "UNDECIDED: no separating X certified" --w-dir "$work/emb" --v-dir "$work/perm" --optimize 5 --max-prec 256
+    # the irrational embedding with one entry of Vq changed by 1e-3 and by
+    # 1e-12 relative: beyond the default tol (REFUTED) and within it (PROVED)
+    "$ATTNCHECK" separate --embed --dp 8 --out-dir "$work/e8" >/dev/null 2>&1 || err "--embed --dp 8 --out-dir failed"
+    for eps in 1e-3 1e-12; do
+        mkdir -p "$work/p$eps"
+        "$PYTHON3" - "$work/e8" "$work/p$eps" "$eps" <<'EOF'
+import shutil, sys, numpy as np
+src, dst, eps = sys.argv[1], sys.argv[2], float(sys.argv[3])
+for p in "WV":
+    for s in "qkvo":
+        shutil.copy("%s/%s%s.npy" % (src, p, s), dst)
+Vq = np.load(dst + "/Vq.npy")
+assert Vq[0, 0, 0] != 0
+Vq[0, 0, 0] *= 1 + eps
+np.save(dst + "/Vq.npy", Vq)
+EOF
+    done
+    expect 1 "REFUTED: at sample" --embed --w-dir "$work/p1e-3" --v-dir "$work/p1e-3"
+    expect 0 "PROVED: g_V = f_W on the sample inputs within tol" --embed --w-dir "$work/p1e-12" --v-dir "$work/p1e-12"
+    grep -q "not exact: g_V is not f_W head by head" "$work/out" || err "perturbed 1e-12: no 'not exact' note"
+    # the JSON of --embed
+    "$ATTNCHECK" separate --embed --dp 8 --json >"$work/je" 2>"$work/err" || err "--embed --json failed"
+    "$PYTHON3" - "$work/je" <<'EOF' || err "--embed --json is not the documented object"
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["verdict"] == "PROVED" and j["mode"] == "embed" and j["exact"] is False
+assert j["claim"].startswith("on every sample input X, ||g_V(X) - f_W(X)||_F <= tol")
+assert j["tol"] == 2.0 ** -26 and j["certificate"]["tau"] == j["tol"]
+assert 0 <= j["relative_deviation_lo"] <= j["relative_deviation_hi"] <= j["tol"]
+assert j["within_tol_samples"] == j["samples"] == 3 and j["equal_samples"] == 0
+EOF
 fi
 
 # ---- --json and --out-dir -------------------------------------------------------
@@ -84,7 +124,9 @@ expect 64 "unknown option" --frobnicate
 expect 64 "out of range" --case 4
 expect 64 "not a whole number" --case x
 expect 64 "cannot be combined" --case 2 --w-dir "$work/emb"
-expect 64 "cannot be combined" --embed --v-dir "$work/emb"
+expect 64 "tolerance of --embed" --tol 1e-3
+expect 64 "out of range" --embed --tol -1
+expect 64 "not a number" --embed --tol x
 expect 64 "cannot be combined" --embed --case 1
 expect 64 "dp >= d/h" --embed --dp 2
 expect 64 "do not apply to --embed" --embed --audit

@@ -23,7 +23,14 @@ usage: separate_numpy.py ATTNCHECK MH_TOOL WORKDIR
    heads of g_V share U.
 4. The embedding: `--embed` with dp = 4 d/h writes V; Vo_i Vv_i = Wo_i Wv_i
    and Vk_i'Vq_i/sqrt(dp) = Wk_i'Wq_i/sqrt(d/h) exactly; `separate` on the
-   written W and V exits 1 (REFUTED: no X separates) and never 0.
+   written W and V exits 1 (REFUTED: no X separates) and never 0.  With
+   dp = 2 d/h (s = sqrt 2 rounded in V), and with one entry of that Vq
+   changed by 1e-3 and 1e-12 relative (`--embed --v-dir`), the relative
+   deviation max_k ||g(X_k) - f(X_k)||_F / ||f(X_k)||_F is recomputed in
+   mpmath (50 digits) from the written samples.npy and must lie in the
+   certified [relative_deviation_lo, relative_deviation_hi]; the verdict must
+   be PROVED / REFUTED / PROVED as that value is <= or > tol; NumPy's double
+   value must agree with it within its error bound.
 Exit status 0 if everything matches, 1 otherwise; the random data use
 ATTNCHECK_TEST_SEED (default 20261121).
 """
@@ -288,6 +295,51 @@ def main():
         check(rc == 1 and js.get("verdict") == "REFUTED",
               "separate on an embedded pair: exit %d, verdict %s (must never be PROVED)"
               % (rc, js.get("verdict")))
+
+    # ---- 4b. the relative deviation of irrational and perturbed embeddings ----
+    D = os.path.join(work, "embed2")
+    rc, out, err = run([exe, "separate", "--embed", "--d", "8", "--h", "4", "--dp", "4",
+                        "--seed", str(seed % 1000 + 3), "--out-dir", D, "--json"])
+    if check(rc == 0, "embed dp = 2 d/h: exit %d %s" % (rc, err.strip())):
+        for eps in (None, 1e-3, 1e-12):
+            if eps is None:
+                E, js = D, json.loads(out)
+            else:
+                E = os.path.join(work, "embed2_%g" % eps)
+                os.makedirs(E, exist_ok=True)
+                for p in "WV":
+                    for s in "qkvo":
+                        np.save(os.path.join(E, p + s + ".npy"), np.load(os.path.join(D, p + s + ".npy")))
+                Vq = np.load(os.path.join(E, "Vq.npy"))
+                Vq[0, 0, 0] *= 1 + eps
+                np.save(os.path.join(E, "Vq.npy"), Vq)
+                rc, o2, err = run([exe, "separate", "--embed", "--w-dir", E, "--v-dir", E,
+                                   "--seed", str(seed % 1000 + 3), "--json"])
+                if not check(rc in (0, 1), "embed perturbed %g: exit %d %s" % (eps, rc, err.strip())):
+                    continue
+                js = json.loads(o2)
+            W, V = load_layer(E, "W"), load_layer(E, "V")
+            S = np.load(os.path.join(D, "samples.npy"))
+            tol, lo, hi = js["tol"], js["relative_deviation_lo"], js["relative_deviation_hi"]
+            rel_np = max(np.linalg.norm(forward(V, S[k]) - forward(W, S[k])) /
+                         np.linalg.norm(forward(W, S[k])) for k in range(S.shape[0]))
+            e = max((bound(W, S[k]) + bound(V, S[k])) * np.sqrt(S[k].size) /
+                    np.linalg.norm(forward(W, S[k])) for k in range(S.shape[0]))
+            check(lo - e <= rel_np <= hi + e, "embed %s: NumPy relative deviation %g outside "
+                  "[%g, %g] +- %g" % (eps, rel_np, lo, hi, e))
+            if mpmath is not None:
+                rel = max(mp_fro(mp_forward(V, S[k]) - mp_forward(W, S[k])) /
+                          mp_fro(mp_forward(W, S[k])) for k in range(S.shape[0]))
+                check(mpmath.mpf(lo) <= rel <= mpmath.mpf(hi),
+                      "embed %s: the 50-digit relative deviation %s is outside the certified "
+                      "[%r, %r]" % (eps, mpmath.nstr(rel, 10), lo, hi))
+                want = "PROVED" if rel <= tol else "REFUTED"
+                check(js["verdict"] == want, "embed %s: verdict %s, the deviation %s says %s"
+                      % (eps, js["verdict"], mpmath.nstr(rel, 5), want))
+                check(rel > 0 and js["exact"] is False, "embed %s: deviation %s, exact %s"
+                      % (eps, mpmath.nstr(rel, 5), js["exact"]))
+            want = {None: "PROVED", 1e-3: "REFUTED", 1e-12: "PROVED"}[eps]
+            check(js["verdict"] == want, "embed %s: verdict %s, expected %s" % (eps, js["verdict"], want))
 
     print("separate_numpy: %d checks, %d failures (mpmath %s)" % (COUNT[0], len(FAIL),
                                                                    "yes" if mpmath else "no"))

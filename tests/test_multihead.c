@@ -17,11 +17,25 @@
 #include <stdio.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "ac_arb.h"
 #include "ball.h"
 #include "multihead_arb.h"
+#include "attncheck/blas.h"
 #include "attncheck/multihead.h"
 #include "testutil.h"
+
+/* Threads of the forward pass: it uses min(OpenMP, BLAS) threads. */
+static void set_threads(int t)
+{
+    ac_blas_set_threads(t);
+#ifdef _OPENMP
+    omp_set_num_threads(t);
+#endif
+}
 
 static void fill_layer(ac_mh *L, size_t d, size_t h, size_t hs, test_rng *r, double scale)
 {
@@ -119,6 +133,65 @@ START_TEST(test_forward_vs_reference)
             ac_mat_free(&Y2);
         }
     ck_assert_msg(bad == 0, "%d entries off (first: %s)", bad, msg);
+}
+END_TEST
+
+START_TEST(test_forward_blocks_and_threads)
+{
+    /* Shapes above the threading threshold (~2 Mflop), with several
+     * projection blocks (3 h hs > 128, a partial last block) and output
+     * blocks (d > 32, not a multiple of 8): the blocked, threaded pass
+     * against the naive reference within the first-order bound, and the
+     * same bits with 1, 2 and 3 threads (the decomposition does not depend
+     * on the thread count). */
+    static const size_t shapes[][4] = {/* d, h, hs, n */
+                                       {64, 8, 32, 16}, {100, 5, 40, 33}, {48, 16, 3, 70},
+                                       {130, 2, 65, 15}};
+    test_rng r;
+    test_rng_init(&r, 307);
+    int bad = 0, diff = 0;
+    char msg[256] = "";
+    int old = ac_blas_get_threads();
+    for (size_t t = 0; t < sizeof shapes / sizeof *shapes; t++) {
+        size_t d = shapes[t][0], h = shapes[t][1], hs = shapes[t][2], n = shapes[t][3];
+        ac_mh L;
+        ac_mat X = {0}, Y[3] = {{0}}, R = {0};
+        fill_layer(&L, d, h, hs, &r, 1.0 / sqrt((double)d));
+        fill_mat(&X, d, n, &r, 1.0);
+        ck_assert(2.0 * (double)n * (double)(h * hs) * (4.0 * (double)d + 2.0 * (double)n) >= 2e6);
+        ac_mat_init(&R, d, n, NULL);
+        ck_assert(ac_mh_forward_ref(&R, &L, &X, NULL) == AC_OK);
+        double tol = forward_tol(&L, &X);
+        ac_mh_work w;
+        set_threads(3); /* the workspace has softmax scratch for 3 threads */
+        ck_assert(ac_mh_work_init(&w, &L, n, NULL) == AC_OK);
+        ck_assert_int_ge(w.scratch_threads, 3);
+        for (int k = 0; k < 3; k++) {
+            set_threads(k + 1);
+            ac_mat_init(&Y[k], d, n, NULL);
+            ck_assert(ac_mh_forward(&Y[k], &L, &X, k == 1 ? NULL : &w, NULL) == AC_OK);
+            if (k && memcmp(Y[k].data, Y[0].data, d * n * sizeof(double)) != 0) {
+                snprintf(msg, sizeof msg, "shape %zu: %d threads give other bits than 1", t, k + 1);
+                diff++;
+            }
+        }
+        for (size_t i = 0; i < d * n; i++)
+            if (!(fabs(Y[0].data[i] - R.data[i]) <= tol)) {
+                if (!bad)
+                    snprintf(msg, sizeof msg, "shape %zu: |%g - %g| > %g", t, Y[0].data[i],
+                             R.data[i], tol);
+                bad++;
+            }
+        ac_mh_work_free(&w);
+        for (int k = 0; k < 3; k++)
+            ac_mat_free(&Y[k]);
+        ac_mat_free(&R);
+        ac_mat_free(&X);
+        ac_mh_free(&L);
+    }
+    set_threads(old);
+    ck_assert_msg(bad == 0 && diff == 0, "%d entries off, %d thread-count differences (%s)", bad,
+                  diff, msg);
 }
 END_TEST
 
@@ -429,6 +502,7 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_forward_vs_reference);
+    tcase_add_test(tc, test_forward_blocks_and_threads);
     tcase_add_test(tc, test_forward_shapes);
     tcase_add_test(tc, test_backward_vs_forward_mode);
     tcase_add_test(tc, test_enclose_contains_arb);

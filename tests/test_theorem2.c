@@ -9,9 +9,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "ac_arb.h"
 #include "ball.h"
 #include "dyadic.h"
+#include "attncheck/blas.h"
 #include "multihead_arb.h"
 #include "attncheck/theorem2.h"
 #include "testutil.h"
@@ -268,6 +273,80 @@ START_TEST(test_separate_each_case)
 }
 END_TEST
 
+/* ---- bounded, thread-independent search ---------------------------------- */
+
+START_TEST(test_search_threads_and_budget)
+{
+    /* The search is a fixed amount of work, decided by the sizes and options
+     * only: the multimin uses at most 5 optimize + 10 evaluations, and the
+     * result is the same to the last bit with 1 and 2 threads (BLAS set by
+     * the caller, and the threads of the double passes).  d n > 10^4, where
+     * OpenBLAS threads the vector operations of GSL's BFGS, and the forward
+     * passes are above the threading threshold of ac_mh_forward. */
+    const size_t d = 128, h = 4, dp = 64, n = 80;
+    ac_mh V, W;
+    ck_assert(ac_t2_generate_v(&V, d, h, dp, AC_T2_GEN_GAUSSIAN, test_seed_value, NULL) == AC_OK);
+    ck_assert(ac_t2_generate_w(&W, &V, 1, test_seed_value, NULL) == AC_OK);
+    ac_t2_result res[2];
+    int old = ac_blas_get_threads();
+    for (int k = 0; k < 2; k++) {
+        ac_t2_opts o;
+        ac_t2_opts_default(&o);
+        o.seed = test_seed_value;
+        o.tries = 1;
+        o.nalpha = 1;
+        o.optimize = 6;
+        o.threads = k + 1; /* the double passes */
+        ac_blas_set_threads(k + 1); /* what the caller had: separate runs BLAS on 1 */
+#ifdef _OPENMP
+        omp_set_num_threads(k + 1);
+#endif
+        ck_assert(ac_t2_separate(&res[k], &W, &V, n, &o, NULL) == AC_OK);
+        ck_assert_int_eq(ac_blas_get_threads(), k + 1); /* restored */
+        ck_assert_msg(res[k].opt_evals > 0 && res[k].opt_evals <= 5 * 6 + 10,
+                      "multimin used %ld evaluations", res[k].opt_evals);
+    }
+    ac_blas_set_threads(old);
+    ck_assert_int_eq(res[0].verdict, AC_PROVED);
+    ck_assert_int_eq(res[1].verdict, AC_PROVED);
+    ck_assert_msg(res[0].opt_to == res[1].opt_to && res[0].best.cert.lo == res[1].best.cert.lo &&
+                  res[0].best.cert.hi == res[1].best.cert.hi &&
+                  memcmp(res[0].best.X.data, res[1].best.X.data, d * n * sizeof(double)) == 0,
+                  "1 and 2 threads differ: multimin %.17g / %.17g, lower bound %.17g / %.17g",
+                  res[0].opt_to, res[1].opt_to, res[0].best.cert.lo, res[1].best.cert.lo);
+    ac_t2_result_free(&res[0]);
+    ac_t2_result_free(&res[1]);
+    /* the budget holds for every seed and for a noisy objective (equal layers:
+     * the relative gap is rounding noise, the line search cannot succeed) */
+    ac_mh_free(&V);
+    ac_mh_free(&W);
+    int bad = 0;
+    long worst = 0;
+    for (uint64_t sd = 0; sd < 6; sd++) {
+        ck_assert(ac_mh_random(&W, 8, 4, 2, test_seed_value + sd, 2, NULL) == AC_OK);
+        /* odd: dp = d/h, g_V = f_W head by head; even: s = sqrt 2, g_V and f_W
+         * differ by rounding only (a separation there would be true) */
+        ck_assert(ac_t2_embed(&V, &W, sd % 2 ? 2 : 4, NULL, 0, NULL) == AC_OK);
+        ac_t2_opts o;
+        ac_t2_opts_default(&o);
+        o.seed = test_seed_value + sd;
+        o.search_if_identical = 1;
+        o.sched = ac_schedule_upto(128);
+        ac_t2_result r;
+        ck_assert(ac_t2_separate(&r, &W, &V, 3, &o, NULL) == AC_OK);
+        if (r.opt_evals > 5 * o.optimize + 10 || (sd % 2 && r.verdict == AC_PROVED))
+            bad++;
+        if (r.opt_evals > worst)
+            worst = r.opt_evals;
+        ac_t2_result_free(&r);
+        ac_mh_free(&V);
+        ac_mh_free(&W);
+    }
+    ck_assert_msg(bad == 0, "%d runs over budget or separated equal layers (max %ld evaluations)",
+                  bad, worst);
+}
+END_TEST
+
 /* ---- soundness: equal layers are never separated ------------------------- */
 
 START_TEST(test_embedding_never_separated)
@@ -368,32 +447,182 @@ START_TEST(test_permuted_heads_undecided)
 }
 END_TEST
 
-START_TEST(test_embed_irrational_scale)
+/* The oracle of the embedding check: max over the samples of
+ * ||g_V(X) - f_W(X)||_F / ||f_W(X)||_F in Arb at 512 bits, independent of
+ * the enclosures the library uses (a ball; its radius is ~2^-500 relative). */
+static void embed_oracle(arb_t out, const ac_mh *W, const ac_mh *V, size_t n, size_t samples,
+                         uint64_t seed)
 {
-    /* dp = 2 d/h: s = sqrt(2) is irrational, the double-precision V is not
-     * exactly the embedding: never PROVED equal */
+    const slong prec = 512;
+    slong d = (slong)W->d;
+    arb_mat_t X, F, G;
+    arb_t nd, nf;
+    arb_mat_init(X, d, (slong)n);
+    arb_mat_init(F, d, (slong)n);
+    arb_mat_init(G, d, (slong)n);
+    arb_init(nd);
+    arb_init(nf);
+    arb_zero(out);
+    for (size_t k = 0; k < samples; k++) {
+        ac_mat Xd = {0};
+        ck_assert(ac_t2_sample_input(&Xd, W->d, n, seed, k, NULL) == AC_OK);
+        ac_arb_mat_set_d(X, Xd.data, W->d, n);
+        ac_mh_forward_arb(F, W, X, prec);
+        ac_mh_forward_arb(G, V, X, prec);
+        arb_mat_frobenius_norm(nf, F, prec);
+        arb_mat_sub(G, G, F, prec);
+        arb_mat_frobenius_norm(nd, G, prec);
+        arb_div(nd, nd, nf, prec);
+        arb_max(out, out, nd, prec);
+        ac_mat_free(&Xd);
+    }
+    arb_clear(nd);
+    arb_clear(nf);
+    arb_mat_clear(X);
+    arb_mat_clear(F);
+    arb_mat_clear(G);
+}
+
+/* The oracle's ball lies in the certified [rel_lo, rel_hi]. */
+static int embed_contains(const ac_t2_embed_result *e, const arb_t x)
+{
+    return ac_arb_lo(x) >= e->rel_lo && ac_arb_hi(x) <= e->rel_hi;
+}
+
+START_TEST(test_embed_tolerance)
+{
+    /* F in G with tolerance: ||g - f||_F <= tol ||f||_F on every sample */
+    const size_t d = 8, h = 4, n = 3, ns = 3;
+    const double tol = AC_T2_EMBED_TOL_DEFAULT;
     ac_mh W, V;
     ac_t2_embed_result e;
     ac_schedule sched = ac_schedule_default();
     char note[200];
-    ck_assert(ac_mh_random(&W, 8, 4, 2, test_seed_value, 2, NULL) == AC_OK);
+    arb_t orc;
+    arb_init(orc);
+    ck_assert(ac_mh_random(&W, d, h, d / h, test_seed_value, 2, NULL) == AC_OK);
+
+    /* dp = 2 d/h: s = sqrt(2) is irrational, the double V rounds it; the
+     * inclusion holds to the precision of the weights: PROVED, not exact */
     ck_assert(ac_t2_embed(&V, &W, 4, note, sizeof note, NULL) == AC_OK);
     ck_assert(strstr(note, "irrational") != NULL);
-    ck_assert(ac_t2_embed_check(&e, &W, &V, 3, 2, test_seed_value, &sched, NULL) == AC_OK);
+    ck_assert(ac_t2_embed_check(&e, &W, &V, n, ns, test_seed_value, tol, &sched, NULL) == AC_OK);
     ck_assert_int_eq(e.params_identical, 0);
-    ck_assert(e.verdict != AC_PROVED);
     ck_assert_int_eq(e.equal_samples, 0);
-    ac_mh_free(&V);
-    /* dp = 4 d/h: exact, PROVED */
-    ck_assert(ac_t2_embed(&V, &W, 8, note, sizeof note, NULL) == AC_OK);
-    ck_assert(ac_t2_embed_check(&e, &W, &V, 3, 2, test_seed_value, &sched, NULL) == AC_OK);
+    ck_assert_msg(e.verdict == AC_PROVED, "irrational s: verdict %d (%s)", e.verdict, e.summary);
+    ck_assert_int_eq(e.exact, 0);
+    ck_assert_int_eq(e.within_samples, ns);
+    ck_assert(e.rel_hi <= tol && e.cert.hi == e.rel_hi && e.cert.rel == AC_LE && e.cert.tau == tol);
+    embed_oracle(orc, &W, &V, n, ns, test_seed_value);
+    ck_assert_msg(embed_contains(&e, orc), "oracle [%g, %g] outside [%g, %g]", ac_arb_lo(orc),
+                  ac_arb_hi(orc), e.rel_lo, e.rel_hi);
+    ck_assert(arb_is_positive(orc)); /* really not exact */
+    /* stage 0 alone decides it (--max-prec 0) */
+    ck_assert(ac_t2_embed_check(&e, &W, &V, n, ns, test_seed_value, tol, NULL, NULL) == AC_OK);
     ck_assert_int_eq(e.verdict, AC_PROVED);
-    ck_assert_int_eq(e.params_identical, 1);
-    ck_assert(e.diff_hi < 1e-30);
-    ac_err err;
+    ck_assert_int_eq(e.cert.stage, AC_STAGE_DOUBLE);
+    /* tol = 0: only exact equality proves it; the balls certify the ~1e-16
+     * deviation, so REFUTED; without ball stages UNDECIDED */
+    ck_assert(ac_t2_embed_check(&e, &W, &V, n, ns, test_seed_value, 0.0, &sched, NULL) == AC_OK);
+    ck_assert_msg(e.verdict == AC_REFUTED, "tol 0: verdict %d", e.verdict);
+    ck_assert(e.cert.lo > 0 && e.cert.stage >= 1);
+    ck_assert(ac_t2_embed_check(&e, &W, &V, n, ns, test_seed_value, 0.0, NULL, NULL) == AC_OK);
+    ck_assert_int_eq(e.verdict, AC_UNDECIDED);
+
+    /* one entry of Vq changed by 1e-3 relative: REFUTED at the default tol,
+     * the oracle's deviation above the certified lower bound */
+    ac_mh P;
+    ck_assert(ac_mh_copy(&P, &V, NULL) == AC_OK);
+    P.wq[0] *= 1 + 1e-3;
+    ck_assert(P.wq[0] != 0.0);
+    ck_assert(ac_t2_embed_check(&e, &W, &P, n, ns, test_seed_value, tol, &sched, NULL) == AC_OK);
+    ck_assert_msg(e.verdict == AC_REFUTED, "1e-3 perturbation: verdict %d (%s)", e.verdict,
+                  e.summary);
+    ck_assert(e.refuted_sample >= 1 && e.cert.lo > tol);
+    embed_oracle(orc, &W, &P, n, ns, test_seed_value);
+    ck_assert(embed_contains(&e, orc));
+    ck_assert(ac_arb_lo(orc) > tol);
+    /* ... and by 1e-12 relative: within tol, PROVED */
+    P.wq[0] = V.wq[0] * (1 + 1e-12);
+    ck_assert(P.wq[0] != V.wq[0]);
+    ck_assert(ac_t2_embed_check(&e, &W, &P, n, ns, test_seed_value, tol, &sched, NULL) == AC_OK);
+    ck_assert_msg(e.verdict == AC_PROVED, "1e-12 perturbation: verdict %d (%s)", e.verdict,
+                  e.summary);
+    ck_assert_int_eq(e.exact, 0);
+    embed_oracle(orc, &W, &P, n, ns, test_seed_value);
+    ck_assert(embed_contains(&e, orc));
+    ac_mh_free(&P);
     ac_mh_free(&V);
+
+    /* dp = 4 d/h: exact, PROVED with an exact certificate */
+    ck_assert(ac_t2_embed(&V, &W, 8, note, sizeof note, NULL) == AC_OK);
+    ck_assert(ac_t2_embed_check(&e, &W, &V, n, ns, test_seed_value, tol, &sched, NULL) == AC_OK);
+    ck_assert_int_eq(e.verdict, AC_PROVED);
+    ck_assert_int_eq(e.exact, 1);
+    ck_assert_int_eq(e.params_identical, 1);
+    ck_assert_int_eq(e.equal_samples, ns);
+    ck_assert(e.rel_lo == 0 && e.rel_hi == 0);
+    ck_assert_int_eq(e.cert.stage, AC_STAGE_EXACT);
+    ck_assert(e.diff_hi < 1e-10); /* the stage-0 cross-check of the identity */
+    ac_mh_free(&V);
+
+    /* f = 0 (W = 0): the embedding is 0 = f exactly (PROVED); g = f = 0
+     * with different logits is not equal head by head, but the claim is true
+     * (0 <= tol 0): never REFUTED, and PROVED only with ||g - f|| <= 0
+     * certified; a g != 0 against f = 0 has an infinite relative deviation
+     * (REFUTED) */
+    ac_mh Z;
+    ck_assert(ac_mh_init(&Z, d, h, d / h, NULL) == AC_OK);
+    ck_assert(ac_t2_embed(&V, &Z, 4, NULL, 0, NULL) == AC_OK);
+    ck_assert(ac_t2_embed_check(&e, &Z, &V, n, ns, test_seed_value, tol, &sched, NULL) == AC_OK);
+    ck_assert_int_eq(e.verdict, AC_PROVED);
+    ck_assert_int_eq(e.exact, 1);
+    ck_assert(ac_mh_copy(&P, &V, NULL) == AC_OK);
+    P.wq[0] = 1.0;
+    P.wk[0] = 1.0;
+    ck_assert(ac_t2_embed_check(&e, &Z, &P, n, ns, test_seed_value, tol, &sched, NULL) == AC_OK);
+    ck_assert_msg(e.verdict != AC_REFUTED, "g = f = 0, other logits: verdict %d (%s)",
+                  e.verdict, e.summary);
+    ck_assert(e.verdict != AC_PROVED || (e.rel_hi == 0 && e.diff_hi == 0));
+    ck_assert_int_eq(e.exact, 0);
+    P.wv[0] = 1.0;
+    *ac_mh_wo_at(&P, 0, 0, 0) = 1.0;
+    ck_assert(ac_t2_embed_check(&e, &Z, &P, n, ns, test_seed_value, tol, &sched, NULL) == AC_OK);
+    ck_assert_msg(e.verdict == AC_REFUTED, "g != f = 0: verdict %d (%s)", e.verdict, e.summary);
+    ck_assert_msg(e.cert.lo > 1e200, "g != f = 0: lower bound %g", e.cert.lo);
+    ac_mh_free(&P);
+    ac_mh_free(&V);
+    ac_mh_free(&Z);
+
+    /* ||f|| not certifiable in double: every parameter scaled by 2^-600, so
+     * f(X) ~ 2^-1200 underflows and the stage-0 enclosure of ||f|| contains
+     * 0.  The irrational embedding is then UNDECIDED at stage 0 (no relative
+     * bound, never a guess) and PROVED by the balls, which do not underflow */
+    ck_assert(ac_mh_copy(&Z, &W, NULL) == AC_OK);
+    for (size_t i = 0; i < ac_mh_nparams(&Z); i++)
+        Z.params[i] = ldexp(Z.params[i], -600);
+    ck_assert(ac_t2_embed(&V, &Z, 4, NULL, 0, NULL) == AC_OK);
+    ck_assert(ac_t2_embed_check(&e, &Z, &V, n, ns, test_seed_value, tol, NULL, NULL) == AC_OK);
+    ck_assert_msg(e.verdict == AC_UNDECIDED, "underflow, stage 0: verdict %d (%s)", e.verdict,
+                  e.summary);
+    ck_assert(isinf(e.rel_hi) && e.undecided_sample == 1);
+    ck_assert(ac_t2_embed_check(&e, &Z, &V, n, ns, test_seed_value, tol, &sched, NULL) == AC_OK);
+    ck_assert_msg(e.verdict == AC_PROVED, "underflow, balls: verdict %d (%s)", e.verdict,
+                  e.summary);
+    ck_assert(e.cert.stage >= 1 && e.rel_hi <= tol);
+    ac_mh_free(&V);
+    ac_mh_free(&Z);
+
+    ac_err err;
     ck_assert_int_eq(ac_t2_embed(&V, &W, 1, NULL, 0, &err), AC_EUSAGE); /* dp < d/h */
+    ck_assert(ac_t2_embed(&V, &W, 4, NULL, 0, NULL) == AC_OK);
+    ck_assert_int_eq(ac_t2_embed_check(&e, &W, &V, n, ns, 1, -1.0, NULL, &err), AC_EUSAGE);
+    ck_assert_int_eq(ac_t2_embed_check(&e, &W, &V, n, ns, 1, NAN, NULL, &err), AC_EUSAGE);
+    ck_assert_int_eq(ac_t2_embed_check(&e, &W, &V, n, ns, 1, INFINITY, NULL, &err), AC_EUSAGE);
+    ck_assert_int_eq(ac_t2_embed_check(&e, &W, &V, n, 0, 1, tol, NULL, &err), AC_EUSAGE);
+    ac_mh_free(&V);
     ac_mh_free(&W);
+    arb_clear(orc);
 }
 END_TEST
 
@@ -504,9 +733,10 @@ int main(void)
     tcase_add_test(tc, test_dyadic_scaled_and_rank);
     tcase_add_test(tc, test_generators_land_in_case);
     tcase_add_test(tc, test_separate_each_case);
+    tcase_add_test(tc, test_search_threads_and_budget);
     tcase_add_test(tc, test_embedding_never_separated);
     tcase_add_test(tc, test_permuted_heads_undecided);
-    tcase_add_test(tc, test_embed_irrational_scale);
+    tcase_add_test(tc, test_embed_tolerance);
     tcase_add_test(tc, test_hypotheses_fail);
     tcase_add_test(tc, test_constructions);
     suite_add_tcase(s, tc);

@@ -72,13 +72,17 @@ int ac_mh_random(ac_mh *L, size_t d, size_t h, size_t hs, uint64_t seed, uint64_
 
 /* ---- double precision ---------------------------------------------------- */
 
-/* Workspace for n tokens (reused across calls of the same shape). */
+/* Workspace for n tokens (reused across calls of the same shape; no
+ * allocation happens in ac_mh_forward / ac_mh_backward when one is given). */
 typedef struct {
     size_t d, h, hs, n;
-    double *qkv;   /* n x 3 h hs: [Q; K; V]^T, row j = token j's projections */
-    double *pt;    /* h x n x n: P_i^T, row j = softmax column j */
-    double *hb;    /* n x h hs: [V_1 P_1; ...; V_h P_h]^T */
-    double *tmp;   /* scratch for the backward pass */
+    double *qkv;   /* 3 h hs x n: [Q; K; V] = [Wq; Wk; Wv] X, head i's Q_i at rows i hs .. */
+    double *p;     /* h x n x n: the softmax matrices P_i (column-stochastic) */
+    double *hb;    /* h hs x n: H = [V_1 P_1; ...; V_h P_h] */
+    double *tmp;   /* scratch of the backward pass and of the softmax */
+    int threads;   /* threads of ac_mh_forward / ac_mh_backward with this workspace; 0 (set
+                      by ac_mh_work_init) = as many as the BLAS is allowed */
+    int scratch_threads; /* at most this many (the OpenMP threads at ac_mh_work_init) */
 } ac_mh_work;
 
 int ac_mh_work_init(ac_mh_work *w, const ac_mh *L, size_t n, ac_err *err);
@@ -86,9 +90,21 @@ void ac_mh_work_free(ac_mh_work *w);
 
 /* Y = y(X) in double (Y d x n allocated by the caller).  w may be NULL (a
  * workspace is allocated for the call) or a workspace for this layer and n;
- * after the call it holds Q, K, V, the softmax matrices and V_i P_i (used by
- * ac_mh_backward).  Cost: 1 dgemm for the projections of every head, 2 per
- * head, 1 for the output; about 2 n d h hs (4 + n/d) flops.  AC_EUSAGE on a shape mismatch. */
+ * after the call it holds Q, K, V, the softmax matrices and H (used by
+ * ac_mh_backward).  AC_EUSAGE on a shape mismatch.
+ *
+ * Cost: about 2 n h hs (4 d + 2 n) flops in a fixed list of BLAS calls: one
+ * dgemm per block of 128 rows of [Wq; Wk; Wv] (the projections of every
+ * head at once, weights read in place), two dgemm and a column softmax per
+ * head, one dgemm per block of rows of Wo_cat.  Threads: up to the OpenMP
+ * threads allowed (and those at ac_mh_work_init), bounded by w->threads or,
+ * when that is 0 (or w is NULL), by the BLAS threads (ac_blas_get_threads;
+ * so OPENBLAS_NUM_THREADS=1 or --threads 1 means one thread), for problems
+ * above ~2 Mflop; the threads share out whole blocks and heads, each block a
+ * single-threaded BLAS call (the BLAS thread count is set to 1 for the
+ * duration and restored: do not run it concurrently with code that changes
+ * that setting).  The result therefore does not depend on the number of
+ * threads, to the last bit. */
 int ac_mh_forward(ac_mat *Y, const ac_mh *L, const ac_mat *X, ac_mh_work *w, ac_err *err);
 
 /* The same by plain loops, one head and one entry at a time (the reference
@@ -102,7 +118,8 @@ int ac_mh_forward_ref(ac_mat *Y, const ac_mh *L, const ac_mat *X, ac_err *err);
  *   dH = Wo^T dY, dP = (Wv X)^T dH, dZ = P o (dP - 1 (1^T (P o dP))),
  *   dK = Q dZ^T / sqrt(hs), dQ = K dZ / sqrt(hs),
  *   dX = Wv^T (dH P^T) + Wk^T dK + Wq^T dQ.
- * w as for ac_mh_forward (the forward pass is recomputed into it). */
+ * w as for ac_mh_forward (the forward pass is recomputed into it, threaded as
+ * there; the rest runs on the calling thread). */
 int ac_mh_backward(ac_mat *dX, const ac_mh *L, const ac_mat *X, const ac_mat *dY,
                    ac_mh_work *w, ac_err *err);
 

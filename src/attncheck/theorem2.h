@@ -68,11 +68,16 @@ typedef struct {
     size_t tries;         /* generic vectors per construction (default 3) */
     size_t nalpha;        /* case-3 scalings alpha (default 1, 4, 16, 64) */
     double alpha[AC_T2_MAX_ALPHA];
-    int optimize;         /* BFGS iterations maximising the relative gap (default 60; 0 = off) */
+    int optimize;         /* BFGS iterations maximising the relative gap (default 60; 0 = off);
+                             at most 5 optimize + 10 evaluations of the layers in all */
     int trace;            /* record the proof steps of the case (ac_t2_result.steps) */
     int audit;            /* exhibit the gaps of MATH.md §2 (ac_t2_result.audit) */
     int search_if_identical; /* search even when f_W = g_V is proved (tests) */
     ac_schedule sched;    /* ball stages of the separation certificate */
+    int threads;          /* threads of the double forward/backward passes of the search
+                             (default 1; 0 = the BLAS threads at the call); the result
+                             does not depend on it.  More than 1 pays only for large
+                             layers on an idle machine: the passes are short and many */
 } ac_t2_opts;
 
 void ac_t2_opts_default(ac_t2_opts *o);
@@ -153,6 +158,8 @@ typedef struct {
     ac_t2_sep by_case;       /* the first certified X of the case's own construction */
     size_t ncand, ncert;     /* candidates evaluated / certified */
     double opt_from, opt_to; /* relative gap (estimate) before and after multimin; NAN if none */
+    long opt_evals;          /* evaluations of the two layers by the multimin (each a forward
+                                pass of both, with or without their backward passes) */
     ac_t2_step steps[AC_T2_MAX_STEPS];
     size_t nsteps;
     ac_t2_audit audit;
@@ -164,7 +171,18 @@ typedef struct {
  * multimin, certificate, and (options) trace and audit.  W is a standard
  * MultiHead layer (W->hs * W->h == W->d), V a FixedMultiHead layer with the
  * same d and h; n >= 1 tokens.  AC_EDATA if the shapes do not fit.
- * res must be freed with ac_t2_result_free in every case. */
+ * res must be freed with ac_t2_result_free in every case.
+ *
+ * The work is fixed by the sizes and the options, never by timing or by
+ * convergence: 3 tries (1 + nalpha) candidates (double forward passes and a
+ * stage-0 certificate each), at most 5 candidates taken through the ball
+ * stages of sched, and the multimin at most 5 optimize + 10 evaluations.
+ * BLAS runs single-threaded for the duration (restored on return): the
+ * check is many small products in a loop, where a thread pool waits for its
+ * workers at every call -- a scheduler time slice each on a loaded machine --
+ * and GSL's vector operations would otherwise make the search path depend
+ * on the thread count.  The double passes use opts->threads (default 1).
+ * The result is the same with any number of threads. */
 int ac_t2_separate(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
                    const ac_t2_opts *opts, ac_err *err);
 void ac_t2_result_free(ac_t2_result *res);
@@ -242,30 +260,56 @@ int ac_t2_generate_w(ac_mh *W, const ac_mh *V, int want, uint64_t seed, ac_err *
  * how.  AC_EUSAGE if dp < d/h. */
 int ac_t2_embed(ac_mh *V, const ac_mh *W, size_t dp, char *note, size_t note_len, ac_err *err);
 
+/* Default relative tolerance of the embedding check: half the digits of a
+ * double, as rep-theorem's AC_T1_TOL_DEFAULT. */
+#define AC_T2_EMBED_TOL_DEFAULT 0x1p-26
+
+/* The embedding check decides, on every sample input X_k,
+ *
+ *     ||g_V(X_k) - f_W(X_k)||_F <= tol ||f_W(X_k)||_F,
+ *
+ * i.e. the relative deviation r_k = ||g - f||_F / ||f||_F is at most tol.
+ * r_k is enclosed by the verdict engine (stage 0: ac_mh_enclose of both
+ * layers, the upper bound of ||g - f|| over a lower bound of ||f|| and vice
+ * versa, directed rounding; then Arb balls of the quotient).  A sample where
+ * g_V and f_W agree exactly, head by head (equal value paths and equal logit
+ * matrices, decided on dyadic rationals), has r_k = 0 exactly, and when that
+ * holds for every sample the certificate is exact.  A sample with f_W(X) = 0
+ * and g_V(X) != 0 has r_k = +inf; one whose ||f_W(X)||_F cannot be certified
+ * positive (and is not exactly equal) leaves the claim UNDECIDED. */
 typedef struct {
-    ac_verdict verdict;      /* "g_V(X) = f_W(X) on every sample": PROVED exactly;
-                                REFUTED: a sample with certified ||g - f||_F > 0 */
+    ac_verdict verdict;      /* PROVED: r_k <= tol on every sample (exact or certified);
+                                REFUTED: a sample with certified r_k > tol; UNDECIDED */
+    double tol;
+    int exact;               /* 1: g_V(X) = f_W(X) exactly on every sample (r = 0) */
     int params_identical;    /* head-wise identity (=> every X): 1, 0, -1 unknown */
-    size_t samples, equal_samples;
-    double diff_hi;          /* largest certified upper bound on ||g_V(X) - f_W(X)||_F from
-                                balls at the schedule's first precision; NAN without ball
-                                stages */
-    size_t refuted_sample;   /* 1-based, 0 if none */
-    ac_cert cert;            /* the claim "max ||g_V(X) - f_W(X)||_F <= 0": exact (PROVED),
-                                the refuting enclosure (REFUTED) or the last attempt */
-    char summary[320];
+    size_t samples;
+    size_t equal_samples;    /* equal exactly, head by head */
+    size_t within_samples;   /* r_k <= tol proved (exactly or by the enclosure) */
+    double rel_lo, rel_hi;   /* enclosure of max_k r_k: an exactly equal sample counts as 0,
+                                the others by their certified enclosure (0, 0 when exact) */
+    double diff_hi;          /* largest certified upper bound on ||g_V(X) - f_W(X)||_F over
+                                every sample (for the exactly equal ones a cross-check of
+                                the identity by the enclosures) */
+    size_t refuted_sample;   /* first sample with certified r_k > tol (1-based), 0 if none */
+    size_t undecided_sample; /* first sample neither proved nor refuted, 0 if none */
+    ac_cert cert;            /* "max_k r_k <= tol": exact (0, every sample equal), the
+                                enclosure of max_k r_k, or the refuting sample's enclosure */
+    char summary[400];
 } ac_t2_embed_result;
 
 /* Sample input k of the embedding check: X (d x n, zeroed; allocated here)
  * i.i.d. N(0, 1) from the stream (seed, 301, k). */
 int ac_t2_sample_input(ac_mat *X, size_t d, size_t n, uint64_t seed, size_t k, ac_err *err);
 
-/* Check g_V = f_W on `samples` inputs X (ac_t2_sample_input k = 0, 1, ...):
- * exactly, head by head (Vo_i Vv_i X = Wo_i Wv_i X and the logit matrices
- * X^T U_i X / sqrt(dp) = X^T A_i X / sqrt(d/h)), with a ball bound on the
- * difference as a cross-check; and the parameter identity. */
+/* The embedding check (see above) on `samples` inputs X (ac_t2_sample_input
+ * k = 0, 1, ...), with relative tolerance tol >= 0 (AC_T2_EMBED_TOL_DEFAULT
+ * is the documented default) and the ball stages of sched (NULL or empty:
+ * stage 0 only); also the parameter identity.  AC_EUSAGE: n = 0, no
+ * samples, tol < 0, infinite or NaN; AC_EDATA: d or h differ. */
 int ac_t2_embed_check(ac_t2_embed_result *r, const ac_mh *W, const ac_mh *V, size_t n,
-                      size_t samples, uint64_t seed, const ac_schedule *sched, ac_err *err);
+                      size_t samples, uint64_t seed, double tol, const ac_schedule *sched,
+                      ac_err *err);
 
 const char *ac_t2_case_name(ac_t2_case c);
 const char *ac_t2_construction_name(int construction);

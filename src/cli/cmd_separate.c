@@ -41,14 +41,17 @@ const char cmd_separate_help[] =
     "Search:\n"
     "  --tries K         generic vectors per construction (default 3)\n"
     "  --optimize ITERS  BFGS iterations (GSL multimin) maximising the relative gap\n"
-    "                    ||f-g||_F / (||f||_F + ||g||_F) (default 60; 0 = off)\n"
+    "                    ||f-g||_F / (||f||_F + ||g||_F) (default 60; 0 = off), with\n"
+    "                    at most 5 ITERS + 10 evaluations of the layers in all\n"
     "  --max-prec BITS   highest precision of the ball stages (default 512;\n"
     "                    0 = double precision stage only)\n"
     "Other checks:\n"
-    "  --embed           build g_V from f_W by padding and rescaling (needs\n"
-    "                    dp >= d/h) and check g_V = f_W on sample inputs, exactly:\n"
-    "                    the inclusion F in G\n"
+    "  --embed           the inclusion F in G: build g_V from f_W by padding and\n"
+    "                    rescaling (needs dp >= d/h; or load it with --v-dir) and\n"
+    "                    check ||g_V(X) - f_W(X)||_F <= tol ||f_W(X)||_F on sample\n"
+    "                    inputs (exact equality head by head when it holds)\n"
     "  --samples K       sample inputs of --embed (default 3)\n"
+    "  --tol T           relative tolerance of --embed (default 2^-26 = 1.49e-08)\n"
     "  --audit           exhibit the gaps of the paper's proof on this instance: a\n"
     "                    v != 0 with {Wo_i Wv_i v} dependent, and (case 3) a v1 with\n"
     "                    no sign-separating v2~\n"
@@ -58,20 +61,23 @@ const char cmd_separate_help[] =
     "  --json            print one JSON object (verdict, certificate, ...)\n"
     "  --out-dir DIR     write X.npy (d x n), the parameters used (Wq.npy ...,\n"
     "                    Vq.npy ...) and certificate.json\n"
-    "  --threads N       number of BLAS threads\n"
+    "  --threads N       threads of the double forward passes of the search\n"
+    "                    (default 1); the rest runs on one thread, and the result\n"
+    "                    does not depend on N\n"
     "  -h, --help        show this help\n"
     "\n"
-    "Verdicts: PROVED = separated at the X written (with --embed: g_V = f_W on\n"
-    "every sample, exactly); REFUTED = f_W and g_V are equal head by head, so no\n"
-    "X separates them (with --embed: a sample where they differ); UNDECIDED =\n"
-    "neither could be certified.\n"
+    "Verdicts: PROVED = separated at the X written (with --embed: the relative\n"
+    "deviation is <= tol on every sample, exactly 0 when the heads agree\n"
+    "exactly); REFUTED = f_W and g_V are equal head by head, so no X separates\n"
+    "them (with --embed: a sample with a certified relative deviation > tol);\n"
+    "UNDECIDED = neither could be certified.\n"
     "\n"
     "Exit status: 0 proved, 1 refuted, 2 undecided, 64 usage error, 65 bad input\n"
     "data, 66 cannot open input, 70 internal error, 73 cannot create output.\n";
 
 enum {
     OPT_VDIR = 256, OPT_WDIR, OPT_CASE, OPT_D, OPT_H, OPT_DP, OPT_N, OPT_SEED, OPT_TRIES,
-    OPT_OPTIMIZE, OPT_MAXPREC, OPT_EMBED, OPT_SAMPLES, OPT_AUDIT, OPT_TRACE, OPT_JSON,
+    OPT_OPTIMIZE, OPT_MAXPREC, OPT_EMBED, OPT_SAMPLES, OPT_TOL, OPT_AUDIT, OPT_TRACE, OPT_JSON,
     OPT_OUTDIR, OPT_THREADS
 };
 
@@ -89,6 +95,7 @@ static const struct option long_opts[] = {
     {"max-prec", required_argument, NULL, OPT_MAXPREC},
     {"embed", no_argument, NULL, OPT_EMBED},
     {"samples", required_argument, NULL, OPT_SAMPLES},
+    {"tol", required_argument, NULL, OPT_TOL},
     {"audit", no_argument, NULL, OPT_AUDIT},
     {"trace", no_argument, NULL, OPT_TRACE},
     {"json", no_argument, NULL, OPT_JSON},
@@ -105,8 +112,9 @@ typedef struct {
     const char *vdir, *wdir;
     long kase;
     size_t d, h, dp, n, tries, samples;
-    int have_d, have_h, have_dp, have_samples;
+    int have_d, have_h, have_dp, have_samples, have_tol;
     uint64_t seed;
+    double tol;
     long optimize;
     int embed, audit;
     cli_common common;
@@ -123,6 +131,7 @@ static int parse_args(sep_args *a, int argc, char **argv)
     a->seed = 1;
     a->tries = 3;
     a->samples = 3;
+    a->tol = AC_T2_EMBED_TOL_DEFAULT;
     a->optimize = 60;
     cli_common_init(&a->common);
     optind = 1;
@@ -146,6 +155,10 @@ static int parse_args(sep_args *a, int argc, char **argv)
             st = cli_parse_size("--samples", optarg, 1, 1000, &a->samples);
             a->have_samples = 1;
             break;
+        case OPT_TOL:
+            st = cli_parse_double("--tol", optarg, 0.0, 1.0, &a->tol);
+            a->have_tol = 1;
+            break;
         case OPT_AUDIT: a->audit = 1; break;
         case OPT_TRACE: a->common.trace = 1; break;
         case OPT_JSON: a->common.json = 1; break;
@@ -164,8 +177,6 @@ static int parse_args(sep_args *a, int argc, char **argv)
     }
     if (optind < argc)
         return cli_usage("unexpected argument '%s'", argv[optind]);
-    if (a->embed && a->vdir)
-        return cli_usage("--embed builds g_V from f_W; it cannot be combined with --v-dir");
     if (a->embed && a->kase)
         return cli_usage("--embed builds g_V from f_W; it cannot be combined with --case");
     if (a->embed && (a->audit || a->common.trace))
@@ -173,6 +184,8 @@ static int parse_args(sep_args *a, int argc, char **argv)
                          "--embed");
     if (a->have_samples && !a->embed)
         return cli_usage("--samples sets the sample inputs of --embed");
+    if (a->have_tol && !a->embed)
+        return cli_usage("--tol sets the tolerance of --embed");
     if (a->wdir && a->kase)
         return cli_usage("--case builds f_W; it cannot be combined with --w-dir");
     if (!a->vdir && !a->wdir && a->d % a->h)
@@ -208,11 +221,20 @@ static int load_layers(sep_args *a, ac_mh *W, ac_mh *V, char *vdesc, char *wdesc
     }
     if (a->embed) {
         if (!a->wdir) {
-            if (a->d % a->h)
-                return ac_err_set(err, AC_EUSAGE, "--h %zu does not divide --d %zu", a->h, a->d);
-            if ((st = ac_mh_random(W, a->d, a->h, a->d / a->h, a->seed, 2, err)))
+            size_t d = a->vdir ? V->d : a->d, h = a->vdir ? V->h : a->h;
+            if (d % h)
+                return ac_err_set(err, a->vdir ? AC_EDATA : AC_EUSAGE, "%s%sh = %zu does not "
+                                  "divide d = %zu: f_W needs head size d/h", a->vdir ? a->vdir : "",
+                                  a->vdir ? "/Vq.npy: " : "", h, d);
+            if ((st = ac_mh_random(W, d, h, d / h, a->seed, 2, err)))
                 return st;
             snprintf(wdesc, len, "random Gaussian, seed %llu", (unsigned long long)a->seed);
+        }
+        if (a->vdir) {
+            /* a given g_V, checked as it is (e.g. an embedding made elsewhere) */
+            snprintf(embnote, 200, "none here: g_V is loaded from %s and checked as given",
+                     a->vdir);
+            return ac_t2_validate(W, a->wdir ? a->wdir : "f_W", V, a->vdir, err);
         }
         if ((st = ac_t2_embed(V, W, a->dp, embnote, 200, err)))
             return st;
@@ -338,6 +360,7 @@ static void write_json(ac_json *j, const sep_args *a, const char *vdesc, const c
     ac_json_kv_int(j, "certified", (long long)r->ncert);
     ac_json_kv_number(j, "multimin_from", r->opt_from);
     ac_json_kv_number(j, "multimin_to", r->opt_to);
+    ac_json_kv_int(j, "multimin_evaluations", r->opt_evals);
     ac_json_end_object(j);
     ac_json_key(j, "trace");
     ac_json_begin_array(j);
@@ -431,7 +454,8 @@ static void print_text(const sep_args *a, const char *vdesc, const char *wdesc, 
         printf("search     %zu candidates (3 constructions x %zu vectors%s), %zu certified",
                r->ncand, a->tries, a->optimize ? ", multimin" : "", r->ncert);
         if (!isnan(r->opt_from))
-            printf("; multimin: relative gap %.3g -> %.3g", r->opt_from, r->opt_to);
+            printf("; multimin: relative gap %.3g -> %.3g (%ld evaluations)", r->opt_from,
+                   r->opt_to, r->opt_evals);
         printf("\n");
     }
     if (r->best.X.data)
@@ -544,6 +568,8 @@ static void json_sep_cb(ac_json *j, const void *p)
     write_json(j, c->a, c->vdesc, c->wdesc, c->W, c->V, c->r);
 }
 
+#define EMBED_CLAIM "on every sample input X, ||g_V(X) - f_W(X)||_F <= tol ||f_W(X)||_F"
+
 static void write_json_embed(ac_json *j, const out_ctx *c)
 {
     const ac_t2_embed_result *e = c->e;
@@ -552,7 +578,9 @@ static void write_json_embed(ac_json *j, const out_ctx *c)
     ac_json_kv_string(j, "mode", "embed");
     ac_json_kv_string(j, "version", PACKAGE_VERSION);
     ac_json_kv_string(j, "verdict", ac_verdict_name(e->verdict));
-    ac_json_kv_string(j, "claim", "g_V(X) = f_W(X) on every sample input (g_V the embedding of f_W)");
+    ac_json_kv_string(j, "claim", EMBED_CLAIM);
+    ac_json_kv_number(j, "tol", e->tol);
+    ac_json_kv_bool(j, "exact", e->exact);
     ac_json_key(j, "certificate");
     cli_json_cert(j, &e->cert);
     ac_json_key(j, "instance");
@@ -571,8 +599,11 @@ static void write_json_embed(ac_json *j, const out_ctx *c)
                       e->params_identical == 1 ? "yes" : e->params_identical == 0 ? "no" : "unknown");
     ac_json_kv_int(j, "samples", (long long)e->samples);
     ac_json_kv_int(j, "equal_samples", (long long)e->equal_samples);
+    ac_json_kv_int(j, "within_tol_samples", (long long)e->within_samples);
+    ac_json_kv_number(j, "relative_deviation_lo", e->rel_lo);
+    ac_json_kv_number(j, "relative_deviation_hi", e->rel_hi);
+    ac_json_kv_number(j, "difference_hi", e->diff_hi);
     ac_json_kv_int(j, "refuting_sample", (long long)e->refuted_sample);
-    ac_json_kv_number(j, "ball_difference_hi", e->diff_hi);
     ac_json_kv_string(j, "summary", e->summary);
     ac_json_end_object(j);
 }
@@ -635,10 +666,10 @@ static int run_embed(sep_args *a, ac_mh *W, ac_mh *V, const char *vdesc, const c
     ac_t2_embed_result e;
     ac_err err;
     ac_schedule sched = cli_schedule(&a->common);
-    char b1[32], sb[64];
+    char b1[32], b2[32], sb[64];
     int st;
     ac_err_clear(&err);
-    if ((st = ac_t2_embed_check(&e, W, V, a->n, a->samples, a->seed, &sched, &err)))
+    if ((st = ac_t2_embed_check(&e, W, V, a->n, a->samples, a->seed, a->tol, &sched, &err)))
         return cli_fail_err(&err);
     out_ctx c = {a, vdesc, wdesc, W, V, NULL, &e, embnote};
     if (a->common.out_dir) {
@@ -667,22 +698,32 @@ static int run_embed(sep_args *a, ac_mh *W, ac_mh *V, const char *vdesc, const c
                                          "Wk_i'Wq_i/sqrt(d/h) for every head (exact)"
                : e.params_identical == 0 ? "the parameters are NOT equal head by head (exact)"
                                          : "head-by-head identity not decided");
-        printf("samples    %zu Gaussian inputs X (d x n): %zu equal exactly, head by head\n",
-               e.samples, e.equal_samples);
-        if (isnan(e.diff_hi))
-            printf("balls      not computed (no ball stage: --max-prec 0)\n");
+        printf("samples    %zu Gaussian inputs X (d x n): %zu equal exactly, head by head; "
+               "%zu proved within tol\n", e.samples, e.equal_samples, e.within_samples);
+        printf("claim      ||g_V(X) - f_W(X)||_F <= tol ||f_W(X)||_F on every sample, tol = %s\n",
+               cli_num(b1, sizeof b1, e.tol));
+        if (e.exact)
+            printf("deviation  0 on every sample (exact); the enclosures bound ||g_V(X) - "
+                   "f_W(X)||_F <= %s (a cross-check)\n", cli_num(b1, sizeof b1, e.diff_hi));
         else
-            printf("balls      ||g_V(X) - f_W(X)||_F <= %s on every sample (%s, a cross-check)\n",
-                   cli_num(b1, sizeof b1, e.diff_hi), cli_stage_name(sb, sizeof sb, 1, sched.prec[0]));
+            printf("deviation  max ||g - f||_F / ||f||_F in [%s, %s]  (%s)\n",
+                   cli_num(b1, sizeof b1, e.rel_lo), cli_num(b2, sizeof b2, e.rel_hi),
+                   cli_stage_name(sb, sizeof sb, e.cert.stage, e.cert.prec));
         printf("summary    %s\n", e.summary);
-        if (e.verdict == AC_PROVED)
-            printf("verdict    PROVED: g_V = f_W on the sample inputs (exact)\n");
+        if (e.verdict == AC_PROVED && e.exact)
+            printf("verdict    PROVED: g_V = f_W on the sample inputs, exactly (deviation 0)\n");
+        else if (e.verdict == AC_PROVED)
+            printf("verdict    PROVED: g_V = f_W on the sample inputs within tol: relative "
+                   "deviation <= %s (not exact: %s)\n", cli_num(b1, sizeof b1, e.rel_hi),
+                   a->vdir ? "g_V is not f_W head by head"
+                           : "the double V rounds the rescaling s = sqrt(dp/(d/h))");
         else if (e.verdict == AC_REFUTED)
-            printf("verdict    REFUTED: g_V(X) != f_W(X) at sample %zu: ||g - f||_F >= %s [%s]\n",
+            printf("verdict    REFUTED: at sample %zu ||g - f||_F / ||f||_F >= %s > tol  [%s]\n",
                    e.refuted_sample, cli_num(b1, sizeof b1, e.cert.lo),
                    cli_stage_name(sb, sizeof sb, e.cert.stage, e.cert.prec));
         else
-            printf("verdict    UNDECIDED\n");
+            printf("verdict    UNDECIDED: sample %zu is neither proved within tol nor beyond it\n",
+                   e.undecided_sample);
     }
     return cli_exit_of(e.verdict);
 }
@@ -716,6 +757,7 @@ int cmd_separate(int argc, char **argv)
     o.trace = a.common.trace;
     o.audit = a.audit;
     o.sched = cli_schedule(&a.common);
+    o.threads = a.common.threads > 0 ? a.common.threads : 1;
     if ((st = ac_t2_separate(&r, &W, &V, a.n, &o, &err))) {
         st = cli_fail_err(&err);
         goto out;
@@ -799,13 +841,12 @@ static void t2_embed_row(cli_report *rep, size_t d, size_t h, size_t dp, size_t 
     ac_mh W = {0}, V = {0};
     ac_err err;
     ac_t2_embed_result e;
-    char b1[32];
     if (!row)
         return;
     ac_err_clear(&err);
-    snprintf(row->claim, sizeof row->claim, "Thm 2 F in G: embedded g_V = f_W");
-    snprintf(row->instance, sizeof row->instance, "d=%zu h=%zu dp=%zu n=%zu, 3 inputs", d, h,
-             dp, n);
+    snprintf(row->claim, sizeof row->claim, "Thm 2 F in G: |g-f| <= tol |f|");
+    snprintf(row->instance, sizeof row->instance, "d=%zu h=%zu dp=%zu n=%zu, 3 X, s=%s", d, h,
+             dp, n, dp == 4 * (d / h) ? "2" : dp == 2 * (d / h) ? "sqrt 2" : "?");
     row->expected = AC_PROVED;
     double t0 = cli_now();
     ac_schedule sched = ac_schedule_default();
@@ -813,7 +854,7 @@ static void t2_embed_row(cli_report *rep, size_t d, size_t h, size_t dp, size_t 
     if (!st)
         st = ac_t2_embed(&V, &W, dp, NULL, 0, &err);
     if (!st)
-        st = ac_t2_embed_check(&e, &W, &V, n, 3, rep->seed, &sched, &err);
+        st = ac_t2_embed_check(&e, &W, &V, n, 3, rep->seed, AC_T2_EMBED_TOL_DEFAULT, &sched, &err);
     row->seconds = cli_now() - t0;
     if (st) {
         row->error = st;
@@ -821,7 +862,10 @@ static void t2_embed_row(cli_report *rep, size_t d, size_t h, size_t dp, size_t 
         snprintf(row->detail, sizeof row->detail, "%.255s", err.msg);
     } else {
         row->verdict = e.verdict;
-        snprintf(row->bound, sizeof row->bound, "|g-f| <= %s", cli_num(b1, sizeof b1, e.diff_hi));
+        if (e.exact)
+            snprintf(row->bound, sizeof row->bound, "|g-f| = 0 exactly");
+        else
+            snprintf(row->bound, sizeof row->bound, "|g-f|/|f|<=%.2g", e.rel_hi);
         snprintf(row->detail, sizeof row->detail, "%.255s", e.summary);
     }
     ac_mh_free(&W);
@@ -834,6 +878,8 @@ void report_rows_theorem2(cli_report *rep)
     size_t n = rep->quick ? 4 : 16;
     for (int k = 1; k <= 3; k++)
         t2_row(rep, k, d, h, dp, n);
-    /* dp = 4 d/h: the rescaling sqrt(dp/(d/h)) = 2 is exact */
+    /* dp = 4 d/h: the rescaling s = sqrt(dp/(d/h)) = 2 is exact (deviation 0);
+     * dp = 2 d/h: s = sqrt(2) is rounded in the double V (deviation ~1e-16) */
     t2_embed_row(rep, d, h, 4 * (d / h), n);
+    t2_embed_row(rep, d, h, 2 * (d / h), n);
 }
