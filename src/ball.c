@@ -109,3 +109,27 @@ void ac_arb_fro(arb_t res, const arb_mat_t A, slong prec)
 {
     arb_mat_frobenius_norm(res, A, prec);
 }
+
+int ac_arb_mat_to_imat(ac_imat *A, const arb_mat_t M, ac_err *err)
+{
+    slong r = arb_mat_nrows(M), c = arb_mat_ncols(M);
+    int st = ac_imat_init(A, (size_t)r, (size_t)c, 1, err);
+    if (st)
+        return st;
+    arb_t t;
+    arb_init(t);
+    for (slong i = 0; i < r; i++)
+        for (slong j = 0; j < c; j++) {
+            arb_srcptr e = arb_mat_entry(M, i, j);
+            double m = arf_get_d(arb_midref(e), ARF_RND_NEAR);
+            /* |x - m| over the ball: the ball of x - m, enclosed exactly
+             * enough at 128 bits, its upper end rounded up */
+            arb_set_d(t, m);
+            arb_sub(t, e, t, 128);
+            arb_abs(t, t);
+            A->mid[i * c + j] = m;
+            A->rad[i * c + j] = ac_arb_hi(t);
+        }
+    arb_clear(t);
+    return AC_OK;
+}

@@ -30,6 +30,11 @@ void ac_arb_softmax_cols(arb_mat_t P, const arb_mat_t L, slong prec);
  * The result is a ball containing the exact maximum. */
 void ac_arb_max_abs_dev(arb_t res, const arb_mat_t A, const double *B, slong prec);
 
+/* A midpoint-radius interval matrix containing the ball matrix M: mid is
+ * the ball midpoint rounded to double, rad an upper bound on the distance of
+ * every point of the ball to it.  A is allocated here (zeroed on entry). */
+int ac_arb_mat_to_imat(ac_imat *A, const arb_mat_t M, ac_err *err);
+
 /* res = Frobenius norm of A as a ball. */
 void ac_arb_fro(arb_t res, const arb_mat_t A, slong prec);
 

@@ -732,29 +732,6 @@ done:
     return AC_OK;
 }
 
-/* Convert a ball matrix to a midpoint-radius double interval matrix. */
-static int arb_to_imat(ac_imat *A, const arb_mat_t M, ac_err *err)
-{
-    slong r = arb_mat_nrows(M), c = arb_mat_ncols(M);
-    int st = ac_imat_init(A, (size_t)r, (size_t)c, 1, err);
-    if (st)
-        return st;
-    arb_t t;
-    arb_init(t);
-    for (slong i = 0; i < r; i++)
-        for (slong j = 0; j < c; j++) {
-            arb_srcptr e = arb_mat_entry(M, i, j);
-            double m = arf_get_d(arb_midref(e), ARF_RND_NEAR);
-            arb_set_d(t, m);
-            arb_sub(t, e, t, 2 * 64);
-            arb_abs(t, t);
-            A->mid[i * c + j] = m;
-            A->rad[i * c + j] = ac_arb_hi(t);
-        }
-    arb_clear(t);
-    return AC_OK;
-}
-
 /* sigma_{dk+1}(K Pi L Pi), K = I - g g'/(g'g), g = Pi 1 (K = I if Pi 1 = 0):
  * K kills every term g (Pi c)', so the bound holds for all c at once
  * (MATH.md §1.3, dk < r): if it is positive, no rank-dk B fits. */
@@ -806,7 +783,7 @@ static int lowrank_ball(void *v, long prec, mpfr_t lo, mpfr_t hi, ac_err *err)
                 arb_sub(arb_mat_entry(M, i, j), arb_mat_entry(M, i, j), t, prec);
             }
     }
-    if ((st = arb_to_imat(&A, M, err)))
+    if ((st = ac_arb_mat_to_imat(&A, M, err)))
         goto done;
     slo = malloc((size_t)n * sizeof(double));
     shi = malloc((size_t)n * sizeof(double));

@@ -1415,29 +1415,6 @@ static void arb_col_of(arb_mat_t v, const ac_mat *X, size_t j)
         arb_set_d(arb_mat_entry(v, (slong)i, 0), AC_MAT(X, i, j));
 }
 
-/* Ball matrix to a midpoint-radius interval matrix (radius rounded up). */
-static int arb_to_imat(ac_imat *A, const arb_mat_t M, ac_err *err)
-{
-    slong r = arb_mat_nrows(M), c = arb_mat_ncols(M);
-    int st = ac_imat_init(A, (size_t)r, (size_t)c, 1, err);
-    if (st)
-        return st;
-    arb_t t;
-    arb_init(t);
-    for (slong i = 0; i < r; i++)
-        for (slong j = 0; j < c; j++) {
-            arb_srcptr e = arb_mat_entry(M, i, j);
-            double m = arf_get_d(arb_midref(e), ARF_RND_NEAR);
-            arb_set_d(t, m);
-            arb_sub(t, e, t, 2 * 64);
-            arb_abs(t, t);
-            A->mid[i * c + j] = m;
-            A->rad[i * c + j] = ac_arb_hi(t);
-        }
-    arb_clear(t);
-    return AC_OK;
-}
-
 /* Certified lower bound on sigma_h of B = [Wo_1 Wv_1 v, ..., Wo_h Wv_h v] (d x h). */
 static int sigma_ov(double *lo, double *hi, const ac_mh *W, const arb_mat_t v, ac_err *err)
 {
@@ -1461,7 +1438,7 @@ static int sigma_ov(double *lo, double *hi, const ac_mh *W, const arb_mat_t v, a
     sh = malloc((size_t)h * sizeof(double));
     if (!sl || !sh)
         st = ac_err_set(err, AC_EINTERNAL, "out of memory");
-    if (!st && !(st = arb_to_imat(&Bi, B, err)) && !(st = ac_sv_enclose(&Bi, sl, sh, NULL, err))) {
+    if (!st && !(st = ac_arb_mat_to_imat(&Bi, B, err)) && !(st = ac_sv_enclose(&Bi, sl, sh, NULL, err))) {
         *lo = sl[h - 1];
         *hi = sh[h - 1];
     }
