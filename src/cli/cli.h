@@ -54,7 +54,10 @@ int cli_parse_u64(const char *opt, const char *s, uint64_t *out);
 int cli_parse_double(const char *opt, const char *s, double min, double max, double *out);
 int cli_parse_int(const char *opt, const char *s, long min, long max, long *out);
 
-/* Common options of every command, parsed by cli_common_option(). */
+/* --threads N: 1..1024 (usage error otherwise). */
+int cli_parse_threads(const char *s, int *out);
+
+/* Common options of the commands. */
 typedef struct {
     int json;          /* --json */
     int trace;         /* --trace */

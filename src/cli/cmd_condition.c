@@ -240,12 +240,7 @@ static int parse_args(cond_args *a, int argc, char **argv)
         case OPT_CSV: a->csv = optarg; break;
         case OPT_PLOT: a->plot = optarg; break;
         case OPT_TRACE: a->trace = 1; break;
-        case OPT_THREADS: {
-            long t;
-            st = cli_parse_int("--threads", optarg, 1, 1024, &t);
-            a->common.threads = (int)t;
-            break;
-        }
+        case OPT_THREADS: st = cli_parse_threads(optarg, &a->common.threads); break;
         case ':': return cli_usage("option '%s' needs a value", argv[optind - 1]);
         default: return cli_usage("unknown option '%s'", argv[optind - 1]);
         }

@@ -60,12 +60,7 @@ int cmd_report(int argc, char **argv)
         case OPT_SEED: st = cli_parse_u64("--seed", optarg, &rep.seed); break;
         case OPT_QUICK: rep.quick = 1; break;
         case OPT_JSON: json = 1; break;
-        case OPT_THREADS: {
-            long t;
-            st = cli_parse_int("--threads", optarg, 1, 1024, &t);
-            common.threads = (int)t;
-            break;
-        }
+        case OPT_THREADS: st = cli_parse_threads(optarg, &common.threads); break;
         case ':': return cli_usage("option '%s' needs a value", argv[optind - 1]);
         default: return cli_usage("unknown option '%s'", argv[optind - 1]);
         }

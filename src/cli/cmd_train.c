@@ -335,12 +335,7 @@ static int apply(train_args *a, ac_train_config *c)
         case OPT_MAXPREC: st = cli_parse_int("--max-prec", v, 0, 1L << 20, &a->max_prec); break;
         case OPT_QUIET: a->quiet = 1; break;
         case OPT_JSON: a->json = 1; break;
-        case OPT_THREADS: {
-            long t;
-            st = cli_parse_int("--threads", v, 1, 1024, &t);
-            a->threads = (int)t;
-            break;
-        }
+        case OPT_THREADS: st = cli_parse_threads(v, &a->threads); break;
         }
     }
     if (st)

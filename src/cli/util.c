@@ -116,6 +116,15 @@ int cli_parse_double(const char *opt, const char *s, double min, double max, dou
     return AC_OK;
 }
 
+int cli_parse_threads(const char *s, int *out)
+{
+    long t;
+    int st = cli_parse_int("--threads", s, 1, 1024, &t);
+    if (!st)
+        *out = (int)t;
+    return st;
+}
+
 void cli_common_init(cli_common *c)
 {
     memset(c, 0, sizeof *c);
