@@ -416,16 +416,8 @@ static int certify_weights(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, con
 static void add_step(ac_t1_result *res, const char *name, const char *quantity, double lo,
                      double hi, int stage, long prec, const char *note)
 {
-    if (res->nsteps >= AC_T1_MAX_STEPS)
-        return;
-    ac_t1_step *s = &res->steps[res->nsteps++];
-    snprintf(s->name, sizeof s->name, "%s", name);
-    snprintf(s->quantity, sizeof s->quantity, "%s", quantity);
-    s->lo = lo;
-    s->hi = hi;
-    s->stage = stage;
-    s->prec = prec;
-    snprintf(s->note, sizeof s->note, "%s", note ? note : "");
+    ac_step_add(res->steps, &res->nsteps, AC_T1_MAX_STEPS, name, quantity, lo, hi, stage, prec,
+                note);
 }
 
 /* Certified max_ij |P_ij - P_ij / s_j|, s_j the column sums. */

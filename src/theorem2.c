@@ -1328,16 +1328,8 @@ out:
 static void add_step(ac_t2_result *res, const char *name, const char *quantity, double lo,
                      double hi, int stage, long prec, const char *note)
 {
-    if (res->nsteps >= AC_T2_MAX_STEPS)
-        return;
-    ac_t2_step *s = &res->steps[res->nsteps++];
-    snprintf(s->name, sizeof s->name, "%s", name);
-    snprintf(s->quantity, sizeof s->quantity, "%s", quantity);
-    s->lo = lo;
-    s->hi = hi;
-    s->stage = stage;
-    s->prec = prec;
-    snprintf(s->note, sizeof s->note, "%s", note ? note : "");
+    ac_step_add(res->steps, &res->nsteps, AC_T2_MAX_STEPS, name, quantity, lo, hi, stage, prec,
+                note);
 }
 
 static void add_step_arb(ac_t2_result *res, const char *name, const char *quantity, const arb_t x,

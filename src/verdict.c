@@ -117,6 +117,21 @@ void ac_cert_set(ac_cert *cert, const char *quantity, ac_relation rel, double ta
     cert->verdict = ac_judge(lo, hi, rel, tau);
 }
 
+void ac_step_add(ac_step *steps, size_t *n, size_t max, const char *name, const char *quantity,
+                 double lo, double hi, int stage, long prec, const char *note)
+{
+    if (*n >= max)
+        return;
+    ac_step *s = &steps[(*n)++];
+    snprintf(s->name, sizeof s->name, "%s", name ? name : "");
+    snprintf(s->quantity, sizeof s->quantity, "%s", quantity ? quantity : "");
+    s->lo = lo;
+    s->hi = hi;
+    s->stage = stage;
+    s->prec = prec;
+    snprintf(s->note, sizeof s->note, "%s", note ? note : "");
+}
+
 ac_verdict ac_verdict_and(ac_verdict a, ac_verdict b)
 {
     if (a == AC_REFUTED || b == AC_REFUTED)

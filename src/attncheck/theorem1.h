@@ -58,15 +58,9 @@ void ac_t1_opts_default(ac_t1_opts *o);
 
 #define AC_T1_MAX_STEPS 12
 
-/* One proof step with its certified residual (for --trace). */
-typedef struct {
-    char name[80];       /* e.g. "step 1: X^+ X = I" */
-    char quantity[96];   /* e.g. "||X^+ X - I||_F" */
-    double lo, hi;       /* certified enclosure of the quantity */
-    int stage;           /* AC_STAGE_DOUBLE, ball stage, AC_STAGE_EXACT */
-    long prec;
-    char note[160];      /* what it shows */
-} ac_t1_step;
+/* One proof step with its certified residual (for --trace): ac_step of
+ * verdict.h. */
+typedef ac_step ac_t1_step;
 
 typedef struct {
     ac_verdict verdict;      /* C(tol) */

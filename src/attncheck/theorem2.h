@@ -119,15 +119,9 @@ typedef struct {
     double f_hi, g_hi;       /* certified upper bounds on ||f_W(X)||_F, ||g_V(X)||_F */
 } ac_t2_sep;
 
-/* One proof step with its certified value (for --trace). */
-typedef struct {
-    char name[96];
-    char quantity[96];
-    double lo, hi;
-    int stage;
-    long prec;
-    char note[200];
-} ac_t2_step;
+/* One proof step with its certified value (for --trace): ac_step of
+ * verdict.h. */
+typedef ac_step ac_t2_step;
 
 /* The gaps of MATH.md §2 exhibited on the instance (--audit). */
 typedef struct {

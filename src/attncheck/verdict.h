@@ -109,6 +109,22 @@ ac_verdict ac_judge_mpfr(const mpfr_t lo, const mpfr_t hi, ac_relation rel, doub
 void ac_cert_set(ac_cert *cert, const char *quantity, ac_relation rel, double tau, int stage,
                  long prec, double lo, double hi, const char *method);
 
+/* One step of a proof with the certified value of the quantity it claims
+ * (what every command's --trace prints). */
+typedef struct {
+    char name[96];       /* e.g. "step 1: X^+ X = I" */
+    char quantity[96];   /* e.g. "||X^+ X - I||_F" */
+    double lo, hi;       /* certified enclosure of the quantity */
+    int stage;           /* AC_STAGE_DOUBLE, a ball stage, AC_STAGE_EXACT */
+    long prec;           /* bits of that stage */
+    char note[200];      /* what the step shows */
+} ac_step;
+
+/* Append a step to steps[0 .. max-1] (ignored once *n == max); note may be
+ * NULL. */
+void ac_step_add(ac_step *steps, size_t *n, size_t max, const char *name, const char *quantity,
+                 double lo, double hi, int stage, long prec, const char *note);
+
 /* Combine verdicts of a conjunction: REFUTED if any is, else UNDECIDED if any
  * is, else PROVED. */
 ac_verdict ac_verdict_and(ac_verdict a, ac_verdict b);

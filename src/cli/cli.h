@@ -98,6 +98,11 @@ void cli_json_cert(ac_json *j, const ac_cert *c);
 /* "stage 0 (double)", "stage 2 (256-bit balls)", "exact" */
 const char *cli_stage_name(char *buf, size_t n, int stage, long prec);
 
+/* The proof steps of --trace: as text (numbered, indented) and as a JSON
+ * array of {step, quantity, lo, hi, stage, note}. */
+void cli_print_steps(const ac_step *steps, size_t n);
+void cli_json_steps(ac_json *j, const ac_step *steps, size_t n);
+
 /* Open stdout for --json output (one JSON object) */
 ac_json *cli_json_stdout(void);
 int cli_json_finish(ac_json *j);

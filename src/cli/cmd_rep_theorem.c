@@ -233,7 +233,6 @@ static void describe_instance(char *buf, size_t n, const t1_args *a, const ac_ma
 static void write_json(ac_json *j, const t1_args *a, const char *instance, const ac_t1_result *r,
                        int gen_x, int gen_p)
 {
-    char sb[64];
     ac_json_begin_object(j);
     ac_json_kv_string(j, "command", "rep-theorem");
     ac_json_kv_string(j, "version", PACKAGE_VERSION);
@@ -296,19 +295,7 @@ static void write_json(ac_json *j, const t1_args *a, const char *instance, const
     ac_json_key(j, "weights");
     cli_json_cert(j, &r->weights_cert);
     ac_json_key(j, "trace");
-    ac_json_begin_array(j);
-    for (size_t i = 0; i < r->nsteps; i++) {
-        const ac_t1_step *s = &r->steps[i];
-        ac_json_begin_object(j);
-        ac_json_kv_string(j, "step", s->name);
-        ac_json_kv_string(j, "quantity", s->quantity);
-        ac_json_kv_number(j, "lo", s->lo);
-        ac_json_kv_number(j, "hi", s->hi);
-        ac_json_kv_string(j, "stage", cli_stage_name(sb, sizeof sb, s->stage, s->prec));
-        ac_json_kv_string(j, "note", s->note);
-        ac_json_end_object(j);
-    }
-    ac_json_end_array(j);
+    cli_json_steps(j, r->steps, r->nsteps);
     ac_json_end_object(j);
 }
 
@@ -339,12 +326,7 @@ static void print_text(const t1_args *a, const char *instance, const ac_t1_resul
            cli_num(b1, sizeof b1, r->dist_lo), cli_num(b2, sizeof b2, r->dist_hi));
     if (a->common.trace) {
         printf("trace\n");
-        for (size_t i = 0; i < r->nsteps; i++) {
-            const ac_t1_step *s = &r->steps[i];
-            printf("  %zu. %s\n     %s in [%s, %s]  %s\n     %s\n", i + 1, s->name, s->quantity,
-                   cli_num(b1, sizeof b1, s->lo), cli_num(b2, sizeof b2, s->hi),
-                   cli_stage_name(sb, sizeof sb, s->stage, s->prec), s->note);
-        }
+        cli_print_steps(r->steps, r->nsteps);
     }
     printf("summary    %s\n", r->summary);
     printf("verdict    %s: dist <= tol = %s  [%s, %.3g s]\n", ac_verdict_name(r->verdict),

@@ -296,7 +296,6 @@ static void json_verdict_kv(ac_json *j, const char *k, ac_verdict v)
 static void write_json(ac_json *j, const sep_args *a, const char *vdesc, const char *wdesc,
                        const ac_mh *W, const ac_mh *V, const ac_t2_result *r)
 {
-    char sb[64];
     ac_json_begin_object(j);
     ac_json_kv_string(j, "command", "separate");
     ac_json_kv_string(j, "version", PACKAGE_VERSION);
@@ -358,19 +357,7 @@ static void write_json(ac_json *j, const sep_args *a, const char *vdesc, const c
     ac_json_kv_int(j, "multimin_evaluations", r->opt_evals);
     ac_json_end_object(j);
     ac_json_key(j, "trace");
-    ac_json_begin_array(j);
-    for (size_t i = 0; i < r->nsteps; i++) {
-        const ac_t2_step *s = &r->steps[i];
-        ac_json_begin_object(j);
-        ac_json_kv_string(j, "step", s->name);
-        ac_json_kv_string(j, "quantity", s->quantity);
-        ac_json_kv_number(j, "lo", s->lo);
-        ac_json_kv_number(j, "hi", s->hi);
-        ac_json_kv_string(j, "stage", cli_stage_name(sb, sizeof sb, s->stage, s->prec));
-        ac_json_kv_string(j, "note", s->note);
-        ac_json_end_object(j);
-    }
-    ac_json_end_array(j);
+    cli_json_steps(j, r->steps, r->nsteps);
     ac_json_key(j, "audit");
     if (r->audit.done) {
         const ac_t2_audit *au = &r->audit;
@@ -416,7 +403,7 @@ static void print_sep(const char *label, const ac_t2_sep *s)
 static void print_text(const sep_args *a, const char *vdesc, const char *wdesc, const ac_mh *W,
                        const ac_mh *V, const ac_t2_result *r)
 {
-    char b1[32], b2[32], sb[64];
+    char b1[32], sb[64];
     printf("instance   d = %zu, h = %zu (f_W head size d/h = %zu), dp = %zu, n = %zu\n", W->d,
            W->h, W->hs, V->hs, a->n);
     printf("g_V        %s\n", vdesc);
@@ -464,14 +451,7 @@ static void print_text(const sep_args *a, const char *vdesc, const char *wdesc, 
                        : (r->cls.kase >= AC_T2_CASE_1 && r->cls.kase <= AC_T2_CASE_3)
                              ? "no candidate of the case's construction"
                              : "the instance is in none of the paper's three cases");
-        for (size_t i = 0; i < r->nsteps; i++) {
-            const ac_t2_step *s = &r->steps[i];
-            printf("  %zu. %s\n     %s in [%s, %s]  %s\n", i + 1, s->name, s->quantity,
-                   cli_num(b1, sizeof b1, s->lo), cli_num(b2, sizeof b2, s->hi),
-                   cli_stage_name(sb, sizeof sb, s->stage, s->prec));
-            if (s->note[0])
-                printf("     %s\n", s->note);
-        }
+        cli_print_steps(r->steps, r->nsteps);
     }
     if (r->audit.done) {
         const ac_t2_audit *au = &r->audit;

@@ -278,6 +278,37 @@ void cli_json_cert(ac_json *j, const ac_cert *c)
     ac_json_end_object(j);
 }
 
+void cli_print_steps(const ac_step *steps, size_t n)
+{
+    char b1[32], b2[32], sb[64];
+    for (size_t i = 0; i < n; i++) {
+        const ac_step *s = &steps[i];
+        printf("  %zu. %s\n     %s in [%s, %s]  %s\n", i + 1, s->name, s->quantity,
+               cli_num(b1, sizeof b1, s->lo), cli_num(b2, sizeof b2, s->hi),
+               cli_stage_name(sb, sizeof sb, s->stage, s->prec));
+        if (s->note[0])
+            printf("     %s\n", s->note);
+    }
+}
+
+void cli_json_steps(ac_json *j, const ac_step *steps, size_t n)
+{
+    char sb[64];
+    ac_json_begin_array(j);
+    for (size_t i = 0; i < n; i++) {
+        const ac_step *s = &steps[i];
+        ac_json_begin_object(j);
+        ac_json_kv_string(j, "step", s->name);
+        ac_json_kv_string(j, "quantity", s->quantity);
+        ac_json_kv_number(j, "lo", s->lo);
+        ac_json_kv_number(j, "hi", s->hi);
+        ac_json_kv_string(j, "stage", cli_stage_name(sb, sizeof sb, s->stage, s->prec));
+        ac_json_kv_string(j, "note", s->note);
+        ac_json_end_object(j);
+    }
+    ac_json_end_array(j);
+}
+
 ac_json *cli_json_stdout(void)
 {
     return ac_json_new(stdout, 2);
