@@ -25,6 +25,7 @@
 
 #include "attncheck/common.h"
 #include "attncheck/json.h"
+#include "testutil.h"
 
 static uint64_t g_seed = UINT64_C(20240522);
 
@@ -797,19 +798,8 @@ static Suite *json_suite(void)
 
 int main(void)
 {
-    const char *env = getenv("ATTNCHECK_TEST_SEED");
-    if (env && *env) {
-        char *end;
-        g_seed = strtoull(env, &end, 0);
-        if (*end) {
-            fprintf(stderr, "test_json: ATTNCHECK_TEST_SEED=%s is not an integer\n", env);
-            return 2;
-        }
-        printf("test_json: ATTNCHECK_TEST_SEED=%" PRIu64 "\n", g_seed);
-    }
-    SRunner *sr = srunner_create(json_suite());
-    srunner_run_all(sr, CK_NORMAL);
-    const int failed = srunner_ntests_failed(sr);
-    srunner_free(sr);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    if (!test_seed_from_env("test_json", &g_seed))
+        return 2;
+    test_seed_value = g_seed; /* printed by test_run_suite on failure */
+    return test_run_suite(json_suite());
 }

@@ -14,11 +14,29 @@
 
 static uint64_t test_seed_value = 20261121u;
 
-static inline void test_seed_init(void)
+/* If ATTNCHECK_TEST_SEED is set, parse it into *seed and print it (prog
+ * names the test).  Returns 0 if it is not an integer (the test should then
+ * exit with status 2), 1 otherwise. */
+static inline int test_seed_from_env(const char *prog, uint64_t *seed)
 {
     const char *s = getenv("ATTNCHECK_TEST_SEED");
-    if (s && *s)
-        test_seed_value = strtoull(s, NULL, 0);
+    if (!s || !*s)
+        return 1;
+    char *end;
+    unsigned long long v = strtoull(s, &end, 0);
+    if (*end) {
+        fprintf(stderr, "%s: ATTNCHECK_TEST_SEED=%s is not an integer\n", prog, s);
+        return 0;
+    }
+    *seed = (uint64_t)v;
+    printf("%s: ATTNCHECK_TEST_SEED=%llu\n", prog, v);
+    return 1;
+}
+
+static inline void test_seed_init(void)
+{
+    if (!test_seed_from_env("test", &test_seed_value))
+        exit(2);
 }
 
 /* splitmix64: a small, fast generator for test data (not the library RNG). */
