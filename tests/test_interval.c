@@ -8,7 +8,7 @@
 #include <mpfr.h>
 #include <string.h>
 
-#include "ac_arb.h"
+#include "core/ac_arb.h"
 #include "attncheck/interval.h"
 #include "testutil.h"
 

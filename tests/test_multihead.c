@@ -21,9 +21,9 @@
 #include <omp.h>
 #endif
 
-#include "ac_arb.h"
-#include "ball.h"
-#include "multihead_arb.h"
+#include "core/ac_arb.h"
+#include "core/ball.h"
+#include "attention/multihead_arb.h"
 #include "attncheck/blas.h"
 #include "attncheck/multihead.h"
 #include "testutil.h"

@@ -14,8 +14,8 @@
 #include <mpfr.h>
 #include <string.h>
 
-#include "ac_arb.h"
-#include "ball.h"
+#include "core/ac_arb.h"
+#include "core/ball.h"
 #include "attncheck/linalg.h"
 #include "attncheck/rng.h"
 #include "attncheck/theorem1.h"

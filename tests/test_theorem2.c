@@ -13,11 +13,11 @@
 #include <omp.h>
 #endif
 
-#include "ac_arb.h"
-#include "ball.h"
-#include "dyadic.h"
+#include "core/ac_arb.h"
+#include "core/ball.h"
+#include "core/dyadic.h"
 #include "attncheck/blas.h"
-#include "multihead_arb.h"
+#include "attention/multihead_arb.h"
 #include "attncheck/theorem2.h"
 #include "testutil.h"
 

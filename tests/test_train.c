@@ -20,7 +20,7 @@
 #include "attncheck/blas.h"
 #include "attncheck/npy.h"
 #include "attncheck/train.h"
-#include "jsonparse.h"
+#include "io/jsonparse.h"
 #include "testutil.h"
 
 static char tmpdir[256];

@@ -14,8 +14,8 @@
 #include <math.h>
 #include <mpfr.h>
 
-#include "ac_arb.h"
-#include "ball.h"
+#include "core/ac_arb.h"
+#include "core/ball.h"
 #include "attncheck/interval.h"
 #include "attncheck/verdict.h"
 #include "testutil.h"

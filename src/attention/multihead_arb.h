@@ -3,7 +3,7 @@
 #ifndef AC_MULTIHEAD_ARB_H
 #define AC_MULTIHEAD_ARB_H
 
-#include "ac_arb.h"
+#include "core/ac_arb.h"
 #include "attncheck/multihead.h"
 
 /* Y (d x n, initialised) = y(X) for the ball matrix X (d x n): every ball of Y

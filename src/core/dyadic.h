@@ -21,7 +21,7 @@
 
 #include <stddef.h>
 
-#include "ac_arb.h"
+#include "core/ac_arb.h"
 #include "attncheck/common.h"
 
 /* value = 2^exp * m; rows/cols mirror m */

@@ -3,7 +3,7 @@
 
 #include <math.h>
 
-#include "ball.h"
+#include "core/ball.h"
 
 void ac_arb_mat_set_d(arb_mat_t A, const double *x, size_t rows, size_t cols)
 {

@@ -12,7 +12,7 @@
 #include <flint/nmod_mat.h>
 #include <flint/ulong_extras.h>
 
-#include "ac_arb.h"
+#include "core/ac_arb.h"
 #include "attncheck/linalg.h"
 
 void ac_dgemm(ac_trans ta, ac_trans tb, size_t m, size_t n, size_t k, double alpha,

@@ -22,8 +22,8 @@
 #include "attncheck/linalg.h"
 #include "attncheck/multihead.h"
 #include "attncheck/rng.h"
-#include "ball.h"
-#include "multihead_arb.h"
+#include "core/ball.h"
+#include "attention/multihead_arb.h"
 
 /* malloc size of m doubles, at least one */
 static size_t nz(size_t m)

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonparse.h"
+#include "io/jsonparse.h"
 
 typedef struct {
     const char *p, *end, *start, *name;

@@ -29,8 +29,8 @@
 #include <omp.h>
 #endif
 
-#include "ac_arb.h"
-#include "ball.h"
+#include "core/ac_arb.h"
+#include "core/ball.h"
 #include "attncheck/blas.h"
 #include "attncheck/condition.h"
 #include "attncheck/interval.h"

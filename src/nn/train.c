@@ -23,7 +23,7 @@
 #include "attncheck/rng.h"
 #include "attncheck/theorem1.h"
 #include "attncheck/train.h"
-#include "jsonparse.h"
+#include "io/jsonparse.h"
 
 #define CKPT_FORMAT "attncheck-train-checkpoint"
 #define CKPT_VERSION 1

@@ -17,8 +17,8 @@
 #include <gsl/gsl_multimin.h>
 #include <mpfr.h>
 
-#include "ac_arb.h"
-#include "ball.h"
+#include "core/ac_arb.h"
+#include "core/ball.h"
 #include "attncheck/interval.h"
 #include "attncheck/linalg.h"
 #include "attncheck/rng.h"

@@ -9,7 +9,7 @@
 
 #include <mpfr.h>
 
-#include "ac_arb.h"
+#include "core/ac_arb.h"
 #include "attncheck/common.h"
 #include "attncheck/interval.h"
 

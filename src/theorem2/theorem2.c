@@ -19,10 +19,10 @@
 #include <gsl/gsl_errno.h>
 #include <gsl/gsl_multimin.h>
 
-#include "ac_arb.h"
-#include "ball.h"
-#include "dyadic.h"
-#include "multihead_arb.h"
+#include "core/ac_arb.h"
+#include "core/ball.h"
+#include "core/dyadic.h"
+#include "attention/multihead_arb.h"
 #include "attncheck/blas.h"
 #include "attncheck/interval.h"
 #include "attncheck/linalg.h"

@@ -8,7 +8,7 @@
 #include <flint/nmod_mat.h>
 #include <flint/ulong_extras.h>
 
-#include "dyadic.h"
+#include "core/dyadic.h"
 
 /* x = m 2^e exactly, m odd (x != 0, finite). */
 static void split_odd(double x, int64_t *m, slong *e)

@@ -1,0 +1,16 @@
+## src/conditioning/ — Theorem 3.2 of paper 2: condition numbers of the multi-head block, random-matrix predictions
+## (included by the top-level Makefile.am)
+
+src_libattncheck_la_SOURCES += \
+	src/conditioning/rmt.c \
+	src/conditioning/condition.c
+
+# unit tests of this module
+check_PROGRAMS += tests/test_rmt tests/test_condition
+UNIT_TESTS += tests/test_rmt tests/test_condition
+tests_test_rmt_SOURCES = tests/test_rmt.c tests/testutil.h
+tests_test_rmt_CFLAGS = $(TEST_CFLAGS)
+tests_test_rmt_LDADD = $(TEST_LIBS)
+tests_test_condition_SOURCES = tests/test_condition.c tests/testutil.h
+tests_test_condition_CFLAGS = $(TEST_CFLAGS)
+tests_test_condition_LDADD = $(TEST_LIBS)

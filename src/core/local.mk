@@ -1,0 +1,34 @@
+## src/core/ — verdicts, interval and ball arithmetic, exact dyadic arithmetic, certified linear algebra, random streams, BLAS set-up
+## (included by the top-level Makefile.am)
+
+src_libattncheck_la_SOURCES += \
+	src/core/common.c \
+	src/core/verdict.c \
+	src/core/interval.c \
+	src/core/ball.c \
+	src/core/ball.h \
+	src/core/ac_arb.h \
+	src/core/dyadic.c \
+	src/core/dyadic.h \
+	src/core/linalg.c \
+	src/core/rng.c \
+	src/core/blas.c
+
+# unit tests of this module
+check_PROGRAMS += tests/test_interval tests/test_verdict tests/test_linalg tests/test_rng tests/test_blas
+UNIT_TESTS += tests/test_interval tests/test_verdict tests/test_linalg tests/test_rng tests/test_blas
+tests_test_interval_SOURCES = tests/test_interval.c tests/testutil.h
+tests_test_interval_CFLAGS = $(TEST_CFLAGS)
+tests_test_interval_LDADD = $(TEST_LIBS)
+tests_test_verdict_SOURCES = tests/test_verdict.c tests/testutil.h
+tests_test_verdict_CFLAGS = $(TEST_CFLAGS)
+tests_test_verdict_LDADD = $(TEST_LIBS)
+tests_test_linalg_SOURCES = tests/test_linalg.c tests/testutil.h
+tests_test_linalg_CFLAGS = $(TEST_CFLAGS)
+tests_test_linalg_LDADD = $(TEST_LIBS)
+tests_test_rng_SOURCES = tests/test_rng.c
+tests_test_rng_CFLAGS = $(TEST_CFLAGS)
+tests_test_rng_LDADD = $(TEST_LIBS) $(GSL_LIBS)
+tests_test_blas_SOURCES = tests/test_blas.c tests/testutil.h
+tests_test_blas_CFLAGS = $(TEST_CFLAGS)
+tests_test_blas_LDADD = $(TEST_LIBS)

@@ -1,0 +1,17 @@
+## src/nn/ — the trainable attention stack: layers, model, tasks, trainer, checkpoints
+## (included by the top-level Makefile.am)
+
+src_libattncheck_la_SOURCES += \
+	src/nn/layers.c \
+	src/nn/model.c \
+	src/nn/train.c
+
+# unit tests of this module
+check_PROGRAMS += tests/test_nn tests/test_train
+UNIT_TESTS += tests/test_nn tests/test_train
+tests_test_nn_SOURCES = tests/test_nn.c tests/testutil.h
+tests_test_nn_CFLAGS = $(TEST_CFLAGS)
+tests_test_nn_LDADD = $(TEST_LIBS)
+tests_test_train_SOURCES = tests/test_train.c tests/testutil.h
+tests_test_train_CFLAGS = $(TEST_CFLAGS)
+tests_test_train_LDADD = $(TEST_LIBS)
