@@ -25,13 +25,6 @@
 #include "attncheck/npy.h"
 #include "attncheck/theorem2.h"
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -46,10 +39,10 @@ static double median_per_call(bench_fn fn, void *ctx, long *fails)
 {
     long iters = 1;
     for (;;) {
-        double t0 = now();
+        double t0 = ac_seconds();
         for (long i = 0; i < iters; i++)
             fn(ctx, i);
-        double t = now() - t0;
+        double t = ac_seconds() - t0;
         if (t >= 0.1)
             break;
         iters = t > 0 ? (long)(iters * fmin(100.0, 0.12 / t)) + 1 : iters * 10;
@@ -57,10 +50,10 @@ static double median_per_call(bench_fn fn, void *ctx, long *fails)
     double b[7];
     long f = 0;
     for (int k = 0; k < 7; k++) {
-        double t0 = now();
+        double t0 = ac_seconds();
         for (long i = 0; i < iters; i++)
             f += fn(ctx, i) != 0;
-        b[k] = (now() - t0) / (double)iters;
+        b[k] = (ac_seconds() - t0) / (double)iters;
     }
     qsort(b, 7, sizeof *b, cmp_double);
     if (fails)

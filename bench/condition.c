@@ -19,13 +19,6 @@
 #include "attncheck/blas.h"
 #include "attncheck/condition.h"
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static int cmp(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -68,7 +61,7 @@ int main(int argc, char **argv)
     for (int r = 0; r < reps; r++) {
         ts[r] = tr[r] = tv[r] = tm[r] = 0;
         fl = 0;
-        double t0 = now();
+        double t0 = ac_seconds();
         for (size_t i = 0; i < nh; i++) {
             ac_cond_result res;
             ac_err err;
@@ -83,7 +76,7 @@ int main(int argc, char **argv)
             fl += res.flops;
             ac_cond_result_free(&res);
         }
-        wall[r] = now() - t0;
+        wall[r] = ac_seconds() - t0;
         printf("run %d: %.3f s (sampling %.3f, reduction %.3f, svd %.3f, mpfr %.3f thread-s)\n",
                r + 1, wall[r], ts[r], tr[r], tv[r], tm[r]);
     }

@@ -22,13 +22,6 @@
 #include "attncheck/nn.h"
 #include "attncheck/rng.h"
 
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static size_t arg_size(const char *s)
 {
     char *end;
@@ -113,7 +106,7 @@ int main(int argc, char **argv)
     double t0 = 0, loss = 0;
     for (size_t s = 0; s < warm + steps; s++) {
         if (s == warm)
-            t0 = now();
+            t0 = ac_seconds();
         ac_nn_stats st;
         if (ac_nn_forward(&m, &b, &st, &err)) {
             fprintf(stderr, "bench/train: %s\n", err.msg);
@@ -125,7 +118,7 @@ int main(int argc, char **argv)
         ac_nn_adamw_step(&m, &o, (long)s + 1, gn > 1.0 ? 1.0 / gn : 1.0);
         loss = st.loss;
     }
-    double dt = (now() - t0) / (double)steps;
+    double dt = (ac_seconds() - t0) / (double)steps;
     printf("attncheck tokens_per_s %.0f step_ms %.2f params %zu threads %d loss %.6f\n",
            (double)N / dt, dt * 1e3, m.nparams, threads, loss);
     ac_nn_model_free(&m);

@@ -23,6 +23,7 @@
 #include "attncheck/multihead.h"
 #include "attncheck/rng.h"
 #include "core/ball.h"
+#include "core/exp_kernel.h"
 #include "attention/multihead_arb.h"
 
 /* malloc size of m doubles, at least one */
@@ -176,60 +177,11 @@ static int work_matches(const ac_mh_work *w, const ac_mh *L, size_t n)
     return w->d == L->d && w->h == L->h && w->hs == L->hs && w->n == n && w->qkv;
 }
 
-/* e^x for x <= 0 in double, for the double-precision forward pass only (the
- * certified paths use ac_exp_enclose and Arb).  x = k ln2 + r with k the
- * nearest integer to x/ln2 (read from the bits of x/ln2 + 1.5 2^52), ln2 split
- * in a 32-bit head and a tail, e^r by Horner on the Taylor polynomial of
- * degree 13 (remainder below 0.3466^14/14! < 5e-18 for |r| <= ln2/2), and
- * 2^k put into the exponent field (the Horner steps are fused multiply-adds
- * when the target has them, which also halves the instructions).  Error at
- * most 1.0 ulp with fma, 1.13 ulp without, on [-708, 0] (measured against
- * MPFR at 2e6 points).  x < -708 is clamped to
- * -708: the result is then below 4e-308 instead of smaller, an absolute error
- * that no softmax entry (whose group maximum contributes e^0 = 1) can see.
- * Written without branches or calls so that the loop below vectorises. */
-#ifdef __FMA__
-#define MADD(a, b, c) fma(a, b, c) /* one instruction; one rounding instead of two */
-#else
-#define MADD(a, b, c) ((a) * (b) + (c))
-#endif
-
-static inline double exp_nonpos(double x)
-{
-    const double log2e = 0x1.71547652b82fep0, magic = 0x1.8p52;
-    const double ln2hi = 0x1.62e42feep-1, ln2lo = 0x1.a39ef35793c76p-33;
-    int64_t ti, mi, si;
-    double t, sd;
-    x = x < -708.0 ? -708.0 : x;
-    t = x * log2e + magic;
-    double kd = t - magic;
-    memcpy(&ti, &t, sizeof ti);
-    memcpy(&mi, &magic, sizeof mi);
-    int64_t k = ti - mi;
-    double r = (x - kd * ln2hi) - kd * ln2lo;
-    double p = 1.0 / 6227020800.0;
-    p = MADD(p, r, 1.0 / 479001600.0);
-    p = MADD(p, r, 1.0 / 39916800.0);
-    p = MADD(p, r, 1.0 / 3628800.0);
-    p = MADD(p, r, 1.0 / 362880.0);
-    p = MADD(p, r, 1.0 / 40320.0);
-    p = MADD(p, r, 1.0 / 5040.0);
-    p = MADD(p, r, 1.0 / 720.0);
-    p = MADD(p, r, 1.0 / 120.0);
-    p = MADD(p, r, 1.0 / 24.0);
-    p = MADD(p, r, 1.0 / 6.0);
-    p = MADD(p, r, 0.5);
-    p = MADD(p, r, 1.0);
-    p = MADD(p, r, 1.0);
-    si = (k + 1023) << 52;
-    memcpy(&sd, &si, sizeof sd);
-    return p * sd;
-}
-
 /* P = Softmax(Z) of the m x m row-major matrix Z, in place, over each
  * column (max shift); colmax and colsum are m scratch doubles.  Every inner
  * loop runs along a row, i.e. across the m independent softmax groups, so it
- * vectorises without a reduction.  GCC vectorises exp_nonpos only with its
+ * vectorises without a reduction (e^x by ac_exp_kernel, core/exp_kernel.h;
+ * the certified paths use ac_exp_enclose and Arb).  GCC vectorises it only with its
  * dynamic cost model (-O3), so the function asks for it whatever the global
  * -O level. */
 #if defined(__GNUC__) && !defined(__clang__)
@@ -249,7 +201,7 @@ static void softmax_cols(double *Z, size_t m, double *colmax, double *colsum)
     for (size_t a = 0; a < m; a++) {
         double *z = Z + a * m;
         for (size_t j = 0; j < m; j++) {
-            double e = exp_nonpos(z[j] - colmax[j]);
+            double e = ac_exp_kernel(z[j] - colmax[j]);
             z[j] = e;
             colsum[j] += e;
         }

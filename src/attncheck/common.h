@@ -71,6 +71,10 @@ int ac_mat_copy(ac_mat *dst, const ac_mat *src, ac_err *err);
 /* Overflow-checked products for sizes. Return 0 on overflow. */
 int ac_size_mul(size_t a, size_t b, size_t *out);
 
+/* Seconds on a monotonic clock (CLOCK_MONOTONIC), for the time fields of
+ * certificates and results: differences are elapsed wall time. */
+double ac_seconds(void);
+
 /* Library version string, e.g. "0.1.0". */
 const char *ac_version(void);
 

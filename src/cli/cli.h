@@ -107,9 +107,6 @@ void cli_json_steps(ac_json *j, const ac_step *steps, size_t n);
 ac_json *cli_json_stdout(void);
 int cli_json_finish(ac_json *j);
 
-/* The time now in seconds (monotonic). */
-double cli_now(void);
-
 /* Commands */
 int cmd_rep_theorem(int argc, char **argv);
 int cmd_report(int argc, char **argv);

@@ -294,7 +294,7 @@ typedef struct {
 static void progress_cb(void *ctx, size_t done, size_t total)
 {
     progress_state *p = ctx;
-    double t = cli_now();
+    double t = ac_seconds();
     if (!p->on || (done < total && t - p->last < 0.1))
         return;
     p->last = t;
@@ -1028,7 +1028,7 @@ void report_rows_condition(cli_report *rep)
         size_t hs[4] = {1, 2, 4, 16};
         o.N = N;
         o.trials = quick ? 8 : 20;
-        double t0 = cli_now();
+        double t0 = ac_seconds();
         ac_verdict v = AC_PROVED;
         double dev = 0;
         int e = 0;
@@ -1048,7 +1048,7 @@ void report_rows_condition(cli_report *rep)
                    : "every sampled block has full rank and each reported kappa is within rtol "
                      "of its exact value (claim C)");
         cond_row(rep, "Thm 3.2: kappa certified, full rank", inst, AC_PROVED,
-                 e ? AC_UNDECIDED : v, bound, detail, cli_now() - t0, e);
+                 e ? AC_UNDECIDED : v, bound, detail, ac_seconds() - t0, e);
     }
 
     /* 2-3. the prediction check at a default size: first order vs Tracy-Widom */
@@ -1057,10 +1057,10 @@ void report_rows_condition(cli_report *rep)
         o.N = N;
         o.trials = quick ? 60 : 200;
         ac_cond_result r;
-        double t0 = cli_now();
+        double t0 = ac_seconds();
         ac_err_clear(&err);
         int e = ac_cond_run(&r, h, d, &o, &err);
-        double sec = cli_now() - t0;
+        double sec = ac_seconds() - t0;
         snprintf(inst, sizeof inst, "iid N=%zu D=%zu T=%zu (seeded sample)", N, h * d,
                  o.trials);
         if (e) {
@@ -1100,7 +1100,7 @@ void report_rows_condition(cli_report *rep)
         memset(&ri, 0, sizeof ri);
         memset(&a1, 0, sizeof a1);
         memset(&a2, 0, sizeof a2);
-        double t0 = cli_now();
+        double t0 = ac_seconds();
         ac_err_clear(&err);
         int e = ac_cond_run(&ri, h2, d, &o, &err);
         o.mode = AC_COND_ATTENTION;
@@ -1109,7 +1109,7 @@ void report_rows_condition(cli_report *rep)
         if (!e)
             e = ac_cond_run(&a2, h2, d, &o, &err);
         o.mode = AC_COND_IID;
-        double sec = cli_now() - t0;
+        double sec = ac_seconds() - t0;
         snprintf(inst, sizeof inst, "attention N=%zu d=%zu h=%zu vs %zu T=%zu", N, d, h1, h2,
                  o.trials);
         if (e) {
@@ -1210,7 +1210,7 @@ int cmd_condition(int argc, char **argv)
     prog.nh = a.nh;
     a.o.progress = progress_cb;
     a.o.progress_ctx = &prog;
-    double t0 = cli_now();
+    double t0 = ac_seconds();
     for (size_t i = 0; i < a.nh; i++) {
         prog.idx = i;
         prog.h = a.heads[i];
@@ -1239,7 +1239,7 @@ int cmd_condition(int argc, char **argv)
             }
         }
     }
-    double wall = cli_now() - t0;
+    double wall = ac_seconds() - t0;
     progress_clear(&prog);
 
     /* the certificate of claim C over every h */

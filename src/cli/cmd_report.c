@@ -71,10 +71,10 @@ int cmd_report(int argc, char **argv)
         return cli_usage("unexpected argument '%s'", argv[optind]);
     cli_common_apply(&common);
 
-    double t0 = cli_now();
+    double t0 = ac_seconds();
     for (size_t i = 0; i < sizeof row_sources / sizeof *row_sources; i++)
         row_sources[i](&rep);
-    double total = cli_now() - t0;
+    double total = ac_seconds() - t0;
 
     size_t agree = 0, contra = 0, undecided = 0;
     for (size_t i = 0; i < rep.n; i++) {

@@ -773,7 +773,7 @@ static void t2_row(cli_report *rep, int kase, size_t d, size_t h, size_t dp, siz
     snprintf(row->instance, sizeof row->instance, "d=%zu h=%zu dp=%zu n=%zu, %s", d, h, dp, n,
              kase == 1 ? "Gaussian" : kase == 2 ? "dyadic g_V" : "dyadic, skew U");
     row->expected = AC_PROVED;
-    double t0 = cli_now();
+    double t0 = ac_seconds();
     ac_t2_gen kind = kase == 2 ? AC_T2_GEN_INTEGER : kase == 3 ? AC_T2_GEN_SKEW : AC_T2_GEN_GAUSSIAN;
     ac_t2_opts o;
     ac_t2_opts_default(&o);
@@ -784,7 +784,7 @@ static void t2_row(cli_report *rep, int kase, size_t d, size_t h, size_t dp, siz
         st = ac_t2_generate_w(&W, &V, kase, rep->seed, &err);
     if (!st)
         st = ac_t2_separate(&r, &W, &V, n, &o, &err);
-    row->seconds = cli_now() - t0;
+    row->seconds = ac_seconds() - t0;
     if (st) {
         row->error = st;
         row->verdict = AC_UNDECIDED;
@@ -823,14 +823,14 @@ static void t2_embed_row(cli_report *rep, size_t d, size_t h, size_t dp, size_t 
     snprintf(row->instance, sizeof row->instance, "d=%zu h=%zu dp=%zu n=%zu, 3 X, s=%s", d, h,
              dp, n, dp == 4 * (d / h) ? "2" : dp == 2 * (d / h) ? "sqrt 2" : "?");
     row->expected = AC_PROVED;
-    double t0 = cli_now();
+    double t0 = ac_seconds();
     ac_schedule sched = ac_schedule_default();
     int st = ac_mh_random(&W, d, h, d / h, rep->seed, 2, &err);
     if (!st)
         st = ac_t2_embed(&V, &W, dp, NULL, 0, &err);
     if (!st)
         st = ac_t2_embed_check(&e, &W, &V, n, 3, rep->seed, AC_T2_EMBED_TOL_DEFAULT, &sched, &err);
-    row->seconds = cli_now() - t0;
+    row->seconds = ac_seconds() - t0;
     if (st) {
         row->error = st;
         row->verdict = AC_UNDECIDED;

@@ -733,7 +733,7 @@ int cmd_train(int argc, char **argv)
             fprintf(rs.log, "%s\n", log_columns);
     }
     rs.bar = !a.quiet && isatty(2);
-    rs.t_start = cli_now();
+    rs.t_start = ac_seconds();
     rs.first_step = tr.step;
     size_t maxe = (last - tr.step) / (c->eval_every ? c->eval_every : 1) + 2;
     evals = calloc(maxe, sizeof *evals);
@@ -747,14 +747,14 @@ int cmd_train(int argc, char **argv)
     si.step = tr.step;
     ac_eval_info last_ev = {NAN, NAN, NAN, 0};
     while (tr.step < last) {
-        double t0 = cli_now();
+        double t0 = ac_seconds();
         if ((st = ac_trainer_step(&tr, &si, &err))) {
             if (rs.bar)
                 fputc('\n', stderr);
             st = cli_fail_err(&err);
             goto out;
         }
-        double t1 = cli_now();
+        double t1 = ac_seconds();
         rs.tokens += (double)si.tokens;
         ac_eval_info ev, *evp = NULL;
         if (si.step % c->eval_every == 0 || si.step == last) {
@@ -768,22 +768,22 @@ int cmd_train(int argc, char **argv)
                 evals[nevals++] = (eval_rec){si.step, ev};
         }
         double tps = t1 > t0 ? (double)si.tokens / (t1 - t0) : 0;
-        log_row(&rs, &si, evp, tps, cli_now() - rs.t_start);
+        log_row(&rs, &si, evp, tps, ac_seconds() - rs.t_start);
         if (evp && !a.quiet && !a.json) {
             if (rs.bar)
                 fprintf(stderr, "\r%*s\r", 100, "");
-            print_eval_line(&tr, &si, evp, rs.tokens / (cli_now() - rs.t_start));
+            print_eval_line(&tr, &si, evp, rs.tokens / (ac_seconds() - rs.t_start));
         }
-        draw_bar(&rs, &si, last, &last_ev, cli_now(), 0);
+        draw_bar(&rs, &si, last, &last_ev, ac_seconds(), 0);
         if (a.save && a.save_every && si.step % a.save_every == 0 && si.step != last &&
             (st = ac_trainer_save(&tr, a.save, &err))) {
             st = cli_fail_err(&err);
             goto out;
         }
     }
-    double secs = cli_now() - rs.t_start;
+    double secs = ac_seconds() - rs.t_start;
     if (rs.bar) {
-        draw_bar(&rs, &si, last, &last_ev, cli_now(), 1);
+        draw_bar(&rs, &si, last, &last_ev, ac_seconds(), 1);
         fputc('\n', stderr);
     }
     if (rs.log) {
@@ -905,7 +905,7 @@ void report_rows_train(cli_report *rep)
     snprintf(row->instance, sizeof row->instance, "n = %zu, d = dk = %zu, 3000 steps", n, 2 * n);
     row->expected = AC_PROVED;
     row->verdict = AC_UNDECIDED;
-    double t0 = cli_now();
+    double t0 = ac_seconds();
     ac_err_clear(&err);
     ac_train_config_default(&c, AC_TASK_FIT_P);
     c.fitp_n = n;
@@ -916,7 +916,7 @@ void report_rows_train(cli_report *rep)
         st = ac_trainer_step(&tr, NULL, &err);
     if (!st)
         st = fitp_certify(&tr, tol, 512, &cert, &err);
-    row->seconds = cli_now() - t0;
+    row->seconds = ac_seconds() - t0;
     if (st) {
         row->error = st;
         snprintf(row->detail, sizeof row->detail, "%.250s", err.msg);

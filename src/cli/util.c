@@ -324,13 +324,6 @@ int cli_json_finish(ac_json *j)
     return AC_OK;
 }
 
-double cli_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 cli_report_row *cli_report_add(cli_report *r)
 {
     if (r->n == r->cap) {

@@ -39,13 +39,6 @@
 
 #define U53 0x1p-53
 
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 const char *ac_cond_mode_name(ac_cond_mode m)
 {
     return m == AC_COND_ATTENTION ? "attention" : "iid";
@@ -226,23 +219,23 @@ static void softmax_rows(double *S, size_t N)
 static void draw_projection(cond_ws *w, ac_rng *r, int factor, double *P)
 {
     size_t N = w->N, d = w->d, E = w->E;
-    double t0 = now_s();
+    double t0 = ac_seconds();
     if (factor) {
         ac_rng_normal_fill(r, P, N * d);
-        double t1 = now_s();
+        double t1 = ac_seconds();
         w->t_sample += t1 - t0;
         cblas_dtrmm(CblasRowMajor, CblasLeft, CblasLower, CblasNoTrans, CblasNonUnit, (int)N,
                     (int)d, 1.0, w->L, (int)N, P, (int)d);
         w->flops += (double)N * (double)N * (double)d;
-        w->t_reduce += now_s() - t1;
+        w->t_reduce += ac_seconds() - t1;
     } else {
         ac_rng_normal_fill(r, w->W, E * d);
-        double t1 = now_s();
+        double t1 = ac_seconds();
         w->t_sample += t1 - t0;
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)d, (int)E,
                     1.0 / sqrt((double)E), w->X, (int)E, w->W, (int)d, 0.0, P, (int)d);
         w->flops += 2.0 * (double)N * (double)E * (double)d;
-        w->t_reduce += now_s() - t1;
+        w->t_reduce += ac_seconds() - t1;
     }
 }
 
@@ -251,15 +244,15 @@ static void sample_block(cond_ws *w, const ac_cond_opts *o, uint64_t trial)
 {
     size_t N = w->N, D = w->D, d = w->d, E = w->E;
     ac_rng r;
-    double t0 = now_s();
+    double t0 = ac_seconds();
     ac_rng_init(&r, o->seed, (uint64_t)w->h, trial);
     if (o->mode == AC_COND_IID) {
         ac_rng_normal_fill(&r, w->A, N * D);
-        w->t_sample += now_s() - t0;
+        w->t_sample += ac_seconds() - t0;
         return;
     }
     ac_rng_normal_fill(&r, w->X, N * E);
-    double t1 = now_s();
+    double t1 = ac_seconds();
     w->t_sample += t1 - t0;
     int factor = 0;
     if (E > N && !o->attention_direct) {
@@ -271,13 +264,13 @@ static void sample_block(cond_ws *w, const ac_cond_opts *o, uint64_t trial)
         factor = (info == 0);
         w->flops += (double)N * (double)N * (double)E + (double)N * N * N / 3.0;
     }
-    w->t_reduce += now_s() - t1;
+    w->t_reduce += ac_seconds() - t1;
     const double scale = 1.0 / sqrt((double)d);
     for (size_t i = 0; i < w->h; i++) {
         draw_projection(w, &r, factor, w->Q);
         draw_projection(w, &r, factor, w->K);
         draw_projection(w, &r, factor, w->V);
-        double t2 = now_s();
+        double t2 = ac_seconds();
         /* S = Q K^T / sqrt d, P = rowsoftmax(S), A_i = P V */
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)N, (int)d, scale, w->Q,
                     (int)d, w->K, (int)d, 0.0, w->S, (int)N);
@@ -285,7 +278,7 @@ static void sample_block(cond_ws *w, const ac_cond_opts *o, uint64_t trial)
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)d, (int)N, 1.0, w->S,
                     (int)N, w->V, (int)d, 0.0, w->A + i * d, (int)D);
         w->flops += 4.0 * (double)N * (double)N * (double)d;
-        w->t_reduce += now_s() - t2;
+        w->t_reduce += ac_seconds() - t2;
     }
 }
 
@@ -313,7 +306,7 @@ static double sqrt_relerr(double l, double eta)
 static int route_gram(cond_ws *w, double rtol, ac_cond_sample *s, double *eig)
 {
     size_t N = w->N, D = w->D, m = w->m, M = w->M;
-    double t0 = now_s();
+    double t0 = ac_seconds();
     if (D >= N)
         cblas_dsyrk(CblasRowMajor, CblasLower, CblasNoTrans, (int)N, (int)D, 1.0, w->A, (int)D,
                     0.0, w->G, (int)m);
@@ -321,7 +314,7 @@ static int route_gram(cond_ws *w, double rtol, ac_cond_sample *s, double *eig)
         cblas_dsyrk(CblasRowMajor, CblasLower, CblasTrans, (int)D, (int)N, 1.0, w->A, (int)D, 0.0,
                     w->G, (int)m);
     w->flops += (double)m * (double)(m + 1) * (double)M;
-    double t1 = now_s();
+    double t1 = ac_seconds();
     w->t_reduce += t1 - t0;
     double tr = 0;
     for (size_t i = 0; i < m; i++)
@@ -332,7 +325,7 @@ static int route_gram(cond_ws *w, double rtol, ac_cond_sample *s, double *eig)
     w->flops += 4.0 / 3.0 * (double)m * m * m;
     double lmin, lmax;
     if (info != 0) {
-        w->t_solve += now_s() - t1;
+        w->t_solve += ac_seconds() - t1;
         return 0;
     }
     if (eig) {
@@ -355,7 +348,7 @@ static int route_gram(cond_ws *w, double rtol, ac_cond_sample *s, double *eig)
         lmin = wv[0];
         lmax = wv[1];
     }
-    w->t_solve += now_s() - t1;
+    w->t_solve += ac_seconds() - t1;
     if (info != 0)
         return 0;
     /* eta >= |lambda~ - lambda|: product error + eigensolver error */
@@ -380,13 +373,13 @@ static int route_gram(cond_ws *w, double rtol, ac_cond_sample *s, double *eig)
 static int route_svd(cond_ws *w, double rtol, ac_cond_sample *s)
 {
     size_t N = w->N, D = w->D, m = w->m, M = w->M;
-    double t0 = now_s();
+    double t0 = ac_seconds();
     memcpy(w->C, w->A, N * D * sizeof(double));
     lapack_int info = LAPACKE_dgesdd_work(LAPACK_COL_MAJOR, 'N', (lapack_int)D, (lapack_int)N,
                                           w->C, (lapack_int)D, w->sv, NULL, 1, NULL, 1, w->work,
                                           w->lwork, w->iwork);
     w->flops += 4.0 * (double)m * m * (double)M - 4.0 / 3.0 * (double)m * m * m;
-    w->t_solve += now_s() - t0;
+    w->t_solve += ac_seconds() - t0;
     if (info != 0)
         return -1;
     double s1 = w->sv[0], sm = w->sv[m - 1];
@@ -800,14 +793,14 @@ static int kappa_ws(cond_ws *w, double rtol, int start, long max_prec, ac_cond_s
     if (r == 1)
         return AC_OK;
     /* MPFR fallback for sigma_min; sigma_1 stays from the SVD */
-    double t0 = now_s();
+    double t0 = ac_seconds();
     ac_mat Am = {w->N, w->D, w->A};
     double sm, rel;
     long prec;
     int resolved;
     int st = ac_cond_sigma_min_mpfr(&Am, rtol, s->kappa, max_prec, &sm, &rel, &prec, &resolved,
                                     err);
-    w->t_mpfr += now_s() - t0;
+    w->t_mpfr += ac_seconds() - t0;
     if (st)
         return st;
     s->route = AC_COND_MPFR;
@@ -1438,11 +1431,11 @@ static int do_sample(cond_ws *w, const ac_cond_opts *o, uint64_t trial, int star
     if (st)
         return st;
     if (o->certify) {
-        double t0 = now_s();
+        double t0 = ac_seconds();
         ac_mat Am = {w->N, w->D, w->A};
         ac_schedule sc = o->sched;
         st = ac_cond_certify(&Am, o->rtol, &sc, o->max_prec, s, err);
-        w->t_certify += now_s() - t0;
+        w->t_certify += ac_seconds() - t0;
     }
     return st;
 }
@@ -1464,7 +1457,7 @@ int ac_cond_run(ac_cond_result *r, size_t h, size_t d, const ac_cond_opts *o, ac
     memset(r, 0, sizeof *r);
     if ((st = check_sizes(N, h, d, E, o, err)))
         return st;
-    double t_start = now_s();
+    double t_start = ac_seconds();
     r->h = h;
     r->d = d;
     r->D = h * d;
@@ -1673,7 +1666,7 @@ int ac_cond_run(ac_cond_result *r, size_t h, size_t d, const ac_cond_opts *o, ac
         r->dev_lo = 0;
         r->dev_hi = INFINITY;
     }
-    r->wall = now_s() - t_start;
+    r->wall = ac_seconds() - t_start;
     return AC_OK;
 }
 

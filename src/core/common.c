@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "attncheck/common.h"
 
@@ -73,6 +74,13 @@ int ac_mat_copy(ac_mat *dst, const ac_mat *src, ac_err *err)
     if (src->rows > 0 && src->cols > 0)
         memcpy(dst->data, src->data, src->rows * src->cols * sizeof(double));
     return AC_OK;
+}
+
+double ac_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
 const char *ac_version(void)

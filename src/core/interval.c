@@ -12,6 +12,7 @@
 #include <cblas.h>
 
 #include "attncheck/interval.h"
+#include "core/exp_kernel.h"
 
 double ac_gamma_up(double k)
 {
@@ -47,9 +48,10 @@ double ac_gamma_up(double k)
  * The scaling p^ 2^k is exact unless the result is subnormal, where it adds
  * at most eta/2 (one rounding).
  */
-#define LN2_HI 0x1.62e42feep-1          /* 32 significant bits */
-#define LN2_LO 0x1.a39ef35793c76p-33    /* ln2 - LN2_HI, rounded */
-#define LOG2E  0x1.71547652b82fep0
+/* the reduction constants of the library's exp kernel */
+#define LN2_HI AC_EXP_LN2_HI
+#define LN2_LO AC_EXP_LN2_LO
+#define LOG2E  AC_EXP_LOG2E
 
 static const double exp_coef[16] = {
     1.0,

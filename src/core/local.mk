@@ -10,6 +10,7 @@ src_libattncheck_la_SOURCES += \
 	src/core/ac_arb.h \
 	src/core/dyadic.c \
 	src/core/dyadic.h \
+	src/core/exp_kernel.h \
 	src/core/linalg.c \
 	src/core/rng.c \
 	src/core/blas.c

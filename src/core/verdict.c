@@ -141,13 +141,6 @@ ac_verdict ac_verdict_and(ac_verdict a, ac_verdict b)
     return AC_PROVED;
 }
 
-static double now_seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 static void set_method(ac_cert *cert, const char *m)
 {
     snprintf(cert->method, sizeof cert->method, "%s", m ? m : "");
@@ -156,7 +149,7 @@ static void set_method(ac_cert *cert, const char *m)
 int ac_decide(ac_cert *cert, const ac_quantity *q, ac_relation rel, double tau,
               const ac_schedule *sched, ac_err *err)
 {
-    double t0 = now_seconds();
+    double t0 = ac_seconds();
     int st = AC_OK;
     ac_cert_set(cert, q->name, rel, tau, AC_STAGE_NONE, 0, -INFINITY, INFINITY, "");
     cert->verdict = AC_UNDECIDED;
@@ -219,6 +212,6 @@ int ac_decide(ac_cert *cert, const ac_quantity *q, ac_relation rel, double tau,
 out:
     if (st)
         cert->verdict = AC_UNDECIDED;
-    cert->seconds = now_seconds() - t0;
+    cert->seconds = ac_seconds() - t0;
     return st;
 }

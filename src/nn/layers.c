@@ -14,72 +14,17 @@
 #include <cblas.h>
 
 #include "attncheck/nn.h"
+#include "core/exp_kernel.h"
 
 #define BLAS_INT(x) ((blasint)(x))
 
 /* ---------------------------------------------------------------- exp */
 
-/* a*b + c, fused where the hardware has it (the compiler never contracts:
- * -ffp-contract=off; this is an explicit, exactly rounded fma). */
-#ifdef __FMA__
-#define MADD(a, b, c) fma((a), (b), (c))
-#else
-#define MADD(a, b, c) ((a) * (b) + (c))
-#endif
-
-static const double EXP_LOG2E = 0x1.71547652b82fep0;  /* 1/ln 2 */
-static const double EXP_LN2HI = 0x1.62e42fee00000p-1; /* ln 2, 32 bits (fdlibm) */
-static const double EXP_LN2LO = 0x1.a39ef35793c76p-33; /* ln 2 - LN2HI */
-static const double EXP_SHIFT = 0x1.8p52;             /* rounds to an integer */
-
-/* exp(x) for one x; see ac_nn_exp.  Branch-free so that loops over it
- * vectorise. */
-static inline __attribute__((always_inline)) double exp_one(double x)
-{
-    /* clamp so that k stays within [-1077, 1025]; +-Inf and out-of-range
-     * values still over/underflow in the final scaling, NaN propagates */
-    double xc = x < -746.0 ? -746.0 : (x > 710.0 ? 710.0 : x);
-    /* k = nearest integer to x / ln 2 (in the low bits of kd) */
-    double kd = xc * EXP_LOG2E + EXP_SHIFT;
-    uint64_t kb;
-    memcpy(&kb, &kd, sizeof kb);
-    kd -= EXP_SHIFT;
-    /* r = x - k ln 2, |r| <= ln2/2 + tiny: k*LN2HI is exact (|k| < 2^11,
-     * LN2HI has 32 significant bits) and so is the subtraction (Sterbenz) */
-    double r = xc - kd * EXP_LN2HI;
-    r = r - kd * EXP_LN2LO;
-    /* exp(r) = sum_{i<=13} r^i/i!; truncation |r|^14/14! < 5e-18 */
-    double p = 0x1.6124613a86d09p-33;         /* 1/13! */
-    p = MADD(p, r, 0x1.1eed8eff8d898p-29);    /* 1/12! */
-    p = MADD(p, r, 0x1.ae64567f544e4p-26);    /* 1/11! */
-    p = MADD(p, r, 0x1.27e4fb7789f5cp-22);    /* 1/10! */
-    p = MADD(p, r, 0x1.71de3a556c734p-19);    /* 1/9! */
-    p = MADD(p, r, 0x1.a01a01a01a01ap-16);    /* 1/8! */
-    p = MADD(p, r, 0x1.a01a01a01a01ap-13);    /* 1/7! */
-    p = MADD(p, r, 0x1.6c16c16c16c17p-10);    /* 1/6! */
-    p = MADD(p, r, 0x1.1111111111111p-7);     /* 1/5! */
-    p = MADD(p, r, 0x1.5555555555555p-5);     /* 1/4! */
-    p = MADD(p, r, 0x1.5555555555555p-3);     /* 1/3! */
-    p = MADD(p, r, 0.5);
-    p = MADD(p, r, 1.0);
-    p = MADD(p, r, 1.0);
-    /* 2^k as 2^k1 * 2^k2, k1 = floor(k/2): both factors are normal, so the
-     * first product is exact and only the last can round (subnormal
-     * results) or overflow */
-    int64_t k = (int64_t)(kb - 0x4338000000000000ull);
-    int64_t k1 = k >> 1, k2 = k - k1;
-    uint64_t b1 = (uint64_t)(k1 + 1023) << 52, b2 = (uint64_t)(k2 + 1023) << 52;
-    double s1, s2;
-    memcpy(&s1, &b1, sizeof s1);
-    memcpy(&s2, &b2, sizeof s2);
-    return (p * s1) * s2;
-}
-
 void ac_nn_exp(double *y, const double *x, size_t n)
 {
 #pragma omp simd
     for (size_t i = 0; i < n; i++)
-        y[i] = exp_one(x[i]);
+        y[i] = ac_exp_kernel(x[i]);
 }
 
 /* ---------------------------------------------------------------- encoder */
@@ -367,7 +312,7 @@ static void softmax_row(double *a, size_t len)
     double s = 0;
 #pragma omp simd reduction(+ : s)
     for (size_t j = 0; j < len; j++) {
-        double e = exp_one(a[j] - m);
+        double e = ac_exp_kernel(a[j] - m);
         a[j] = e;
         s += e;
     }
@@ -597,7 +542,7 @@ void ac_nn_gelu_forward(double *out, const double *inp, size_t n)
 #pragma omp simd
     for (size_t i = 0; i < n; i++) {
         double x = inp[i];
-        double e = exp_one(-2.0 * GELU_K0 * (x + GELU_K1 * x * x * x));
+        double e = ac_exp_kernel(-2.0 * GELU_K0 * (x + GELU_K1 * x * x * x));
         out[i] = x / (1.0 + e);
     }
 }

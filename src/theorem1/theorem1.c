@@ -1102,13 +1102,6 @@ out:
 
 /* ---- orchestration -------------------------------------------------------- */
 
-static double ac_t1_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 /* t* = p_min (1 - exp(-m/n)) rounded down (MPFR, directed rounding): if some
  * head reached max|S - P| <= t < p_min, then |log S - log P| <= -log(1 -
  * t/p_min) entrywise, so the log-domain obstruction m would be at most n
@@ -1220,7 +1213,7 @@ int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1
     ac_imat YX = {0};
     size_t *piv = NULL;
     int st;
-    double t_start = ac_t1_now();
+    double t_start = ac_seconds();
     memset(res, 0, sizeof *res);
     if (!o) {
         ac_t1_opts_default(&defaults);
@@ -1423,7 +1416,7 @@ int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1
                      "constructed weights, certified max|Softmax - P| <= %.3g", hi);
         }
         res->verdict = res->cert.verdict;
-        res->cert.seconds = ac_t1_now() - t_start;
+        res->cert.seconds = ac_seconds() - t_start;
     }
 out:
     free(piv);

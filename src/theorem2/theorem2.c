@@ -40,13 +40,6 @@ enum {
 
 #define TRACE_PREC 128
 
-static double t2_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
-
 void ac_t2_opts_default(ac_t2_opts *o)
 {
     memset(o, 0, sizeof *o);
@@ -1911,7 +1904,7 @@ static int separate(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
     cand_list L = {NULL, 0, 0};
     gap_ws g;
     int st, have_g = 0;
-    double t0 = t2_now();
+    double t0 = ac_seconds();
     memset(res, 0, sizeof *res);
     res->verdict = AC_UNDECIDED;
     res->identical = -1;
@@ -2160,7 +2153,7 @@ out:
     if (have_g)
         gap_ws_free(&g);
     cand_free(&L);
-    res->seconds = t2_now() - t0;
+    res->seconds = ac_seconds() - t0;
     return st;
 }
 
