@@ -121,6 +121,15 @@ int ac_head_softmax(ac_mat *S, const ac_mat *X, const ac_mat *Wk, const ac_mat *
 int ac_head_maxdev_enclose(double *lo, double *hi, const ac_mat *X, const ac_mat *Wk,
                            const ac_mat *Wq, const ac_mat *P, long prec, ac_err *err);
 
+/* Decide "max_ij |Softmax((Wk X)^T (Wq X)/sqrt(dk)) - P|_ij <= tol" for the
+ * given doubles with the verdict engine: stage 0 as ac_head_maxdev_enclose
+ * with prec = 0, then Arb balls at the precisions of sched (NULL: stage 0
+ * only).  Fills cert (quantity "max|Softmax((Wk X)'(Wq X)/sqrt(dk)) - P|").
+ * This is how rep-theorem certifies the weights it writes and how
+ * `attncheck train --task fit-p` certifies learned ones. */
+int ac_head_certify(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
+                    const ac_mat *P, double tol, const ac_schedule *sched, ac_err *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -487,41 +487,16 @@ static void log_row(run_state *rs, const ac_step_info *si, const ac_eval_info *e
 
 /* ---- fit-p certificate ---- */
 
-typedef struct {
-    const ac_mat *X, *Wk, *Wq, *P;
-} fitp_ctx;
-
-static int fitp_stage0(void *v, double *lo, double *hi, ac_err *err)
-{
-    fitp_ctx *c = v;
-    return ac_head_maxdev_enclose(lo, hi, c->X, c->Wk, c->Wq, c->P, 0, err);
-}
-
-static int fitp_ball(void *v, long prec, mpfr_t lo, mpfr_t hi, ac_err *err)
-{
-    fitp_ctx *c = v;
-    double l, h;
-    int st = ac_head_maxdev_enclose(&l, &h, c->X, c->Wk, c->Wq, c->P, prec, err);
-    if (st)
-        return st;
-    mpfr_set_d(lo, l, MPFR_RNDD);
-    mpfr_set_d(hi, h, MPFR_RNDU);
-    return AC_OK;
-}
-
 static int fitp_certify(const ac_trainer *tr, double tol, long max_prec, ac_cert *cert,
                         ac_err *err)
 {
     ac_mat X = {0}, P = {0}, Wq = {0}, Wk = {0};
     int st = ac_trainer_fitp_instance(tr, &X, &P, &Wq, &Wk, err);
     if (!st) {
-        fitp_ctx c = {&X, &Wk, &Wq, &P};
-        ac_quantity q = {"max|Softmax((Wk X)'(Wq X)/sqrt(dk)) - P| of the learned weights",
-                         fitp_stage0, fitp_ball, NULL, &c,
-                         "interval products in double (gamma_k bound) + rigorous exp",
-                         "Arb ball arithmetic", NULL};
         ac_schedule s = ac_schedule_upto(max_prec);
-        st = ac_decide(cert, &q, AC_LE, tol, &s, err);
+        st = ac_head_certify(cert, &X, &Wk, &Wq, &P, tol, &s, err);
+        strncat(cert->quantity, " of the learned weights",
+                sizeof cert->quantity - strlen(cert->quantity) - 1);
     }
     ac_mat_free(&X);
     ac_mat_free(&P);

@@ -396,8 +396,9 @@ static int weights_ball(void *v, long prec, mpfr_t lo, mpfr_t hi, ac_err *err)
     return maxdev_ball(NULL, NULL, lo, hi, c->X, c->Wk, c->Wq, c->P, prec);
 }
 
-static int certify_weights(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
-                           const ac_mat *P, const double *pre, const ac_t1_opts *o, ac_err *err)
+static int certify_weights_pre(ac_cert *cert, const ac_mat *X, const ac_mat *Wk,
+                               const ac_mat *Wq, const ac_mat *P, const double *pre, double tol,
+                               const ac_schedule *sched, ac_err *err)
 {
     weights_ctx c = {X, Wk, Wq, P, pre};
     ac_quantity q = {"max|Softmax((Wk X)'(Wq X)/sqrt(dk)) - P|",
@@ -408,7 +409,20 @@ static int certify_weights(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, con
                      "interval products in double (gamma_k bound) + rigorous exp",
                      "Arb ball arithmetic",
                      NULL};
-    return ac_decide(cert, &q, AC_LE, o->tol, &o->sched, err);
+    return ac_decide(cert, &q, AC_LE, tol, sched, err);
+}
+
+int ac_head_certify(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
+                    const ac_mat *P, double tol, const ac_schedule *sched, ac_err *err)
+{
+    ac_schedule none = {0};
+    return certify_weights_pre(cert, X, Wk, Wq, P, NULL, tol, sched ? sched : &none, err);
+}
+
+static int certify_weights(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
+                           const ac_mat *P, const double *pre, const ac_t1_opts *o, ac_err *err)
+{
+    return certify_weights_pre(cert, X, Wk, Wq, P, pre, o->tol, &o->sched, err);
 }
 
 /* ---- the construction of §1.1 (route CONSTRUCT) --------------------------- */
