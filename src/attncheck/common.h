@@ -36,15 +36,32 @@ enum {
 
 #define AC_ERR_MSG_MAX 512
 
+#define AC_ERR_FIELDS_MAX 64
+
 typedef struct {
     int status;                 /* AC_OK or an error code above */
     char msg[AC_ERR_MSG_MAX];   /* one line, no trailing newline */
+    char fields[AC_ERR_FIELDS_MAX]; /* the parameters the message is about, by the
+                                   names of their struct fields, comma-separated in
+                                   the order the message names them ("heads,width");
+                                   "" if none.  A front end may map each to its own
+                                   spelling (attncheck maps "width" to "--width"). */
 } ac_err;
 
 /* Record an error (when err != NULL) and return `status`.  printf-style. */
 int ac_err_set(ac_err *err, int status, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* The same for a message about parameters: `fields` lists them
+ * (comma-separated), and the message names each by that field name, as a
+ * whole word, in that order: ac_err_set_field(err, AC_EUSAGE, "heads,width",
+ * "heads %zu does not divide width %zu", h, c). */
+int ac_err_set_field(ac_err *err, int status, const char *fields, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
 #endif
     ;
 

@@ -38,7 +38,18 @@ int cli_fail(int status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
-/* Print the library error (err->msg) and return its status. */
+/* How the command spells the library's parameters (ac_err.fields): a table
+ * ending with {NULL, NULL}.  A field not in the table is spelled "--" + the
+ * field name with '_' as '-' ("head_dim" -> "--head-dim"). */
+typedef struct {
+    const char *field, *flag;
+} cli_flag;
+/* Set the table of the running command (NULL: the default spelling only). */
+void cli_set_flags(const cli_flag *map);
+/* The message of err with every parameter it names (err->fields) spelled as
+ * the command's option, into buf. */
+const char *cli_err_message(char *buf, size_t n, const ac_err *err);
+/* Print the library error (cli_err_message) and return its status. */
 int cli_fail_err(const ac_err *err);
 /* Usage error: the message, then "Try 'attncheck CMD --help'." */
 int cli_usage(const char *fmt, ...)

@@ -40,10 +40,66 @@ int cli_fail(int status, const char *fmt, ...)
     return status;
 }
 
+static const cli_flag *cli_flag_map;
+
+void cli_set_flags(const cli_flag *map)
+{
+    cli_flag_map = map;
+}
+
+static void flag_of(char *buf, size_t n, const char *field)
+{
+    for (const cli_flag *f = cli_flag_map; f && f->field; f++)
+        if (strcmp(f->field, field) == 0) {
+            snprintf(buf, n, "%s", f->flag);
+            return;
+        }
+    snprintf(buf, n, "--%s", field);
+    for (char *p = buf; *p; p++)
+        if (*p == '_')
+            *p = '-';
+}
+
+static int word_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+           c == '_' || c == '-';
+}
+
+const char *cli_err_message(char *buf, size_t n, const ac_err *err)
+{
+    const char *msg = err->msg[0] ? err->msg : "internal error";
+    const char *p = msg, *fields = err->fields;
+    size_t len = 0;
+    buf[0] = '\0';
+    while (*fields) {
+        char field[AC_ERR_FIELDS_MAX], flag[96];
+        size_t fl = strcspn(fields, ",");
+        snprintf(field, sizeof field, "%.*s", (int)fl, fields);
+        fields += fl + (fields[fl] == ',');
+        /* the first whole-word occurrence of the field from p on */
+        const char *hit = p;
+        while ((hit = strstr(hit, field)) &&
+               ((hit > msg && word_char(hit[-1])) || word_char(hit[fl])))
+            hit++;
+        if (!hit || !fl)
+            continue;
+        flag_of(flag, sizeof flag, field);
+        len += (size_t)snprintf(buf + len, len < n ? n - len : 0, "%.*s%s", (int)(hit - p), p,
+                                flag);
+        if (len >= n)
+            return buf;
+        p = hit + fl;
+    }
+    snprintf(buf + len, len < n ? n - len : 0, "%s", p);
+    return buf;
+}
+
 int cli_fail_err(const ac_err *err)
 {
+    char buf[2 * AC_ERR_MSG_MAX];
     return cli_fail(err->status ? err->status : AC_EINTERNAL, "%s",
-                    err->msg[0] ? err->msg : "internal error");
+                    cli_err_message(buf, sizeof buf, err));
 }
 
 int cli_usage(const char *fmt, ...)

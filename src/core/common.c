@@ -10,18 +10,35 @@
 
 #include "attncheck/common.h"
 
+static void err_vset(ac_err *err, int status, const char *fields, const char *fmt, va_list ap)
+{
+    vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+    /* Messages are one line. */
+    for (char *p = err->msg; *p; p++)
+        if (*p == '\n' || *p == '\r')
+            *p = ' ';
+    snprintf(err->fields, sizeof err->fields, "%s", fields ? fields : "");
+    err->status = status;
+}
+
 int ac_err_set(ac_err *err, int status, const char *fmt, ...)
 {
     if (err) {
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        err_vset(err, status, NULL, fmt, ap);
         va_end(ap);
-        /* Messages are one line. */
-        for (char *p = err->msg; *p; p++)
-            if (*p == '\n' || *p == '\r')
-                *p = ' ';
-        err->status = status;
+    }
+    return status;
+}
+
+int ac_err_set_field(ac_err *err, int status, const char *fields, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        err_vset(err, status, fields, fmt, ap);
+        va_end(ap);
     }
     return status;
 }
@@ -31,6 +48,7 @@ void ac_err_clear(ac_err *err)
     if (err) {
         err->status = AC_OK;
         err->msg[0] = '\0';
+        err->fields[0] = '\0';
     }
 }
 

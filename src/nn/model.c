@@ -89,7 +89,7 @@ struct ac_nn_work {
 int ac_nn_config_check(const ac_nn_config *c, ac_err *err)
 {
     if (c->width == 0)
-        return ac_err_set(err, AC_EUSAGE, "--width must be at least 1");
+        return ac_err_set_field(err, AC_EUSAGE, "width", "width must be at least 1");
     if (c->heads == 0)
         return ac_err_set(err, AC_EUSAGE, "--heads must be at least 1");
     if (c->max_seq == 0)
