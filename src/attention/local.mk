@@ -3,7 +3,9 @@
 
 src_libattncheck_la_SOURCES += \
 	src/attention/multihead.c \
-	src/attention/multihead_arb.h
+	src/attention/multihead_arb.h \
+	src/attention/softmax.c \
+	src/attention/softmax.h
 
 # unit tests of this module
 check_PROGRAMS += tests/test_multihead

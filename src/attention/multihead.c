@@ -23,7 +23,7 @@
 #include "attncheck/multihead.h"
 #include "attncheck/rng.h"
 #include "core/ball.h"
-#include "core/exp_kernel.h"
+#include "attention/softmax.h"
 #include "attention/multihead_arb.h"
 
 /* malloc size of m doubles, at least one */
@@ -177,44 +177,6 @@ static int work_matches(const ac_mh_work *w, const ac_mh *L, size_t n)
     return w->d == L->d && w->h == L->h && w->hs == L->hs && w->n == n && w->qkv;
 }
 
-/* P = Softmax(Z) of the m x m row-major matrix Z, in place, over each
- * column (max shift); colmax and colsum are m scratch doubles.  Every inner
- * loop runs along a row, i.e. across the m independent softmax groups, so it
- * vectorises without a reduction (e^x by ac_exp_kernel, core/exp_kernel.h;
- * the certified paths use ac_exp_enclose and Arb).  GCC vectorises it only with its
- * dynamic cost model (-O3), so the function asks for it whatever the global
- * -O level. */
-#if defined(__GNUC__) && !defined(__clang__)
-__attribute__((optimize("tree-vectorize", "vect-cost-model=dynamic")))
-#endif
-static void softmax_cols(double *Z, size_t m, double *colmax, double *colsum)
-{
-    for (size_t j = 0; j < m; j++) {
-        colmax[j] = Z[j];
-        colsum[j] = 0.0;
-    }
-    for (size_t a = 1; a < m; a++) {
-        const double *z = Z + a * m;
-        for (size_t j = 0; j < m; j++)
-            colmax[j] = z[j] > colmax[j] ? z[j] : colmax[j];
-    }
-    for (size_t a = 0; a < m; a++) {
-        double *z = Z + a * m;
-        for (size_t j = 0; j < m; j++) {
-            double e = ac_exp_kernel(z[j] - colmax[j]);
-            z[j] = e;
-            colsum[j] += e;
-        }
-    }
-    for (size_t j = 0; j < m; j++)
-        colsum[j] = 1.0 / colsum[j];
-    for (size_t a = 0; a < m; a++) {
-        double *z = Z + a * m;
-        for (size_t j = 0; j < m; j++)
-            z[j] *= colsum[j];
-    }
-}
-
 /* ---- the forward pass: a fixed decomposition into BLAS calls --------------
  *
  * Stacked layout (as the parameters): QKV = [Wq; Wk; Wv] X is 3hh x n, head
@@ -295,7 +257,7 @@ static void head_block(const ac_mh *L, size_t n, ac_mh_work *w, size_t i, double
                  *V = w->qkv + (2 * hh + i * hs) * n;
     double *P = w->p + i * n * n;
     ac_dgemm(AC_TRANS, AC_NOTRANS, n, n, hs, 1.0 / sqrt((double)hs), K, n, Q, n, 0.0, P, n);
-    softmax_cols(P, n, scratch, scratch + n);
+    ac_softmax_cols(P, n, n, scratch, scratch + n);
     ac_dgemm(AC_NOTRANS, AC_NOTRANS, hs, n, n, 1.0, V, n, P, n, 0.0, w->hb + i * hs * n, n);
 }
 

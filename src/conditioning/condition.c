@@ -29,6 +29,7 @@
 #include <omp.h>
 #endif
 
+#include "attention/softmax.h"
 #include "core/ac_arb.h"
 #include "core/ball.h"
 #include "attncheck/blas.h"
@@ -196,24 +197,6 @@ static double ws_bytes(size_t N, size_t h, size_t d, size_t E, ac_cond_mode mode
 
 /* ---- sampling ------------------------------------------------------------------------ */
 
-/* Row-wise softmax of the N x N matrix S, in place (max subtracted). */
-static void softmax_rows(double *S, size_t N)
-{
-    for (size_t i = 0; i < N; i++) {
-        double *r = S + i * N, mx = r[0], s = 0;
-        for (size_t j = 1; j < N; j++)
-            if (r[j] > mx)
-                mx = r[j];
-        for (size_t j = 0; j < N; j++) {
-            r[j] = exp(r[j] - mx);
-            s += r[j];
-        }
-        double inv = 1.0 / s;
-        for (size_t j = 0; j < N; j++)
-            r[j] *= inv;
-    }
-}
-
 /* Draw one N x d projection of X into P: P = X W, W E x d i.i.d. N(0, 1/E)
  * (direct), or P = L Z with L L^T = X X^T / E (factor form). */
 static void draw_projection(cond_ws *w, ac_rng *r, int factor, double *P)
@@ -274,7 +257,8 @@ static void sample_block(cond_ws *w, const ac_cond_opts *o, uint64_t trial)
         /* S = Q K^T / sqrt d, P = rowsoftmax(S), A_i = P V */
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)N, (int)N, (int)d, scale, w->Q,
                     (int)d, w->K, (int)d, 0.0, w->S, (int)N);
-        softmax_rows(w->S, N);
+        for (size_t row = 0; row < N; row++)
+            ac_softmax_row(w->S + row * N, N);
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)N, (int)d, (int)N, 1.0, w->S,
                     (int)N, w->V, (int)d, 0.0, w->A + i * d, (int)D);
         w->flops += 4.0 * (double)N * (double)N * (double)d;

@@ -14,6 +14,7 @@
 #include <cblas.h>
 
 #include "attncheck/nn.h"
+#include "attention/softmax.h"
 #include "core/exp_kernel.h"
 
 #define BLAS_INT(x) ((blasint)(x))
@@ -303,25 +304,6 @@ void ac_nn_layernorm_backward_params(double *dw, double *db, const double *dout,
 
 /* ---------------------------------------------------------------- attention */
 
-/* Softmax of one row of len entries in place (len >= 1). */
-static void softmax_row(double *a, size_t len)
-{
-    double m = a[0];
-    for (size_t j = 1; j < len; j++)
-        m = a[j] > m ? a[j] : m;
-    double s = 0;
-#pragma omp simd reduction(+ : s)
-    for (size_t j = 0; j < len; j++) {
-        double e = ac_exp_kernel(a[j] - m);
-        a[j] = e;
-        s += e;
-    }
-    double inv = 1.0 / s;
-#pragma omp simd
-    for (size_t j = 0; j < len; j++)
-        a[j] *= inv;
-}
-
 void ac_nn_scores_forward(double *att, double *pre, const double *qk, size_t ld, size_t B,
                           size_t T, size_t H, size_t S, int causal)
 {
@@ -345,7 +327,7 @@ void ac_nn_scores_forward(double *att, double *pre, const double *qk, size_t ld,
                 memcpy(pre + (b * H + h) * T * T, a, T * T * sizeof *a);
             for (size_t t = 0; t < T; t++) {
                 size_t len = causal ? t + 1 : T;
-                softmax_row(a + t * T, len);
+                ac_softmax_row(a + t * T, len);
                 if (len < T)
                     memset(a + t * T + len, 0, (T - len) * sizeof *a);
             }

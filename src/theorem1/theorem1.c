@@ -17,6 +17,7 @@
 #include <gsl/gsl_multimin.h>
 #include <mpfr.h>
 
+#include "attention/softmax.h"
 #include "core/ac_arb.h"
 #include "core/ball.h"
 #include "attncheck/interval.h"
@@ -136,22 +137,6 @@ int ac_t1_generate(ac_mat *X, ac_mat *P, size_t d, size_t n, uint64_t seed, ac_e
     return AC_OK;
 }
 
-static void softmax_cols_inplace(double *Z, size_t n, size_t m)
-{
-    for (size_t j = 0; j < m; j++) {
-        double mx = -INFINITY, s = 0;
-        for (size_t i = 0; i < n; i++)
-            if (Z[i * m + j] > mx)
-                mx = Z[i * m + j];
-        for (size_t i = 0; i < n; i++) {
-            Z[i * m + j] = exp(Z[i * m + j] - mx);
-            s += Z[i * m + j];
-        }
-        for (size_t i = 0; i < n; i++)
-            Z[i * m + j] /= s;
-    }
-}
-
 int ac_head_softmax(ac_mat *S, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq, ac_err *err)
 {
     size_t d = X->rows, n = X->cols, dk = Wk->rows;
@@ -176,7 +161,15 @@ int ac_head_softmax(ac_mat *S, const ac_mat *X, const ac_mat *Wk, const ac_mat *
     double s = 1.0 / sqrt((double)dk);
     for (size_t i = 0; i < n * n; i++)
         S->data[i] *= s;
-    softmax_cols_inplace(S->data, n, n);
+    double *scratch = malloc(2 * n * sizeof *scratch);
+    if (!scratch) {
+        ac_mat_free(&K);
+        ac_mat_free(&Q);
+        ac_mat_free(S);
+        return ac_err_set(err, AC_EINTERNAL, "out of memory");
+    }
+    ac_softmax_cols(S->data, n, n, scratch, scratch + n);
+    free(scratch);
     ac_mat_free(&K);
     ac_mat_free(&Q);
     return AC_OK;
@@ -1001,6 +994,7 @@ typedef struct {
     const ac_mat *X, *P;
     size_t d, n, dk;
     double *K, *Q, *Z, *G, *dK, *dQ;
+    double *scratch; /* 2n: the softmax's column maxima and sums */
 } fit_ctx;
 
 static double fit_eval(const gsl_vector *th, void *params, gsl_vector *grad)
@@ -1012,7 +1006,7 @@ static double fit_eval(const gsl_vector *th, void *params, gsl_vector *grad)
     ac_dgemm(AC_NOTRANS, AC_NOTRANS, dk, n, d, 1.0, Wk, d, c->X->data, n, 0.0, c->K, n);
     ac_dgemm(AC_NOTRANS, AC_NOTRANS, dk, n, d, 1.0, Wq, d, c->X->data, n, 0.0, c->Q, n);
     ac_dgemm(AC_TRANS, AC_NOTRANS, n, n, dk, s, c->K, n, c->Q, n, 0.0, c->Z, n);
-    softmax_cols_inplace(c->Z, n, n);
+    ac_softmax_cols(c->Z, n, n, c->scratch, c->scratch + n);
     double f = 0;
     for (size_t i = 0; i < n * n; i++) {
         double e = c->Z[i] - c->P->data[i];
@@ -1063,18 +1057,19 @@ static int refine_weights(ac_mat *Wk2, ac_mat *Wq2, const ac_mat *X, const ac_ma
     /* GSL's default handler aborts on errors (allocation failures included):
      * the library must return instead, so it is off for the whole call. */
     gsl_error_handler_t *old = gsl_set_error_handler_off();
-    fit_ctx c = {X, P, d, n, dk, NULL, NULL, NULL, NULL, NULL, NULL};
+    fit_ctx c = {X, P, d, n, dk, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     c.K = malloc(dk * n * sizeof(double));
     c.Q = malloc(dk * n * sizeof(double));
     c.Z = malloc(n * n * sizeof(double));
     c.G = malloc(n * n * sizeof(double));
     c.dK = malloc(dk * n * sizeof(double));
     c.dQ = malloc(dk * n * sizeof(double));
+    c.scratch = malloc(2 * n * sizeof(double));
     gsl_vector *th = gsl_vector_alloc(np);
     gsl_multimin_fdfminimizer *m =
         gsl_multimin_fdfminimizer_alloc(gsl_multimin_fdfminimizer_vector_bfgs2, np);
     int ok = 0;
-    if (!c.K || !c.Q || !c.Z || !c.G || !c.dK || !c.dQ || !th || !m)
+    if (!c.K || !c.Q || !c.Z || !c.G || !c.dK || !c.dQ || !c.scratch || !th || !m)
         goto out;
     memcpy(th->data, Wk->data, dk * d * sizeof(double));
     memcpy(th->data + dk * d, Wq->data, dk * d * sizeof(double));
@@ -1111,6 +1106,7 @@ out:
     free(c.G);
     free(c.dK);
     free(c.dQ);
+    free(c.scratch);
     return ok;
 }
 
