@@ -232,9 +232,31 @@ slong ac_xmat_rank_modp(const ac_xmat *A)
 
 slong ac_xmat_rank(const ac_xmat *A)
 {
-    if (fmpz_mat_nrows(A->m) == 0 || fmpz_mat_ncols(A->m) == 0)
+    return ac_xmat_rank_cols(A, NULL);
+}
+
+slong ac_xmat_rank_cols(const ac_xmat *A, size_t *pivot_cols)
+{
+    slong r = fmpz_mat_nrows(A->m), c = fmpz_mat_ncols(A->m);
+    if (r == 0 || c == 0)
         return 0;
-    return fmpz_mat_rank(A->m);
+    if (!pivot_cols)
+        return fmpz_mat_rank(A->m);
+    fmpz_mat_t R;
+    fmpz_t den;
+    fmpz_mat_init(R, r, c);
+    fmpz_init(den);
+    slong rk = fmpz_mat_rref(R, den, A->m);
+    slong col = 0;
+    for (slong i = 0; i < rk; i++) {
+        while (col < c && fmpz_is_zero(fmpz_mat_entry(R, i, col)))
+            col++;
+        pivot_cols[i] = (size_t)col;
+        col++;
+    }
+    fmpz_mat_clear(R);
+    fmpz_clear(den);
+    return rk;
 }
 
 slong ac_xmat_bits(const ac_xmat *A)

@@ -71,6 +71,10 @@ size_t ac_xmat_scaled_ndiff(const ac_xmat *A, unsigned long a, const ac_xmat *B,
 slong ac_xmat_rank_modp(const ac_xmat *A);
 /* Exact rank over Q (fraction-free elimination). */
 slong ac_xmat_rank(const ac_xmat *A);
+/* The same, and if pivot_cols != NULL (room for cols) the indices of rank
+ * linearly independent columns, ascending: the pivot columns of the reduced
+ * row echelon form. */
+slong ac_xmat_rank_cols(const ac_xmat *A, size_t *pivot_cols);
 /* Largest number of bits of an integer entry (0 for a zero matrix). */
 slong ac_xmat_bits(const ac_xmat *A);
 

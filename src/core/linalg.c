@@ -13,6 +13,7 @@
 #include <flint/ulong_extras.h>
 
 #include "core/ac_arb.h"
+#include "core/dyadic.h"
 #include "attncheck/linalg.h"
 
 void ac_dgemm(ac_trans ta, ac_trans tb, size_t m, size_t n, size_t k, double alpha,
@@ -410,39 +411,11 @@ int ac_rank_exact(const ac_mat *A, double max_work, long *rank, size_t *pivot_ro
         max_work = 0x1p34;
     if ((double)r * (double)c * mn * bits > max_work)
         return AC_OK; /* too large: unknown */
-    /* rows of A = columns of A^T: the pivot columns of rref(A^T) */
-    fmpz_mat_t T, R;
-    fmpz_t den;
-    fmpz_mat_init(T, (slong)c, (slong)r);
-    fmpz_mat_init(R, (slong)c, (slong)r);
-    fmpz_init(den);
-    for (size_t i = 0; i < r; i++)
-        for (size_t j = 0; j < c; j++) {
-            double x = A->data[i * c + j];
-            fmpz *z = fmpz_mat_entry(T, j, i);
-            if (x == 0.0) {
-                fmpz_zero(z);
-                continue;
-            }
-            int64_t m;
-            int e;
-            split_double(x, &m, &e);
-            fmpz_set_si(z, (slong)m);
-            fmpz_mul_2exp(z, z, (ulong)(e - emin));
-        }
-    slong rk = fmpz_mat_rref(R, den, T);
-    *rank = (long)rk;
-    if (pivot_rows) {
-        slong col = 0;
-        for (slong i = 0; i < rk; i++) {
-            while (col < (slong)r && fmpz_is_zero(fmpz_mat_entry(R, i, col)))
-                col++;
-            pivot_rows[i] = (size_t)col;
-            col++;
-        }
-    }
-    fmpz_mat_clear(T);
-    fmpz_mat_clear(R);
-    fmpz_clear(den);
+    /* rows of A = columns of A^T: the pivot columns of rref(A^T), exactly */
+    ac_xmat T;
+    if (ac_xmat_from_d(&T, A->data, r, c, c, 1, (slong)bits + 64) != AC_XMAT_OK)
+        return ac_err_set(err, AC_EINTERNAL, "exact rank: conversion to integers failed");
+    *rank = (long)ac_xmat_rank_cols(&T, pivot_rows);
+    ac_xmat_clear(&T);
     return AC_OK;
 }
