@@ -3,6 +3,8 @@
 
 src_libattncheck_la_SOURCES += \
 	src/io/npy.c \
+	src/io/npy_header.c \
+	src/io/npy_impl.h \
 	src/io/fileio.c \
 	src/io/json.c \
 	src/io/jsonparse.c \

@@ -1,0 +1,43 @@
+/* io/npy_impl.h — internals of the .npy reader shared by npy.c (arrays,
+ * data, writing) and npy_header.c (the parser of the header dict). */
+#ifndef ATTNCHECK_IO_NPY_IMPL_H
+#define ATTNCHECK_IO_NPY_IMPL_H
+
+#include <stddef.h>
+
+#include "attncheck/common.h"
+#include "attncheck/npy.h"
+
+/* At most this many header characters are quoted in a message. */
+#define SNIP_CHARS 40
+#define SNIP_BUF (SNIP_CHARS * 4 + 8)
+
+/* The state and results of parsing one header. */
+typedef struct {
+    const char *path;
+    const char *s;  /* header text without its final '\n' */
+    size_t n;       /* its length */
+    size_t i;       /* current position */
+    ac_err *err;
+    /* results */
+    int big_endian;  /* data are big-endian */
+    int fortran;     /* fortran_order True */
+    size_t ndim;
+    size_t shape[AC_NPY_MAXDIM];
+} hparse;
+
+/* Parse the header p->s[0 .. p->n - 1]: first its syntax (a dict literal
+ * with the keys 'descr', 'fortran_order' and 'shape', each once, values
+ * balanced), then the values.  AC_OK or AC_EDATA with a message in p->err
+ * naming p->path. */
+int npy_parse_header(hparse *p);
+
+/* Copy at most SNIP_CHARS characters of s[0..n-1] to out (of SNIP_BUF
+ * bytes) for a message: printable ASCII as is, anything else as \xNN, and
+ * "..." if cut short. */
+void npy_snip(char *out, const char *s, size_t n);
+
+/* 1 on a little-endian host. */
+int npy_host_is_little_endian(void);
+
+#endif /* ATTNCHECK_IO_NPY_IMPL_H */
