@@ -5,7 +5,7 @@ set -u
 : "${ATTNCHECK:=./attncheck}"
 : "${top_srcdir:=.}"
 fail=0
-err() { echo "docs: $*" >&2; fail=1; }
+err() { printf 'docs: %s\n' "$*" >&2; fail=1; }
 
 opts_help() { "$ATTNCHECK" "$1" --help | grep -o -- '--[a-z][a-z0-9-]*' | sort -u; }
 opts_man() { sed 's/\\-/-/g' "$top_srcdir/man/attncheck-$1.1" | grep -o -- '--[a-z][a-z0-9-]*' | sort -u; }
