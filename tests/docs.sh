@@ -5,7 +5,7 @@ set -u
 : "${ATTNCHECK:=./attncheck}"
 : "${top_srcdir:=.}"
 fail=0
-err() { echo "docs: $*" >&2; fail=1; }
+err() { printf 'docs: %s\n' "$*" >&2; fail=1; }
 
 opts_help() { "$ATTNCHECK" "$1" --help | grep -o -- '--[a-z][a-z0-9-]*' | sort -u; }
 opts_man() { sed 's/\\-/-/g' "$top_srcdir/man/attncheck-$1.1" | grep -o -- '--[a-z][a-z0-9-]*' | sort -u; }
@@ -55,4 +55,71 @@ for f in "$top_srcdir"/man/attncheck*.1; do
     grep -q "64" "$f" || err "$f does not document the exit status"
 done
 "$ATTNCHECK" --help | grep -q "0 proved, 1 refuted, 2 undecided, 64 usage error" || err "--help lacks the exit status"
+
+# ---- the mathematics document -------------------------------------------
+# doc/mathematics.md is cited as "doc/mathematics.md §3.4" (man pages write
+# \(sc3.4; plain ASCII may write "section 3.4"), also in lists "§3.4, §3.5",
+# "§3.4 and §3.5" and ranges "§4.4-§4.6", "§4.4–§4.6" (man: \(sc4.4\(en\(sc4.6),
+# "§5.2-5.6".  Checked: (c) its numbering is consecutive, (a) every reference
+# names a heading that exists, (b) nothing cites the old private notes.
+mdoc="$top_srcdir/doc/mathematics.md"
+if [ ! -f "$mdoc" ]; then
+    err "$mdoc is missing"
+else
+    # (c) "## N Title" are 1, 2, 3, ...; "### N.M Title" under "## N" are N.1, N.2, ...
+    bad=$(awk '
+        /^## [0-9]/  { top++; sub_ = 0
+                       if ($2 != top) printf "%d: section %s, expected %d\n", NR, $2, top }
+        /^### [0-9]/ { sub_++
+                       if ($2 != top "." sub_) printf "%d: section %s, expected %d.%d\n", NR, $2, top, sub_ }
+        END          { if (top == 0) print "0: no numbered sections" }' "$mdoc")
+    [ -z "$bad" ] || err "section numbers of $mdoc are not consecutive:
+$(printf '%s\n' "$bad" | sed "s|^|    doc/mathematics.md:|")"
+    secs=$(sed -n 's/^###* \([0-9][0-9.]*\) .*/\1/p' "$mdoc" | tr '\n' ' ')
+    # (a) references; the files are those that carry the project's words
+    files=$(cd "$top_srcdir" && grep -rlI 'mathematics\.md' src man README proofs tests examples bench doc \
+                2>/dev/null | sort)
+    for f in $files; do
+        sed -e 's/\\(sc/@/g' -e 's/\\\[sc\]/@/g' -e 's/§/@/g' -e 's/[Ss]ections* /@/g' \
+            -e 's/\\(en/-/g' -e 's/\\-/-/g' \
+            "$top_srcdir/$f" | awk -v file="$f" -v secs="$secs" '
+        BEGIN { n = split(secs, a, " "); for (i = 1; i <= n; i++) ok[a[i]] = 1 }
+        function check(ref, line) {
+            if (!(ref in ok)) { printf "docs: %s:%d: mathematics.md §%s: no such section in doc/mathematics.md\n", file, line, ref; bad = 1 }
+        }
+        # parse "@N.M[-@N.M][, @N.M | and @N.M]..." at the start of s
+        function refs(s, line,    r) {
+            if (!match(s, /^[ \t]*[(,:]?[ \t]*@[ \t]*[0-9]+(\.[0-9]+)?/)) return 0
+            for (;;) {
+                r = substr(s, RSTART, RLENGTH); s = substr(s, RSTART + RLENGTH)
+                sub(/^[^0-9]*/, "", r); check(r, line)
+                if (match(s, /^[ \t]*(-|–|to)[ \t]*@?[ \t]*[0-9]+(\.[0-9]+)?/)) continue
+                if (match(s, /^[ \t]*(,|and|, and|,and)[ \t]*@[ \t]*[0-9]+(\.[0-9]+)?/)) continue
+                return 1
+            }
+        }
+        {
+            s = $0
+            if (pending) { refs(s, FNR - 1); pending = 0 }
+            while ((p = index(s, "mathematics.md")) > 0) {
+                s = substr(s, p + 14)
+                if (s ~ /^[ \t]*$/) pending = 1   # the section may open the next line
+                else refs(s, FNR)
+            }
+        }
+        END { exit bad }' >&2 || fail=1
+    done
+fi
+# (b) the private notes the project used to cite are not part of it
+old=$(printf 'MATH\056md')
+# tracked files when top_srcdir is a git work tree (not, e.g., the unpacked
+# tarball of `make distcheck` below one), every text file otherwise
+gtop=$(git -C "$top_srcdir" rev-parse --show-toplevel 2>/dev/null)
+if [ -n "$gtop" ] && [ "$(cd "$gtop" && pwd -P)" = "$(cd "$top_srcdir" && pwd -P)" ]; then
+    cites=$(git -C "$top_srcdir" grep -nI -F "$old" -- . 2>/dev/null)
+else
+    cites=$(cd "$top_srcdir" && grep -rnIF --exclude-dir=.git --exclude-dir=autom4te.cache "$old" . 2>/dev/null)
+fi
+[ -z "$cites" ] || err "$(printf '%s\n' "$cites" | wc -l) line(s) still cite $old (cite doc/mathematics.md §N.M):
+$(printf '%s\n' "$cites" | cut -c1-160 | sed 's/^/    /')"
 exit $fail
