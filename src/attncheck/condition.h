@@ -1,6 +1,6 @@
 /* attncheck/condition.h — Theorem 3.2 of Saratchandran et al. (2025),
  * "Leaner Transformers": sampled condition numbers of the multi-head block
- * A = [A_1, ..., A_h] against every prediction (MATH.md §3, §3.1).
+ * A = [A_1, ..., A_h] against every prediction (doc/mathematics.md §5).
  *
  * Layout (paper 2): A is N x D, D = h d, one row per token, head i in
  * columns [i d, (i+1) d); softmax over each row.  kappa(A) =
@@ -57,7 +57,7 @@
  * ----------------------------
  * For each sample, rigorous enclosures of sigma_1, sigma_min and kappa of
  * the exact block (the doubles sampled):
- *   stage 0: Weyl around a double SVD (ac_sv_enclose, MATH.md §4);
+ *   stage 0: Weyl around a double SVD (ac_sv_enclose, doc/mathematics.md §2.5);
  *   stage k: Arb balls at the schedule's precisions: G = A A^T enclosed
  *            exactly-ish (arb_mat_mul), lambda_min(G) >= s proved by a
  *            successful ball Cholesky of G - s I (arb_mat_cho returns 1 only
@@ -277,6 +277,38 @@ int ac_cond_stats_compute(ac_cond_stats *st, const double *kappa, const double *
 /* Sample quantile of sorted values (type 7: x[j] + g (x[j+1] - x[j]),
  * j + g = (n - 1) p). */
 double ac_cond_quantile_sorted(const double *sorted, size_t n, double p);
+
+/* ---- claims over several results ------------------------------------------
+ * The verdicts of the program and of `attncheck report`, decided here from
+ * the certified enclosures (doc/mathematics.md §5.9). */
+
+/* The certificate of claim C over every result of a sweep (res[0..n-1],
+ * one per h, all run with the options o): dev = max over every sample of
+ * |kappa / kappa~ - 1|, enclosed in [cert->lo, cert->hi] by the maxima of
+ * the results' dev_lo, dev_hi, judged "dev <= o->rtol" (the conjunction of
+ * the results' verdicts); the stage is the highest any sample needed.
+ * Without o->certify: UNDECIDED, [0, inf], no stage ("not certified").
+ * cert->seconds = seconds. */
+void ac_cond_certificate(ac_cert *cert, const ac_cond_result *res, size_t n,
+                         const ac_cond_opts *o, double seconds);
+
+/* "The median kappa decreases from a to b": PROVED when the certified
+ * enclosures give median(b) < median(a) (median_hi(b) < median_lo(a), the
+ * difference rounded outward), REFUTED when they give median(b) >=
+ * median(a), UNDECIDED otherwise or when a or b has no valid certified
+ * statistics (cst.valid). */
+ac_verdict ac_cond_median_decreases(const ac_cond_result *a, const ac_cond_result *b);
+
+/* "|x| <= tol" from a rigorous enclosure [lo, hi] of x, e.g. a relative
+ * error prediction / statistic - 1 of ac_cond_certstats; UNDECIDED when lo
+ * or hi is NaN (not applicable). */
+ac_verdict ac_cond_within(double lo, double hi, double tol);
+
+/* "|median(a) / median(b) - 1| <= tol" from the certified enclosures of the
+ * two medians (ac_cond_within of the ratio rounded outward); UNDECIDED when
+ * a or b has no valid certified statistics. */
+ac_verdict ac_cond_median_ratio_within(const ac_cond_result *a, const ac_cond_result *b,
+                                       double tol);
 
 #ifdef __cplusplus
 }
