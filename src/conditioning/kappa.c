@@ -141,12 +141,12 @@ static int route_svd(cond_ws *w, double rtol, ac_cond_sample *s)
 }
 
 
-/* ---- the routes together ------------------------------------------------------------------------ */
+/* --------------------------------------------------------------------------------------------- */
 
 /* kappa of w->A, starting with route `start`; eig (spectrum) receives the m
  * eigenvalues of G ascending, or NULL. */
 int cond_kappa_ws(cond_ws *w, double rtol, int start, long max_prec, ac_cond_sample *s,
-                    double *eig, ac_err *err)
+                  double *eig, ac_err *err)
 {
     /* every route must meet rtol/2: the other half is the room the
      * certification needs to prove "within rtol" */
@@ -202,7 +202,7 @@ int ac_cond_kappa(const ac_mat *A, double rtol, int start_route, long max_prec,
         return ac_err_set(err, AC_EUSAGE, "matrix %zu x %zu too large for LAPACK", A->rows,
                           A->cols);
     if (!(rtol > 0 && rtol < 1))
-        return ac_err_set(err, AC_EUSAGE, "rtol must be in (0, 1), not %g", rtol);
+        return ac_err_set_field(err, AC_EUSAGE, "rtol", "rtol must be in (0, 1), not %g", rtol);
     for (size_t i = 0; i < A->rows * A->cols; i++)
         if (!isfinite(A->data[i]))
             return ac_err_set(err, AC_EDATA, "matrix has a non-finite entry");
@@ -212,8 +212,8 @@ int ac_cond_kappa(const ac_mat *A, double rtol, int start_route, long max_prec,
     memcpy(w.A, A->data, A->rows * A->cols * sizeof(double));
     int old = ac_blas_get_threads();
     ac_blas_set_threads(1); /* as in ac_cond_run: the same kernels, the same bits */
-    int st = cond_kappa_ws(&w, rtol, start_route < 0 ? AC_COND_GRAM : start_route, max_prec, s, NULL,
-                      err);
+    int st = cond_kappa_ws(&w, rtol, start_route < 0 ? AC_COND_GRAM : start_route, max_prec, s,
+                           NULL, err);
     ac_blas_set_threads(old);
     cond_ws_free(&w);
     return st;

@@ -52,7 +52,8 @@ int cond_check_sizes(size_t N, size_t h, size_t d, size_t E, const ac_cond_opts 
     double D = (double)h * (double)d;
     if (D * (double)N > (double)INT_MAX || D > (double)INT_MAX)
         return ac_err_set(err, AC_EUSAGE,
-                          "block N x D = %zu x %.0f is too large for LAPACK's 32-bit indices", N, D);
+                          "block N x D = %zu x %.0f is too large for LAPACK's 32-bit indices", N,
+                          D);
     if (o->mode == AC_COND_ATTENTION &&
         ((double)E * (double)N > (double)INT_MAX || (double)E * (double)d > (double)INT_MAX))
         return ac_err_set(err, AC_EUSAGE, "input width E = %zu too large", E);

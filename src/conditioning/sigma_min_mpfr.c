@@ -376,9 +376,10 @@ int ac_cond_sigma_min_mpfr(const ac_mat *A, double rtol, double kappa_hint, long
         return ac_err_set(err, AC_EUSAGE, "sigma_min of an empty matrix (%zu x %zu)", A->rows,
                           A->cols);
     if (!(rtol > 0 && rtol < 1))
-        return ac_err_set(err, AC_EUSAGE, "rtol must be in (0, 1), not %g", rtol);
+        return ac_err_set_field(err, AC_EUSAGE, "rtol", "rtol must be in (0, 1), not %g", rtol);
     if (max_prec < 64 || max_prec > MPFR_PREC_MAX / 2)
-        return ac_err_set(err, AC_EUSAGE, "max_prec must be >= 64 bits, not %ld", max_prec);
+        return ac_err_set_field(err, AC_EUSAGE, "max_prec", "max_prec must be >= 64 bits, not %ld",
+                                max_prec);
     for (size_t i = 0; i < A->rows * A->cols; i++)
         if (!isfinite(A->data[i]))
             return ac_err_set(err, AC_EDATA, "matrix has a non-finite entry");
