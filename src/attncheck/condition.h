@@ -11,7 +11,8 @@
  *   AC_COND_IID        the theorem's assumption: A_i i.i.d. N(0,1).  The
  *                      N*D entries of A, in row-major order, are the first
  *                      N*D normals of the stream (seed, h, trial) (rng.h).
- *   AC_COND_ATTENTION  real heads with Gaussian weights:
+ *   AC_COND_ATTENTION  real heads with Gaussian weights (doc/mathematics.md
+ *                      §5.7):
  *                        A_i = Softmax(Q_i K_i^T / sqrt d) V_i  (row softmax),
  *                        Q_i = X Wq_i, K_i = X Wk_i, V_i = X Wv_i,
  *                      X in R^{N x E} i.i.d. N(0,1) (the input sequence),
@@ -27,10 +28,10 @@
  *                      then Zq_i, Zk_i, Zv_i).  opts.attention_direct forces
  *                      the literal X W form.
  *
- * kappa of one block: three routes, chosen per sample from a stated error
- * bound (rtol = the requested relative accuracy of kappa; a route is
- * accepted when its bound on kappa is <= rtol/2, which leaves the
- * certification room to prove "within rtol")
+ * kappa of one block (doc/mathematics.md §5.8): three routes, chosen per
+ * sample from a stated error bound (rtol = the requested relative accuracy
+ * of kappa; a route is accepted when its bound on kappa is <= rtol/2, which
+ * leaves the certification room to prove "within rtol")
  * -------------------------------------------------------------------------
  *   GRAM  G = A A^T (D >= N) or A^T A (D < N), m x m, by dsyrk; its extreme
  *         eigenvalues by dsytrd + dstebz (all of them by dsterf with
@@ -53,8 +54,8 @@
  * and are reported as `relerr`, but they are estimates (LAPACK's constants
  * are not rigorous).  Rigorous enclosures come from --certify.
  *
- * Certification (opts.certify)
- * ----------------------------
+ * Certification (opts.certify; doc/mathematics.md §5.9)
+ * ---------------------------------------------------
  * For each sample, rigorous enclosures of sigma_1, sigma_min and kappa of
  * the exact block (the doubles sampled):
  *   stage 0: Weyl around a double SVD (ac_sv_enclose, doc/mathematics.md §2.5);
@@ -66,7 +67,7 @@
  *            (from the MPFR kernel); lambda_max likewise with t I - G.
  * The claim decided for the whole run is
  *     C:  every sampled block has full rank min(N, D) (sigma_min > 0, the
- *         conclusion of the paper's Lemma 3.3) and every reported kappa~
+ *         conclusion of Lemma 3.3 of paper 2) and every reported kappa~
  *         is within rtol of the exact kappa of its block:
  *         (1 - rtol) kappa~ <= kappa <= (1 + rtol) kappa~.
  * Equivalently dev = max over samples of |kappa / kappa~ - 1| <= rtol, which

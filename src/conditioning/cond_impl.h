@@ -78,9 +78,6 @@ void cond_sample_block(cond_ws *w, const ac_cond_opts *o, uint64_t trial);
 
 /* ---- kappa.c: the routes --------------------------------------------------- */
 
-/* Relative error bound of kappa from relative bounds d1, dm on sigma_1,
- * sigma_min. */
-double cond_kappa_relerr(double d1, double dm);
 /* kappa of w->A, starting with route `start`; eig (spectrum) receives the m
  * eigenvalues of G ascending, or NULL. */
 int cond_kappa_ws(cond_ws *w, double rtol, int start, long max_prec, ac_cond_sample *s,

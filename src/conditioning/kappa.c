@@ -29,7 +29,7 @@ const char *ac_cond_route_name(ac_cond_route r)
 /* ---- kappa of one block ---------------------------------------------------------------- */
 
 /* Relative error bound of kappa from relative bounds on sigma_1, sigma_min. */
-double cond_kappa_relerr(double d1, double dm)
+static double kappa_relerr(double d1, double dm)
 {
     if (!(dm < 1))
         return INFINITY;
@@ -99,7 +99,7 @@ static int route_gram(cond_ws *w, double rtol, ac_cond_sample *s, double *eig)
     double eta = ac_gamma_up((double)M) * tr * (1 + 2 * (double)(m + 1) * U53) +
                  (double)m * U53 * lmax;
     double dm = sqrt_relerr(lmin, eta), d1 = sqrt_relerr(lmax, eta);
-    double re = cond_kappa_relerr(d1, dm);
+    double re = kappa_relerr(d1, dm);
     if (!(re <= rtol))
         return 0;
     s->sigma1 = sqrt(lmax);
@@ -129,7 +129,7 @@ static int route_svd(cond_ws *w, double rtol, ac_cond_sample *s)
     double s1 = w->sv[0], sm = w->sv[m - 1];
     double d1 = (double)M * U53;
     double dm = sm > 0 ? (double)M * U53 * s1 / sm : INFINITY;
-    double re = cond_kappa_relerr(d1, dm);
+    double re = kappa_relerr(d1, dm);
     s->sigma1 = s1;
     s->sigmin = sm;
     s->kappa = sm > 0 ? s1 / sm : INFINITY;
@@ -183,7 +183,7 @@ int cond_kappa_ws(cond_ws *w, double rtol, int start, long max_prec, ac_cond_sam
     s->sigmin = sm;
     if (resolved) {
         s->kappa = s->sigma1 / sm;
-        s->relerr = cond_kappa_relerr((double)w->M * U53, rel);
+        s->relerr = kappa_relerr((double)w->M * U53, rel);
     } else {
         s->kappa = INFINITY;
         s->relerr = INFINITY;

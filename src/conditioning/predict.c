@@ -1,6 +1,6 @@
 /* predict.c — the predictions for kappa of an N x D Gaussian block
  * (attncheck/rmt.h), each a named step of ac_rmt_predict:
- *   first order (Bai–Yin; paper 2, eq. (6); doc/mathematics.md §5.2);
+ *   first order (Bai–Yin; paper 2, eqs. (5)-(6); doc/mathematics.md §5.2);
  *   the Tracy–Widom finite-size correction: the soft edges of lambda_max
  *     and lambda_min, the point estimate and the law of kappa under
  *     independent edges (§5.4);

@@ -174,7 +174,10 @@ static void draw_projection(cond_ws *w, ac_rng *r, int factor, double *P)
     }
 }
 
-/* Fill w->A with block `trial` (see condition.h for the streams). */
+/* Fill w->A with block `trial`, A = [A_1, ..., A_h] (paper 2, eq. (4)):
+ * i.i.d. N(0,1) entries (the theorem's assumption), or attention heads
+ * A_i = Softmax(Q_i K_i^T / sqrt d) V_i (doc/mathematics.md §5.7); see
+ * attncheck/condition.h for the streams. */
 void cond_sample_block(cond_ws *w, const ac_cond_opts *o, uint64_t trial)
 {
     size_t N = w->N, D = w->D, d = w->d, E = w->E;
