@@ -302,11 +302,15 @@ START_TEST(test_bad_args)
     o.N = 8;
     ck_assert_int_eq(ac_cond_run(&r, 0, 4, &o, &err), AC_EUSAGE);
     ck_assert_int_eq(ac_cond_run(&r, 2, 0, &o, &err), AC_EUSAGE);
+    ck_assert_str_eq(err.fields, "d"); /* messages name parameters by field */
     o.trials = 0;
     ck_assert_int_eq(ac_cond_run(&r, 2, 4, &o, &err), AC_EUSAGE);
+    ck_assert_str_eq(err.fields, "trials");
     o.trials = 3;
     o.rtol = 0;
     ck_assert_int_eq(ac_cond_run(&r, 2, 4, &o, &err), AC_EUSAGE);
+    ck_assert_str_eq(err.fields, "rtol");
+    ck_assert(strstr(err.msg, "--") == NULL);
     o.rtol = 1e-8;
     ck_assert_int_eq(ac_cond_run(&r, (size_t)1 << 20, (size_t)1 << 20, &o, &err), AC_EUSAGE);
     ac_cond_result_free(&r);
@@ -374,6 +378,59 @@ START_TEST(test_spectrum_and_certified_stats)
 }
 END_TEST
 
+/* The claims over several results (claims.c): the certificate over every h
+ * is the conjunction of the per-h verdicts; "within" from an enclosure;
+ * the median decreasing in h; never PROVED without certified statistics. */
+START_TEST(test_claims)
+{
+    /* |x| <= tol from [lo, hi] */
+    ck_assert_int_eq(ac_cond_within(-0.01, 0.015, 0.02), AC_PROVED);
+    ck_assert_int_eq(ac_cond_within(0.03, 0.04, 0.02), AC_REFUTED);
+    ck_assert_int_eq(ac_cond_within(-0.04, -0.03, 0.02), AC_REFUTED);
+    ck_assert_int_eq(ac_cond_within(0.01, 0.03, 0.02), AC_UNDECIDED);
+    ck_assert_int_eq(ac_cond_within(NAN, 0.01, 0.02), AC_UNDECIDED);
+    ac_cond_opts o;
+    ac_cond_opts_default(&o);
+    o.seed = test_seed_value;
+    o.N = 16;
+    o.trials = 6;
+    o.certify = 1;
+    o.sched = ac_schedule_upto(256);
+    static const size_t hs[] = {1, 2, 8}; /* D = 8, 16 (= N), 64 */
+    ac_cond_result r[3];
+    for (size_t i = 0; i < 3; i++)
+        ck_assert(ac_cond_run(&r[i], hs[i], 8, &o, NULL) == AC_OK);
+    ac_cert c;
+    ac_cond_certificate(&c, r, 3, &o, 1.5);
+    ac_verdict all = AC_PROVED;
+    double hi = 0;
+    for (size_t i = 0; i < 3; i++) {
+        all = ac_verdict_and(all, r[i].verdict);
+        hi = fmax(hi, r[i].dev_hi);
+    }
+    ck_assert_int_eq(c.verdict, all);
+    ck_assert_int_eq(c.verdict, AC_PROVED);
+    ck_assert(c.hi == hi && c.hi <= o.rtol && c.tau == o.rtol && c.seconds == 1.5);
+    ck_assert(c.stage >= AC_STAGE_DOUBLE);
+    /* D = N (h = 2) is the worst conditioned: the median drops to h = 8 */
+    ck_assert_int_eq(ac_cond_median_decreases(&r[1], &r[2]), AC_PROVED);
+    ck_assert_int_eq(ac_cond_median_decreases(&r[2], &r[1]), AC_REFUTED);
+    ck_assert_int_eq(ac_cond_median_ratio_within(&r[2], &r[2], 1e-6), AC_PROVED);
+    ck_assert_int_eq(ac_cond_median_ratio_within(&r[1], &r[2], 0.01), AC_REFUTED);
+    /* without certified statistics nothing is decided */
+    ac_cond_result u = r[2];
+    u.cst.valid = 0;
+    ck_assert_int_eq(ac_cond_median_decreases(&r[1], &u), AC_UNDECIDED);
+    ck_assert_int_eq(ac_cond_median_ratio_within(&u, &u, 0.5), AC_UNDECIDED);
+    o.certify = 0;
+    ac_cond_certificate(&c, r, 3, &o, 0);
+    ck_assert_int_eq(c.verdict, AC_UNDECIDED);
+    ck_assert_int_eq(c.stage, AC_STAGE_NONE);
+    for (size_t i = 0; i < 3; i++)
+        ac_cond_result_free(&r[i]);
+}
+END_TEST
+
 int main(void)
 {
     test_seed_init();
@@ -389,6 +446,7 @@ int main(void)
     tcase_add_test(tc, test_stats);
     tcase_add_test(tc, test_bad_args);
     tcase_add_test(tc, test_spectrum_and_certified_stats);
+    tcase_add_test(tc, test_claims);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

@@ -1,6 +1,6 @@
 /* test_rmt.c — random-matrix predictions (attncheck/rmt.h).
  * Oracles: published constants (Bornemann 2010 for the TW1 moments, to 13
- * digits), the reference values of MATH.md §3.1 (at their printed
+ * digits), the reference values of doc/mathematics.md §5.4 (at their printed
  * precision), values computed independently in Python from the formulas
  * (hand-checked; rounding-level agreement), the direct Nyström determinant
  * against the table, and numerical integration of the MP density. */
@@ -28,7 +28,7 @@ START_TEST(test_tw1_moments)
      * to ~1e-12 (documented in rmt.h); 1e-10 leaves a wide margin. */
     ck_assert_msg(fabs(m - (-1.2065335745820)) < 1e-10, "TW1 mean %.15g", m);
     ck_assert_msg(fabs(sd * sd - 1.6077810345810) < 1e-10, "TW1 variance %.15g", sd * sd);
-    /* MATH.md §3.1 at its printed precision (half a unit of the last digit) */
+    /* doc/mathematics.md §5.4 at its printed precision (half a unit of the last digit) */
     ck_assert(fabs(sd - 1.2680) <= 5e-5);
     ck_assert(fabs(ac_tw1_quantile(0.05) - (-3.180)) <= 5e-4);
     ck_assert(fabs(ac_tw1_quantile(0.50) - (-1.269)) <= 5e-4);
@@ -87,7 +87,7 @@ START_TEST(test_edelman)
     for (double p = 0.01; p < 1; p += 0.07)
         ck_assert(fabs(ac_edelman_cdf(ac_edelman_quantile(p)) - p) < 64 * U);
     /* E log(kappa/N): trapezoid in log y in NumPy, 4e6 points on [-60, 3.2]:
-     * 1.537089435383546 (independent of GSL's QAGS used here); MATH.md: 1.537 */
+     * 1.537089435383546 (independent of GSL's QAGS used here); §5.5: 1.537 */
     ck_assert_msg(fabs(ac_edelman_elog() - 1.537089435383546) < 1e-9, "%.15g", ac_edelman_elog());
     /* tail P(kappa/N > x) ~ 2/x */
     ck_assert(rel(1 - ac_edelman_cdf(1e6), 2e-6) < 1e-5);
@@ -194,7 +194,7 @@ END_TEST
 
 START_TEST(test_predictions_math_md)
 {
-    /* MATH.md §3.1: reference sample means (400 trials) for N = 128, d = 64,
+    /* doc/mathematics.md §5.4: reference sample means (400 trials) for N = 128, d = 64,
      * and "TW within 1% for every |D - N| >= 32".  The references carry
      * their own sampling error (se <= 0.5%), so 1% is the claim itself. */
     static const struct {
@@ -208,7 +208,7 @@ START_TEST(test_predictions_math_md)
                       p.tw_point, ref[i].mean);
     }
     /* first-order bias: +8% at D = 64, +5% at D = 256, +1% at D = 4096
-     * (MATH.md, rounded to the percent) */
+     * (doc/mathematics.md §5.2, rounded to the percent) */
     ac_rmt_pred p;
     ac_rmt_predict(&p, 128, 64, NULL);
     ck_assert(fabs(p.first_order / 5.39 - 1 - 0.08) < 0.01);

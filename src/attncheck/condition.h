@@ -1,6 +1,6 @@
 /* attncheck/condition.h — Theorem 3.2 of Saratchandran et al. (2025),
  * "Leaner Transformers": sampled condition numbers of the multi-head block
- * A = [A_1, ..., A_h] against every prediction (MATH.md §3, §3.1).
+ * A = [A_1, ..., A_h] against every prediction (doc/mathematics.md §5).
  *
  * Layout (paper 2): A is N x D, D = h d, one row per token, head i in
  * columns [i d, (i+1) d); softmax over each row.  kappa(A) =
@@ -11,7 +11,8 @@
  *   AC_COND_IID        the theorem's assumption: A_i i.i.d. N(0,1).  The
  *                      N*D entries of A, in row-major order, are the first
  *                      N*D normals of the stream (seed, h, trial) (rng.h).
- *   AC_COND_ATTENTION  real heads with Gaussian weights:
+ *   AC_COND_ATTENTION  real heads with Gaussian weights (doc/mathematics.md
+ *                      §5.7):
  *                        A_i = Softmax(Q_i K_i^T / sqrt d) V_i  (row softmax),
  *                        Q_i = X Wq_i, K_i = X Wk_i, V_i = X Wv_i,
  *                      X in R^{N x E} i.i.d. N(0,1) (the input sequence),
@@ -27,10 +28,10 @@
  *                      then Zq_i, Zk_i, Zv_i).  opts.attention_direct forces
  *                      the literal X W form.
  *
- * kappa of one block: three routes, chosen per sample from a stated error
- * bound (rtol = the requested relative accuracy of kappa; a route is
- * accepted when its bound on kappa is <= rtol/2, which leaves the
- * certification room to prove "within rtol")
+ * kappa of one block (doc/mathematics.md §5.8): three routes, chosen per
+ * sample from a stated error bound (rtol = the requested relative accuracy
+ * of kappa; a route is accepted when its bound on kappa is <= rtol/2, which
+ * leaves the certification room to prove "within rtol")
  * -------------------------------------------------------------------------
  *   GRAM  G = A A^T (D >= N) or A^T A (D < N), m x m, by dsyrk; its extreme
  *         eigenvalues by dsytrd + dstebz (all of them by dsterf with
@@ -53,11 +54,11 @@
  * and are reported as `relerr`, but they are estimates (LAPACK's constants
  * are not rigorous).  Rigorous enclosures come from --certify.
  *
- * Certification (opts.certify)
- * ----------------------------
+ * Certification (opts.certify; doc/mathematics.md §5.9)
+ * ---------------------------------------------------
  * For each sample, rigorous enclosures of sigma_1, sigma_min and kappa of
  * the exact block (the doubles sampled):
- *   stage 0: Weyl around a double SVD (ac_sv_enclose, MATH.md §4);
+ *   stage 0: Weyl around a double SVD (ac_sv_enclose, doc/mathematics.md §2.5);
  *   stage k: Arb balls at the schedule's precisions: G = A A^T enclosed
  *            exactly-ish (arb_mat_mul), lambda_min(G) >= s proved by a
  *            successful ball Cholesky of G - s I (arb_mat_cho returns 1 only
@@ -66,7 +67,7 @@
  *            (from the MPFR kernel); lambda_max likewise with t I - G.
  * The claim decided for the whole run is
  *     C:  every sampled block has full rank min(N, D) (sigma_min > 0, the
- *         conclusion of the paper's Lemma 3.3) and every reported kappa~
+ *         conclusion of Lemma 3.3 of paper 2) and every reported kappa~
  *         is within rtol of the exact kappa of its block:
  *         (1 - rtol) kappa~ <= kappa <= (1 + rtol) kappa~.
  * Equivalently dev = max over samples of |kappa / kappa~ - 1| <= rtol, which
@@ -277,6 +278,38 @@ int ac_cond_stats_compute(ac_cond_stats *st, const double *kappa, const double *
 /* Sample quantile of sorted values (type 7: x[j] + g (x[j+1] - x[j]),
  * j + g = (n - 1) p). */
 double ac_cond_quantile_sorted(const double *sorted, size_t n, double p);
+
+/* ---- claims over several results ------------------------------------------
+ * The verdicts of the program and of `attncheck report`, decided here from
+ * the certified enclosures (doc/mathematics.md §5.9). */
+
+/* The certificate of claim C over every result of a sweep (res[0..n-1],
+ * one per h, all run with the options o): dev = max over every sample of
+ * |kappa / kappa~ - 1|, enclosed in [cert->lo, cert->hi] by the maxima of
+ * the results' dev_lo, dev_hi, judged "dev <= o->rtol" (the conjunction of
+ * the results' verdicts); the stage is the highest any sample needed.
+ * Without o->certify: UNDECIDED, [0, inf], no stage ("not certified").
+ * cert->seconds = seconds. */
+void ac_cond_certificate(ac_cert *cert, const ac_cond_result *res, size_t n,
+                         const ac_cond_opts *o, double seconds);
+
+/* "The median kappa decreases from a to b": PROVED when the certified
+ * enclosures give median(b) < median(a) (median_hi(b) < median_lo(a), the
+ * difference rounded outward), REFUTED when they give median(b) >=
+ * median(a), UNDECIDED otherwise or when a or b has no valid certified
+ * statistics (cst.valid). */
+ac_verdict ac_cond_median_decreases(const ac_cond_result *a, const ac_cond_result *b);
+
+/* "|x| <= tol" from a rigorous enclosure [lo, hi] of x, e.g. a relative
+ * error prediction / statistic - 1 of ac_cond_certstats; UNDECIDED when lo
+ * or hi is NaN (not applicable). */
+ac_verdict ac_cond_within(double lo, double hi, double tol);
+
+/* "|median(a) / median(b) - 1| <= tol" from the certified enclosures of the
+ * two medians (ac_cond_within of the ratio rounded outward); UNDECIDED when
+ * a or b has no valid certified statistics. */
+ac_verdict ac_cond_median_ratio_within(const ac_cond_result *a, const ac_cond_result *b,
+                                       double tol);
 
 #ifdef __cplusplus
 }

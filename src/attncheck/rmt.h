@@ -1,8 +1,8 @@
 /* attncheck/rmt.h — random-matrix predictions for the condition number of a
- * Gaussian block (MATH.md §3.1): the first-order (Bai–Yin) formula of the
- * paper, its Tracy–Widom finite-size correction, the rigorous Gordon /
- * Davidson–Szarek bounds, Edelman's law for square blocks and the
- * Marchenko–Pastur law of the spectrum.
+ * Gaussian block (doc/mathematics.md §5.2-§5.6): the first-order (Bai–Yin)
+ * formula of paper 2 (eq. (6)), its Tracy–Widom finite-size correction, the
+ * rigorous Gordon / Davidson–Szarek bounds, Edelman's law for square blocks
+ * and the Marchenko–Pastur law of the spectrum.
  *
  * Setting.  A is N x D with i.i.d. N(0,1) entries, M = max(N, D),
  * m = min(N, D), kappa = sigma_1 / sigma_m.  Every formula below is
@@ -80,8 +80,8 @@ double ac_mp_cdf(double x, double y);
 
 /* ---- predictions for kappa ---------------------------------------------------- */
 
-/* Regimes, by the measurements of MATH.md §3.1 (Tracy–Widom within 1% of
- * the sample mean whenever |D - N| >= 32):
+/* Regimes, by the measurements of doc/mathematics.md §5.4 (Tracy–Widom
+ * within 1% of the sample mean whenever |D - N| >= 32):
  *   AC_REGIME_TALL       D <= N - 32          "D<N"
  *   AC_REGIME_SQUARE     |D - N| < 32         "D~N"  (D = N: Edelman's law;
  *                        otherwise no closed form is reliable)
@@ -108,7 +108,7 @@ const char *ac_rmt_regime_name(ac_rmt_regime r);
 typedef struct {
     size_t N, D, M, m;
     ac_rmt_regime regime;
-    /* First order (Bai–Yin; the paper's eq. (6), roles swapped when D < N):
+    /* First order (Bai–Yin; paper 2, eq. (6), roles swapped when D < N):
      * (sqrt M + sqrt m)/(sqrt M - sqrt m); +inf at D = N. */
     double first_order;
     /* Tracy–Widom edges of lambda = sigma^2 (Johnstone 2001; Ma 2012;
@@ -118,7 +118,7 @@ typedef struct {
      * lambda_min ~ mu- - sigma- T2, T1, T2 ~ TW1. */
     double mu_plus, sigma_plus, mu_minus, sigma_minus;
     /* Point estimate: sqrt((mu+ + sigma+ m1)/(mu- - sigma- m1)), m1 the TW1
-     * mean (MATH.md §3.1); NaN at D = N or when the denominator is <= 0. */
+     * mean (doc/mathematics.md §5.4); NaN at D = N or when the denominator is <= 0. */
     double tw_point;
     /* Median and 5%/95% quantiles of kappa when T1, T2 are independent TW1
      * (the two edges are asymptotically independent); NaN where tw_point is. */

@@ -16,9 +16,16 @@ attncheck_SOURCES += \
 attncheck_SOURCES += \
 	src/cli/cmd_separate.c
 
-# attncheck condition
+# attncheck condition (and the gnuplot helper it uses)
 attncheck_SOURCES += \
-	src/cli/cmd_condition.c
+	src/cli/cmd_condition.c \
+	src/cli/cmd_condition.h \
+	src/cli/condition_text.c \
+	src/cli/condition_json.c \
+	src/cli/condition_files.c \
+	src/cli/condition_report.c \
+	src/cli/plot.c \
+	src/cli/plot.h
 
 # attncheck train
 attncheck_SOURCES += \

@@ -2,8 +2,18 @@
 ## (included by the top-level Makefile.am)
 
 src_libattncheck_la_SOURCES += \
-	src/conditioning/rmt.c \
-	src/conditioning/condition.c
+	src/conditioning/cond_impl.h \
+	src/conditioning/tracy_widom.c \
+	src/conditioning/edelman.c \
+	src/conditioning/marchenko_pastur.c \
+	src/conditioning/predict.c \
+	src/conditioning/sample.c \
+	src/conditioning/kappa.c \
+	src/conditioning/sigma_min_mpfr.c \
+	src/conditioning/certify.c \
+	src/conditioning/stats.c \
+	src/conditioning/claims.c \
+	src/conditioning/run.c
 
 # unit tests of this module
 check_PROGRAMS += tests/test_rmt tests/test_condition

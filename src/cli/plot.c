@@ -1,0 +1,115 @@
+/* plot.c — gnuplot output for the commands (plot.h). */
+#include <config.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "plot.h"
+
+const char *cli_plot_terminal(const char *path)
+{
+    const char *dot = strrchr(path, '.');
+    if (!dot)
+        return NULL;
+    if (strcmp(dot, ".svg") == 0)
+        return "svg size 900,620 dynamic enhanced font 'Helvetica,13' background rgb 'white'";
+    if (strcmp(dot, ".png") == 0)
+        return "pngcairo size 1000,700 enhanced font 'Helvetica,12'";
+    if (strcmp(dot, ".pdf") == 0)
+        return "pdfcairo size 7in,4.8in enhanced font 'Helvetica,11'";
+    return NULL;
+}
+
+const char *cli_find_gnuplot(char *buf, size_t n)
+{
+    const char *g = getenv("ATTNCHECK_GNUPLOT");
+    if (!g || !*g)
+        g = GNUPLOT_DEFAULT;
+    if (strchr(g, '/'))
+        return access(g, X_OK) == 0 ? g : NULL;
+    const char *path = getenv("PATH");
+    if (!path)
+        path = "/usr/bin:/bin";
+    while (*path) {
+        const char *c = strchr(path, ':');
+        size_t len = c ? (size_t)(c - path) : strlen(path);
+        if (len > 0 && len + strlen(g) + 2 < n) {
+            memcpy(buf, path, len);
+            buf[len] = '/';
+            strcpy(buf + len + 1, g);
+            if (access(buf, X_OK) == 0)
+                return buf;
+        }
+        if (!c)
+            break;
+        path = c + 1;
+    }
+    return NULL;
+}
+
+void cli_gp_quote(FILE *f, const char *s)
+{
+    fputc('\'', f);
+    for (; *s; s++) {
+        if (*s == '\'')
+            fputc('\'', f);
+        fputc(*s, f);
+    }
+    fputc('\'', f);
+}
+
+void cli_gp_val(FILE *f, double x)
+{
+    if (!isfinite(x))
+        fputs(" NaN", f);
+    else
+        fprintf(f, " %.10g", x);
+}
+
+int cli_run_gnuplot(const char *gp, void (*write)(FILE *f, void *ctx), void *ctx)
+{
+    int fd[2];
+    if (pipe(fd) != 0)
+        return -1;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0) {
+        close(fd[0]);
+        close(fd[1]);
+        return -1;
+    }
+    if (pid == 0) {
+        dup2(fd[0], 0);
+        close(fd[0]);
+        close(fd[1]);
+        int devnull = open("/dev/null", O_WRONLY);
+        if (devnull >= 0)
+            dup2(devnull, 1); /* gnuplot prints nothing useful on stdout */
+        execl(gp, "gnuplot", (char *)NULL);
+        _exit(127);
+    }
+    close(fd[0]);
+    void (*old)(int) = signal(SIGPIPE, SIG_IGN);
+    FILE *f = fdopen(fd[1], "w");
+    if (f) {
+        write(f, ctx);
+        fclose(f);
+    } else {
+        close(fd[1]);
+    }
+    int status;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    signal(SIGPIPE, old);
+    if (!WIFEXITED(status))
+        return -1;
+    return WEXITSTATUS(status);
+}

@@ -1,0 +1,29 @@
+/* plot.h — gnuplot output for the commands of the attncheck program (not
+ * part of the library): the terminal of a file name, the gnuplot program,
+ * quoting, and running gnuplot on a script written by the command. */
+#ifndef AC_CLI_PLOT_H
+#define AC_CLI_PLOT_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+/* The gnuplot terminal for a file name ending in .svg, .png or .pdf; NULL
+ * for any other name. */
+const char *cli_plot_terminal(const char *path);
+
+/* The gnuplot program: $ATTNCHECK_GNUPLOT, else the one found by configure,
+ * searched in PATH when it has no slash (the path is built in buf).  NULL if
+ * not executable. */
+const char *cli_find_gnuplot(char *buf, size_t n);
+
+/* A gnuplot single-quoted string (a quote is written twice). */
+void cli_gp_quote(FILE *f, const char *s);
+/* " %.10g", or " NaN" for a value that is not finite (lines break there). */
+void cli_gp_val(FILE *f, double x);
+
+/* Run gnuplot `gp` with the script write(f, ctx) on its standard input (its
+ * standard output goes to /dev/null).  Returns gnuplot's exit status, or -1
+ * if it could not be started or did not exit normally. */
+int cli_run_gnuplot(const char *gp, void (*write)(FILE *f, void *ctx), void *ctx);
+
+#endif

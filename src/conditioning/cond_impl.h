@@ -1,0 +1,131 @@
+/* cond_impl.h — internals of src/conditioning/ (Theorem 3.2 of paper 2:
+ * condition numbers of the multi-head block and the random-matrix
+ * predictions).  Not installed.
+ *
+ * Files, by concept (doc/mathematics.md §5):
+ *   sample.c          the per-thread workspace and the sampling of one block:
+ *                     i.i.d. Gaussian, or attention heads with Gaussian
+ *                     weights in the direct or the Cholesky form (§5.7);
+ *                     ac_cond_block
+ *   kappa.c           kappa of one block by the GRAM and SVD routes and their
+ *                     a-priori error bounds, the choice of route (§5.8);
+ *                     ac_cond_kappa
+ *   sigma_min_mpfr.c  the high-precision fallback: shifted inverse iteration
+ *                     in MPFR (hp_*, ac_cond_sigma_min_mpfr) (§5.8)
+ *   certify.c         certification of one sample: Weyl at stage 0, Arb
+ *                     ball Cholesky and Rayleigh quotients (§5.9);
+ *                     ac_cond_certify
+ *   claims.c          the claims decided from several results: claim C over
+ *                     every h, the median decreasing in h, a relative error
+ *                     within a tolerance
+ *   stats.c           sample statistics, quantiles, certified statistics,
+ *                     the spectrum against Marchenko-Pastur (KS, histogram)
+ *   run.c             ac_cond_run in named steps; sizes and memory
+ *   tracy_widom.c     TW1 by Nyström's method and its table (§5.4)
+ *   edelman.c         Edelman's law of kappa/N for square blocks (§5.5)
+ *   marchenko_pastur.c  the Marchenko-Pastur law of the spectrum (§5.6)
+ *   predict.c         ac_rmt_predict: first order (paper 2, eq. (6); §5.2),
+ *                     the Tracy-Widom correction and its kappa law (§5.4),
+ *                     the Gordon bounds (§5.3), Edelman at D = N (§5.5)
+ *
+ * Dimension letters (paper 2): N tokens (rows of A), d head width, h heads,
+ * D = h d columns, E input width (attention), m = min(N, D), M = max(N, D).
+ * A is row-major N x D.  LAPACK is called in column-major form on the same
+ * memory (a row-major N x D array is the column-major D x N matrix A^T,
+ * which has the same singular values), so no call copies or transposes.
+ */
+#ifndef AC_COND_IMPL_H
+#define AC_COND_IMPL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <lapacke.h>
+#include <mpfr.h>
+
+#include "attncheck/condition.h"
+#include "attncheck/linalg.h"
+
+/* the unit roundoff of binary64 */
+#define U53 0x1p-53
+
+/* ---- sample.c: the workspace and the sampling ----------------------------- */
+
+/* Per-thread buffers, sized for one (N, h, d, E). */
+typedef struct {
+    size_t N, D, d, h, E, m, M;
+    double *A;      /* N x D, the block */
+    double *G;      /* m x m Gram matrix */
+    double *C;      /* N x D scratch copy for dgesdd (destroys its input) */
+    double *sv;     /* m singular values / eigenvalues */
+    double *td, *te, *tau; /* tridiagonal form */
+    double *work;
+    lapack_int lwork;
+    lapack_int *iwork;
+    size_t liwork;
+    /* attention */
+    double *X, *L, *Q, *K, *V, *W, *S;
+    /* accounting (thread-seconds, flops) */
+    double t_sample, t_reduce, t_solve, t_mpfr, t_certify, flops;
+} cond_ws;
+
+int cond_ws_init(cond_ws *w, size_t N, size_t h, size_t d, size_t E, ac_cond_mode mode);
+void cond_ws_free(cond_ws *w);
+/* Bytes of one workspace (cond_ws_init with the same sizes). */
+double cond_ws_bytes(size_t N, size_t h, size_t d, size_t E, ac_cond_mode mode);
+/* Fill w->A with block `trial` (the streams of attncheck/condition.h). */
+void cond_sample_block(cond_ws *w, const ac_cond_opts *o, uint64_t trial);
+
+/* ---- kappa.c: the routes --------------------------------------------------- */
+
+/* kappa of w->A, starting with route `start`; eig (spectrum) receives the m
+ * eigenvalues of G ascending, or NULL. */
+int cond_kappa_ws(cond_ws *w, double rtol, int start, long max_prec, ac_cond_sample *s,
+                  double *eig, ac_err *err);
+
+/* ---- sigma_min_mpfr.c: the MPFR kernel ------------------------------------ */
+
+/* High-precision smallest eigenpair of the Gram matrix of the short side;
+ * the approximate eigenvector stays in x. */
+typedef struct {
+    size_t m, M;
+    long prec;
+    mpfr_t *a;      /* m x M short-side rows, exact (53 bits) */
+    mpfr_t *G;      /* m x m */
+    mpfr_t *Lc;     /* m x m Cholesky factor (lower) */
+    mpfr_t *x, *y, *z, *g; /* m vectors */
+    mpfr_t t, u, v;
+} hp_ws;
+
+int hp_init(hp_ws *h, const ac_mat *A, long prec);
+void hp_clear(hp_ws *h);
+/* The core of ac_cond_sigma_min_mpfr (same arguments); leaves the unit
+ * approximate eigenvector in h->x. */
+int hp_sigma_min(hp_ws *h, const ac_mat *A, double rtol, double kappa_hint, long max_prec,
+                 double *sigmin, double *relerr, long *prec_used, int *resolved);
+
+/* ---- stats.c --------------------------------------------------------------- */
+
+/* qsort comparison of doubles, ascending */
+int cond_cmp_double(const void *a, const void *b);
+/* Certified statistics of r from the enclosures of its samples (r->cst). */
+int cond_cert_stats(ac_cond_result *r, ac_err *err);
+/* KS distance and histogram of the pooled eigenvalues r->eig against
+ * Marchenko-Pastur (r->ks, r->hist_*). */
+int cond_spectrum_stats(ac_cond_result *r, ac_err *err);
+
+/* ---- run.c ------------------------------------------------------------------ */
+
+/* AC_EUSAGE when (N, h, d, E) or the options cannot be run. */
+int cond_check_sizes(size_t N, size_t h, size_t d, size_t E, const ac_cond_opts *o,
+                     ac_err *err);
+/* The input width E of attention blocks (input_dim, else D = h d). */
+size_t cond_eff_E(const ac_cond_opts *o, size_t h, size_t d);
+
+/* ---- tracy_widom.c ---------------------------------------------------------- */
+
+/* The table of F1 covers [AC_TW_LO, AC_TW_HI]; outside F1 is 0 resp. 1. */
+#define AC_TW_LO (-12.0)
+#define AC_TW_HI 12.0
+
+#endif /* AC_COND_IMPL_H */

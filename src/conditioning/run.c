@@ -1,0 +1,426 @@
+/* run.c — ac_cond_run: one h of Theorem 3.2 (paper 2) in named steps
+ * (sizes, the samples in parallel, the statistics against the predictions,
+ * the spectrum, the certificate of claim C), and the memory it needs.
+ *
+ * Parallelism: one OpenMP thread per sample with single-threaded BLAS; a
+ * sample's stream is (seed, h, trial) and its route depends on itself and on
+ * trial 0 (computed first, alone), so results do not depend on the threads.
+ */
+#include <config.h>
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "core/ac_arb.h"
+#include "attncheck/blas.h"
+#include "cond_impl.h"
+
+void ac_cond_result_free(ac_cond_result *r)
+{
+    if (!r)
+        return;
+    free(r->samples);
+    free(r->eig);
+    free(r->hist_lo);
+    free(r->hist_hi);
+    free(r->hist_density);
+    free(r->hist_mp);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- sizes and memory ------------------------------------------------------------ */
+
+int cond_check_sizes(size_t N, size_t h, size_t d, size_t E, const ac_cond_opts *o,
+                     ac_err *err)
+{
+    if (N == 0)
+        return ac_err_set_field(err, AC_EUSAGE, "N", "N (the sequence length) must be >= 1");
+    if (h == 0)
+        return ac_err_set_field(err, AC_EUSAGE, "h", "h (the number of heads) must be >= 1");
+    if (d == 0)
+        return ac_err_set_field(err, AC_EUSAGE, "d", "d (the head dimension) must be >= 1");
+    if (o->trials == 0)
+        return ac_err_set_field(err, AC_EUSAGE, "trials", "trials must be >= 1");
+    double D = (double)h * (double)d;
+    if (D * (double)N > (double)INT_MAX || D > (double)INT_MAX)
+        return ac_err_set(err, AC_EUSAGE,
+                          "block N x D = %zu x %.0f is too large for LAPACK's 32-bit indices", N,
+                          D);
+    if (o->mode == AC_COND_ATTENTION &&
+        ((double)E * (double)N > (double)INT_MAX || (double)E * (double)d > (double)INT_MAX))
+        return ac_err_set(err, AC_EUSAGE, "input width E = %zu too large", E);
+    if (!(o->rtol >= 1e-14 && o->rtol <= 0.1))
+        return ac_err_set_field(err, AC_EUSAGE, "rtol", "rtol must be in [1e-14, 0.1], not %g",
+                                o->rtol);
+    if (o->max_prec < 128)
+        return ac_err_set_field(err, AC_EUSAGE, "max_prec",
+                                "max_prec must be >= 128 bits, not %ld", o->max_prec);
+    if (o->spectrum && o->bins == 0)
+        return ac_err_set_field(err, AC_EUSAGE, "bins", "bins must be >= 1");
+    return AC_OK;
+}
+
+size_t cond_eff_E(const ac_cond_opts *o, size_t h, size_t d)
+{
+    return o->input_dim ? o->input_dim : h * d;
+}
+
+static int n_threads(const ac_cond_opts *o)
+{
+#ifdef _OPENMP
+    return o->threads > 0 ? o->threads : omp_get_max_threads();
+#else
+    (void)o;
+    return 1;
+#endif
+}
+
+double ac_cond_memory_available(void)
+{
+    FILE *f = fopen("/proc/meminfo", "r");
+    if (f) {
+        char line[256];
+        unsigned long long kb;
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+                fclose(f);
+                return (double)kb * 1024.0;
+            }
+        fclose(f);
+    }
+#if defined(_SC_AVPHYS_PAGES) && defined(_SC_PAGESIZE)
+    long p = sysconf(_SC_AVPHYS_PAGES), s = sysconf(_SC_PAGESIZE);
+    if (p > 0 && s > 0)
+        return (double)p * (double)s;
+#endif
+    return 0;
+}
+
+int ac_cond_memory_need(const ac_cond_opts *o, const size_t *h, const size_t *d, size_t nh,
+                        double *bytes, ac_err *err)
+{
+    double total = 0, ws_max = 0;
+    int st;
+    for (size_t i = 0; i < nh; i++) {
+        size_t E = cond_eff_E(o, h[i], d[i]);
+        if ((st = cond_check_sizes(o->N, h[i], d[i], E, o, err)))
+            return st;
+        double D = (double)h[i] * (double)d[i], n = (double)o->N;
+        double m = n < D ? n : D;
+        double T = (double)o->trials;
+        total += T * ((double)sizeof(ac_cond_sample) + 3 * sizeof(double));
+        if (o->spectrum)
+            total += 2 * T * m * sizeof(double) + 4.0 * (double)o->bins * sizeof(double);
+        double w = cond_ws_bytes(o->N, h[i], d[i], E, o->mode);
+        if (w > ws_max)
+            ws_max = w;
+    }
+    total += (double)n_threads(o) * ws_max;
+    *bytes = total;
+    return AC_OK;
+}
+
+/* ---- the samples ----------------------------------------------------------------------- */
+
+/* One sample: block, kappa, optional certify.  Returns status. */
+static int do_sample(cond_ws *w, const ac_cond_opts *o, uint64_t trial, int start,
+                     ac_cond_sample *s, double *eig, ac_err *err)
+{
+    cond_sample_block(w, o, trial);
+    int st = cond_kappa_ws(w, o->rtol, start, o->max_prec, s, eig, err);
+    if (st)
+        return st;
+    if (o->certify) {
+        double t0 = ac_seconds();
+        ac_mat Am = {w->N, w->D, w->A};
+        ac_schedule sc = o->sched;
+        st = ac_cond_certify(&Am, o->rtol, &sc, o->max_prec, s, err);
+        w->t_certify += ac_seconds() - t0;
+    }
+    return st;
+}
+
+static void accumulate(ac_cond_result *r, const cond_ws *w)
+{
+    r->t_sample += w->t_sample;
+    r->t_reduce += w->t_reduce;
+    r->t_solve += w->t_solve;
+    r->t_mpfr += w->t_mpfr;
+    r->t_certify += w->t_certify;
+    r->flops += w->flops;
+}
+
+
+/* Step 1: sizes, the fields of r, the samples (and eigenvalues) and the
+ * predictions of ac_rmt_predict.  On error r is freed. */
+static int run_init(ac_cond_result *r, size_t h, size_t d, size_t E, const ac_cond_opts *o,
+                    ac_err *err)
+{
+    size_t N = o->N;
+    int st;
+    if ((st = cond_check_sizes(N, h, d, E, o, err)))
+        return st;
+    r->h = h;
+    r->d = d;
+    r->D = h * d;
+    r->N = N;
+    r->E = o->mode == AC_COND_ATTENTION ? E : 0;
+    r->m = N < r->D ? N : r->D;
+    r->trials = o->trials;
+    r->mode = o->mode;
+    r->seed = o->seed;
+    r->rtol = o->rtol;
+    r->bins = o->spectrum ? o->bins : 0;
+    size_t T = o->trials, m = r->m;
+    r->samples = calloc(T, sizeof *r->samples);
+    if (o->spectrum)
+        r->eig = malloc(T * m * sizeof(double));
+    if (!r->samples || (o->spectrum && !r->eig)) {
+        ac_cond_result_free(r);
+        return ac_err_set(err, AC_EINTERNAL, "out of memory for %zu samples", T);
+    }
+    if ((st = ac_rmt_predict(&r->pred, N, r->D, err))) {
+        ac_cond_result_free(r);
+        return st;
+    }
+    return AC_OK;
+}
+
+/* Step 2a: trial 0 alone; it fixes the first route of the others (*start:
+ * GRAM if trial 0 took it, else SVD, unless o->start_route is set). */
+static int run_first_sample(ac_cond_result *r, size_t E, const ac_cond_opts *o, int *start,
+                            ac_err *err)
+{
+    cond_ws w0;
+    if (cond_ws_init(&w0, r->N, r->h, r->d, E, o->mode))
+        return ac_err_set(err, AC_EINTERNAL, "out of memory for the workspace (N = %zu, D = %zu)",
+                          r->N, r->D);
+    *start = o->start_route >= 0 ? o->start_route : AC_COND_GRAM;
+    int st = do_sample(&w0, o, 0, *start, &r->samples[0], o->spectrum ? r->eig : NULL, err);
+    accumulate(r, &w0);
+    cond_ws_free(&w0);
+    if (o->start_route < 0)
+        *start = r->samples[0].route == AC_COND_GRAM ? AC_COND_GRAM : AC_COND_SVD;
+    return st;
+}
+
+/* Step 2b: trials 1 .. T-1 in parallel, one workspace per thread, every
+ * sample starting with route `start`.  *done counts the samples completed
+ * (for o->progress); the first failure stops the others and is returned
+ * with its message in *err. */
+static int run_other_samples(ac_cond_result *r, size_t E, const ac_cond_opts *o, int start,
+                             size_t *done_p, ac_err *err)
+{
+    size_t T = r->trials, m = r->m, done = *done_p;
+    int fail = 0, have_ferr = 0;
+    ac_err ferr;
+    ac_err_clear(&ferr);
+    int nt = n_threads(o);
+#pragma omp parallel num_threads(nt)
+    {
+        cond_ws w;
+        ac_err lerr;
+        ac_err_clear(&lerr);
+        int lst = cond_ws_init(&w, r->N, r->h, r->d, E, o->mode);
+        if (lst) {
+            lst = ac_err_set(&lerr, AC_EINTERNAL, "out of memory for a thread's workspace");
+#pragma omp atomic write
+            fail = lst;
+        }
+#pragma omp for schedule(dynamic, 1)
+        for (size_t t = 1; t < T; t++) {
+            int f;
+#pragma omp atomic read
+            f = fail;
+            if (lst || f)
+                continue;
+            lst = do_sample(&w, o, t, start, &r->samples[t], o->spectrum ? r->eig + t * m : NULL,
+                            &lerr);
+            if (lst) {
+#pragma omp atomic write
+                fail = lst;
+            }
+            size_t dn;
+#pragma omp atomic capture
+            dn = ++done;
+#ifdef _OPENMP
+            if (omp_get_thread_num() == 0 && o->progress)
+                o->progress(o->progress_ctx, dn, T);
+#else
+            if (o->progress)
+                o->progress(o->progress_ctx, dn, T);
+#endif
+        }
+#pragma omp critical(ac_cond_reduce)
+        {
+            accumulate(r, &w);
+            if (lst && !have_ferr) {
+                ferr = lerr;
+                have_ferr = 1;
+                fail = lst;
+            }
+        }
+        cond_ws_free(&w);
+        flint_cleanup();
+    }
+    *done_p = done;
+    if (fail && err)
+        *err = ferr;
+    return fail;
+}
+
+/* Step 2: every sample, with single-threaded BLAS (restored afterwards). */
+static int run_samples(ac_cond_result *r, size_t E, const ac_cond_opts *o, ac_err *err)
+{
+    size_t T = r->trials;
+    int old_blas = ac_blas_get_threads();
+    ac_blas_set_threads(1);
+    int start;
+    int st = run_first_sample(r, E, o, &start, err);
+    size_t done = 1;
+    if (!st && o->progress)
+        o->progress(o->progress_ctx, done, T);
+    if (!st && T > 1)
+        st = run_other_samples(r, E, o, start, &done, err);
+    ac_blas_set_threads(old_blas);
+    if (!st && o->progress)
+        o->progress(o->progress_ctx, T, T);
+    return st;
+}
+
+/* ---- the statistics against the predictions ------------------------------------------- */
+
+/* Step 3: the statistics of kappa (r->st), the routes, and the relative
+ * errors and band coverages of the predictions (paper 2, eq. (6); the
+ * Tracy-Widom correction; the Gordon bound; Edelman at D = N). */
+static int run_summary(ac_cond_result *r, ac_err *err)
+{
+    size_t T = r->trials;
+    double *k = malloc(T * sizeof(double)), *s1 = malloc(T * sizeof(double)),
+           *sm = malloc(T * sizeof(double));
+    if (!k || !s1 || !sm) {
+        free(k);
+        free(s1);
+        free(sm);
+        return ac_err_set(err, AC_EINTERNAL, "out of memory");
+    }
+    size_t in_tw = 0, in_ed = 0, above_g = 0;
+    for (size_t t = 0; t < T; t++) {
+        const ac_cond_sample *s = &r->samples[t];
+        k[t] = s->kappa;
+        s1[t] = s->sigma1;
+        sm[t] = s->sigmin;
+        r->n_route[s->route]++;
+        if (!s->resolved)
+            r->n_unresolved++;
+        if (s->kappa >= r->pred.tw_q05 && s->kappa <= r->pred.tw_q95)
+            in_tw++;
+        if (s->kappa >= r->pred.edelman_q05 && s->kappa <= r->pred.edelman_q95)
+            in_ed++;
+        if (s->kappa > r->pred.gordon_kappa95)
+            above_g++;
+    }
+    int st = ac_cond_stats_compute(&r->st, k, s1, sm, T, err);
+    free(k);
+    free(s1);
+    free(sm);
+    if (st)
+        return st;
+    const ac_rmt_pred *p = &r->pred;
+    double nan = NAN;
+    int square = (r->D == r->N);
+    r->err_first_order = square ? nan : p->first_order / r->st.mean - 1;
+    r->err_tw_point = isnan(p->tw_point) ? nan : p->tw_point / r->st.mean - 1;
+    r->err_tw_median = isnan(p->tw_median) ? nan : p->tw_median / r->st.median - 1;
+    r->tw_coverage = isnan(p->tw_q05) ? nan : (double)in_tw / (double)T;
+    r->gordon_exceed = (double)above_g / (double)T;
+    r->err_edelman_median = square ? p->edelman_median / r->st.median - 1 : nan;
+    r->diff_edelman_elog = square ? p->edelman_elog - r->st.elog : nan;
+    r->edelman_coverage = square ? (double)in_ed / (double)T : nan;
+    return AC_OK;
+}
+
+/* Step 4: eigenvalues of G -> of (1/D) A A^T; in attention mode also
+ * divided by the mean square entry, so that the shape is compared with
+ * Marchenko-Pastur (doc/mathematics.md §5.6); then KS and histogram. */
+static int run_spectrum(ac_cond_result *r, const ac_cond_opts *o, ac_err *err)
+{
+    size_t T = r->trials, m = r->m;
+    if (!o->spectrum) {
+        r->ks = NAN;
+        return AC_OK;
+    }
+    for (size_t t = 0; t < T; t++) {
+        double *e = r->eig + t * m, sc = 1.0 / (double)r->D;
+        if (o->mode == AC_COND_ATTENTION) {
+            double tr = 0;
+            for (size_t i = 0; i < m; i++)
+                tr += e[i];
+            sc = tr > 0 ? (double)r->N / tr : sc; /* tr / (N D) = mean square entry */
+        }
+        for (size_t i = 0; i < m; i++)
+            e[i] *= sc;
+    }
+    return cond_spectrum_stats(r, err);
+}
+
+/* Step 5: claim C over this h's samples (doc/mathematics.md §5.9): dev =
+ * max over samples of |kappa/kappa~ - 1| enclosed, the conjunction over
+ * samples being the judgement of the maximum; the stages used; and the
+ * certified statistics.  Without certify: UNDECIDED, dev in [0, inf]. */
+static int run_certificate(ac_cond_result *r, const ac_cond_opts *o, ac_err *err)
+{
+    r->max_stage = AC_STAGE_NONE;
+    if (!o->certify) {
+        r->verdict = AC_UNDECIDED;
+        r->dev_lo = 0;
+        r->dev_hi = INFINITY;
+        return AC_OK;
+    }
+    r->dev_lo = 0;
+    r->dev_hi = 0;
+    for (size_t t = 0; t < r->trials; t++) {
+        const ac_cond_sample *s = &r->samples[t];
+        r->dev_lo = fmax(r->dev_lo, s->dev_lo);
+        r->dev_hi = isnan(s->dev_hi) ? INFINITY : fmax(r->dev_hi, s->dev_hi);
+        if (s->cert_stage > r->max_stage) {
+            r->max_stage = s->cert_stage;
+            r->max_stage_prec = s->cert_prec;
+        }
+        if (s->cert == AC_PROVED)
+            r->n_proved++;
+        else if (s->cert == AC_REFUTED)
+            r->n_refuted++;
+        else
+            r->n_undecided++;
+        if (s->cert != AC_UNDECIDED && s->cert_stage >= 0 && s->cert_stage <= AC_MAX_STAGES)
+            r->n_stage[s->cert_stage]++;
+    }
+    r->verdict = ac_judge(r->dev_lo, r->dev_hi, AC_LE, r->rtol);
+    return cond_cert_stats(r, err);
+}
+
+int ac_cond_run(ac_cond_result *r, size_t h, size_t d, const ac_cond_opts *o, ac_err *err)
+{
+    size_t E = cond_eff_E(o, h, d);
+    int st;
+    memset(r, 0, sizeof *r);
+    double t_start = ac_seconds();
+    if ((st = run_init(r, h, d, E, o, err)))
+        return st;
+    if ((st = run_samples(r, E, o, err)) || (st = run_summary(r, err)) ||
+        (st = run_spectrum(r, o, err)) || (st = run_certificate(r, o, err))) {
+        ac_cond_result_free(r);
+        return st;
+    }
+    r->wall = ac_seconds() - t_start;
+    return AC_OK;
+}
