@@ -1,8 +1,15 @@
-## src/attention/ — attention heads and multi-head layers in double, interval and ball arithmetic
-## (included by the top-level Makefile.am)
+## src/attention/ — one attention head and the multi-head layers in double,
+## interval and ball arithmetic (included by the top-level Makefile.am)
 
 src_libattncheck_la_SOURCES += \
+	src/attention/head.c \
+	src/attention/head_impl.h \
 	src/attention/multihead.c \
+	src/attention/mh_impl.h \
+	src/attention/mh_forward.c \
+	src/attention/mh_backward.c \
+	src/attention/mh_certified.c \
+	src/attention/mh_files.c \
 	src/attention/multihead_arb.h \
 	src/attention/softmax.c \
 	src/attention/softmax.h

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "attncheck/common.h"
+#include "attncheck/head.h" /* ac_head_softmax, ac_head_certify: one head */
 #include "attncheck/verdict.h"
 
 #ifdef __cplusplus
@@ -110,25 +111,6 @@ int ac_t1_generate_representable(ac_mat *P, const ac_mat *X, size_t dk, uint64_t
 /* The paper's counterexample (§1.2): d = 1, n = 2, X = [1, 0],
  * P = [[0.5, 0.75], [0.5, 0.25]]. */
 int ac_t1_example_paper(ac_mat *X, ac_mat *P, ac_err *err);
-
-/* S = column-wise Softmax((Wk X)^T (Wq X) / sqrt(dk)) in double (n x n).
- * S must be zeroed; allocated here. */
-int ac_head_softmax(ac_mat *S, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq, ac_err *err);
-
-/* Certified enclosure of max_ij |Softmax((Wk X)^T (Wq X)/sqrt(dk)) - P|_ij for
- * the given doubles: prec = 0 is stage 0 (interval products in double), prec
- * >= 2 ball arithmetic at prec bits. */
-int ac_head_maxdev_enclose(double *lo, double *hi, const ac_mat *X, const ac_mat *Wk,
-                           const ac_mat *Wq, const ac_mat *P, long prec, ac_err *err);
-
-/* Decide "max_ij |Softmax((Wk X)^T (Wq X)/sqrt(dk)) - P|_ij <= tol" for the
- * given doubles with the verdict engine: stage 0 as ac_head_maxdev_enclose
- * with prec = 0, then Arb balls at the precisions of sched (NULL: stage 0
- * only).  Fills cert (quantity "max|Softmax((Wk X)'(Wq X)/sqrt(dk)) - P|").
- * This is how rep-theorem certifies the weights it writes and how
- * `attncheck train --task fit-p` certifies learned ones. */
-int ac_head_certify(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
-                    const ac_mat *P, double tol, const ac_schedule *sched, ac_err *err);
 
 #ifdef __cplusplus
 }

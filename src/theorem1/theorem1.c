@@ -17,7 +17,7 @@
 #include <gsl/gsl_multimin.h>
 #include <mpfr.h>
 
-#include "attention/softmax.h"
+#include "attention/head_impl.h"
 #include "core/ac_arb.h"
 #include "core/ball.h"
 #include "attncheck/interval.h"
@@ -137,44 +137,6 @@ int ac_t1_generate(ac_mat *X, ac_mat *P, size_t d, size_t n, uint64_t seed, ac_e
     return AC_OK;
 }
 
-int ac_head_softmax(ac_mat *S, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq, ac_err *err)
-{
-    size_t d = X->rows, n = X->cols, dk = Wk->rows;
-    ac_mat K = {0}, Q = {0};
-    int st;
-    S->data = NULL;
-    if (Wk->cols != d || Wq->cols != d || Wq->rows != dk)
-        return ac_err_set(err, AC_EDATA,
-                          "weights are %zu x %zu and %zu x %zu; expected dk x d "
-                          "with d = %zu",
-                          Wk->rows, Wk->cols, Wq->rows, Wq->cols, d);
-    if ((st = ac_mat_init(&K, dk, n, err)) || (st = ac_mat_init(&Q, dk, n, err)) ||
-        (st = ac_mat_init(S, n, n, err)) ||
-        (st = ac_gemm(&K, AC_NOTRANS, Wk, AC_NOTRANS, X, err)) ||
-        (st = ac_gemm(&Q, AC_NOTRANS, Wq, AC_NOTRANS, X, err)) ||
-        (st = ac_gemm(S, AC_TRANS, &K, AC_NOTRANS, &Q, err))) {
-        ac_mat_free(&K);
-        ac_mat_free(&Q);
-        ac_mat_free(S);
-        return st;
-    }
-    double s = 1.0 / sqrt((double)dk);
-    for (size_t i = 0; i < n * n; i++)
-        S->data[i] *= s;
-    double *scratch = malloc(2 * n * sizeof *scratch);
-    if (!scratch) {
-        ac_mat_free(&K);
-        ac_mat_free(&Q);
-        ac_mat_free(S);
-        return ac_err_set(err, AC_EINTERNAL, "out of memory");
-    }
-    ac_softmax_cols(S->data, n, n, scratch, scratch + n);
-    free(scratch);
-    ac_mat_free(&K);
-    ac_mat_free(&Q);
-    return AC_OK;
-}
-
 int ac_t1_generate_representable(ac_mat *P, const ac_mat *X, size_t dk, uint64_t seed, ac_err *err)
 {
     size_t d = X->rows;
@@ -218,204 +180,10 @@ int ac_t1_example_paper(ac_mat *X, ac_mat *P, ac_err *err)
     return AC_OK;
 }
 
-/* ---- certified head evaluation ------------------------------------------- */
-
-/* Stage 0: logit enclosures llo <= (Wk X)^T (Wq X) / sqrt(dk) <= lhi (n x n),
- * and optionally the interval S = (Wk X)^T (Wq X) itself. */
-static int logits_stage0(double *llo, double *lhi, ac_imat *S_out, const ac_mat *X,
-                         const ac_mat *Wk, const ac_mat *Wq, const ac_imat *Kpre, ac_err *err)
-{
-    size_t n = X->cols, dk = Wk->rows;
-    ac_imat K = {0}, Q = {0}, S = {0};
-    ac_imat Xi = ac_imat_view(X), Wki = ac_imat_view(Wk), Wqi = ac_imat_view(Wq);
-    const ac_imat *Kp = Kpre ? Kpre : &K;
-    int st;
-    if ((!Kpre && ((st = ac_imat_init(&K, dk, n, 1, err)) ||
-                   (st = ac_imat_mul(&K, AC_NOTRANS, &Wki, AC_NOTRANS, &Xi, err)))) ||
-        (st = ac_imat_init(&Q, dk, n, 1, err)) || (st = ac_imat_init(&S, n, n, 1, err)) ||
-        (st = ac_imat_mul(&Q, AC_NOTRANS, &Wqi, AC_NOTRANS, &Xi, err)) ||
-        (st = ac_imat_mul(&S, AC_TRANS, Kp, AC_NOTRANS, &Q, err)))
-        goto out;
-    /* 1/sqrt(dk) in [s_lo, s_hi]: sqrt is correctly rounded */
-    double s_lo = ac_div_dn(1.0, ac_sqrt_up((double)dk));
-    double s_hi = ac_div_up(1.0, ac_sqrt_dn((double)dk));
-    for (size_t i = 0; i < n * n; i++) {
-        double a = ac_imat_lo(&S, i), b = ac_imat_hi(&S, i);
-        llo[i] = a >= 0 ? ac_mul_dn(a, s_lo) : ac_mul_dn(a, s_hi);
-        lhi[i] = b >= 0 ? ac_mul_up(b, s_hi) : ac_mul_up(b, s_lo);
-    }
-    if (S_out) {
-        *S_out = S;
-        S.mid = S.rad = NULL;
-    }
-out:
-    ac_imat_free(&K);
-    ac_imat_free(&Q);
-    ac_imat_free(&S);
-    return st;
-}
-
-/* Enclose max_ij |p_ij - P_ij| from entrywise bounds plo <= p <= phi. */
-static void maxdev_from_bounds(const double *plo, const double *phi, const double *P, size_t N,
-                               double *lo, double *hi)
-{
-    double l = 0, h = 0;
-    for (size_t i = 0; i < N; i++) {
-        double up = fmax(ac_sub_up(phi[i], P[i]), ac_sub_up(P[i], plo[i]));
-        double dn = fmax(ac_sub_dn(plo[i], P[i]), ac_sub_dn(P[i], phi[i]));
-        if (!(up <= h))
-            h = up; /* also propagates NaN -> handled by caller via isfinite */
-        if (dn > l)
-            l = dn;
-    }
-    *lo = l;
-    *hi = h;
-}
-
-static int maxdev_ball(double *lo, double *hi, mpfr_t mlo, mpfr_t mhi, const ac_mat *X,
-                       const ac_mat *Wk, const ac_mat *Wq, const ac_mat *P, long prec)
-{
-    size_t d = X->rows, n = X->cols, dk = Wk->rows;
-    arb_mat_t x, wk, wq, k, q, s, p;
-    arb_t t;
-    arb_mat_init(x, (slong)d, (slong)n);
-    arb_mat_init(wk, (slong)dk, (slong)d);
-    arb_mat_init(wq, (slong)dk, (slong)d);
-    arb_mat_init(k, (slong)dk, (slong)n);
-    arb_mat_init(q, (slong)dk, (slong)n);
-    arb_mat_init(s, (slong)n, (slong)n);
-    arb_mat_init(p, (slong)n, (slong)n);
-    arb_init(t);
-    ac_arb_mat_set_d(x, X->data, d, n);
-    ac_arb_mat_set_d(wk, Wk->data, dk, d);
-    ac_arb_mat_set_d(wq, Wq->data, dk, d);
-    arb_mat_mul(k, wk, x, prec);
-    arb_mat_mul(q, wq, x, prec);
-    {
-        arb_mat_t kt;
-        arb_mat_init(kt, (slong)n, (slong)dk);
-        arb_mat_transpose(kt, k);
-        arb_mat_mul(s, kt, q, prec);
-        arb_mat_clear(kt);
-    }
-    arb_sqrt_ui(t, (ulong)dk, prec);
-    arb_mat_scalar_div_arb(s, s, t, prec);
-    ac_arb_softmax_cols(p, s, prec);
-    ac_arb_max_abs_dev(t, p, P->data, prec);
-    if (lo)
-        *lo = ac_arb_lo(t);
-    if (hi)
-        *hi = ac_arb_hi(t);
-    if (mlo)
-        ac_arb_get_interval_mpfr(mlo, mhi, t);
-    arb_clear(t);
-    arb_mat_clear(x);
-    arb_mat_clear(wk);
-    arb_mat_clear(wq);
-    arb_mat_clear(k);
-    arb_mat_clear(q);
-    arb_mat_clear(s);
-    arb_mat_clear(p);
-    return AC_OK;
-}
-
-static int maxdev_stage0(double *lo, double *hi, const ac_mat *X, const ac_mat *Wk,
-                         const ac_mat *Wq, const ac_mat *P, ac_err *err)
-{
-    size_t n = X->cols, N = n * n;
-    double *llo = malloc(N * sizeof(double)), *lhi = malloc(N * sizeof(double));
-    int st = AC_OK;
-    if (!llo || !lhi) {
-        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
-        goto out;
-    }
-    if ((st = logits_stage0(llo, lhi, NULL, X, Wk, Wq, NULL, err)))
-        goto out;
-    /* the softmax bounds overwrite the logit bounds */
-    double *plo = malloc(N * sizeof(double)), *phi = malloc(N * sizeof(double));
-    if (!plo || !phi) {
-        free(plo);
-        free(phi);
-        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
-        goto out;
-    }
-    if (!ac_softmax_col_enclose(llo, lhi, n, n, plo, phi)) {
-        *lo = 0;
-        *hi = INFINITY;
-    } else {
-        maxdev_from_bounds(plo, phi, P->data, N, lo, hi);
-    }
-    free(plo);
-    free(phi);
-out:
-    free(llo);
-    free(lhi);
-    return st;
-}
-
-int ac_head_maxdev_enclose(double *lo, double *hi, const ac_mat *X, const ac_mat *Wk,
-                           const ac_mat *Wq, const ac_mat *P, long prec, ac_err *err)
-{
-    if (Wk->cols != X->rows || Wq->cols != X->rows || Wq->rows != Wk->rows || P->rows != X->cols ||
-        P->cols != X->cols)
-        return ac_err_set(err, AC_EUSAGE, "head check: shapes do not match");
-    if (prec <= 0)
-        return maxdev_stage0(lo, hi, X, Wk, Wq, P, err);
-    return maxdev_ball(lo, hi, NULL, NULL, X, Wk, Wq, P, prec);
-}
-
-/* The quantity "max|Softmax - P| of the written weights" for the engine.
- * pre != NULL: stage 0 was already computed (the construction route shares
- * the interval products with its trace of eq. 4). */
-typedef struct {
-    const ac_mat *X, *Wk, *Wq, *P;
-    const double *pre; /* {lo, hi} or NULL */
-} weights_ctx;
-
-static int weights_stage0(void *v, double *lo, double *hi, ac_err *err)
-{
-    weights_ctx *c = v;
-    if (c->pre) {
-        *lo = c->pre[0];
-        *hi = c->pre[1];
-        return AC_OK;
-    }
-    return maxdev_stage0(lo, hi, c->X, c->Wk, c->Wq, c->P, err);
-}
-
-static int weights_ball(void *v, long prec, mpfr_t lo, mpfr_t hi, ac_err *err)
-{
-    weights_ctx *c = v;
-    return maxdev_ball(NULL, NULL, lo, hi, c->X, c->Wk, c->Wq, c->P, prec);
-}
-
-static int certify_weights_pre(ac_cert *cert, const ac_mat *X, const ac_mat *Wk,
-                               const ac_mat *Wq, const ac_mat *P, const double *pre, double tol,
-                               const ac_schedule *sched, ac_err *err)
-{
-    weights_ctx c = {X, Wk, Wq, P, pre};
-    ac_quantity q = {"max|Softmax((Wk X)'(Wq X)/sqrt(dk)) - P|",
-                     weights_stage0,
-                     weights_ball,
-                     NULL,
-                     &c,
-                     "interval products in double (gamma_k bound) + rigorous exp",
-                     "Arb ball arithmetic",
-                     NULL};
-    return ac_decide(cert, &q, AC_LE, tol, sched, err);
-}
-
-int ac_head_certify(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
-                    const ac_mat *P, double tol, const ac_schedule *sched, ac_err *err)
-{
-    ac_schedule none = {0};
-    return certify_weights_pre(cert, X, Wk, Wq, P, NULL, tol, sched ? sched : &none, err);
-}
-
 static int certify_weights(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
                            const ac_mat *P, const double *pre, const ac_t1_opts *o, ac_err *err)
 {
-    return certify_weights_pre(cert, X, Wk, Wq, P, pre, o->tol, &o->sched, err);
+    return ac_head_certify_pre(cert, X, Wk, Wq, P, pre, o->tol, &o->sched, err);
 }
 
 /* ---- the construction of §1.1 (route CONSTRUCT) --------------------------- */
@@ -500,7 +268,7 @@ static int trace_theorem1(ac_t1_result *res, double *pre, const ac_mat *X, const
         } else
             goto out;
     }
-    st = logits_stage0(llo, lhi, &S, X, &res->Wk, &res->Wq, Kp, err);
+    st = ac_head_logits_stage0(llo, lhi, &S, X, &res->Wk, &res->Wq, Kp, err);
     ac_imat_free(&K);
     if (st)
         goto out;
@@ -525,8 +293,8 @@ static int trace_theorem1(ac_t1_result *res, double *pre, const ac_mat *X, const
             st = ac_err_set(err, AC_EINTERNAL, "out of memory");
             goto out;
         }
-        if (ac_softmax_col_enclose(llo, lhi, n, n, plo, phi))
-            maxdev_from_bounds(plo, phi, P->data, N, &pre[0], &pre[1]);
+        if (ac_head_softmax_enclose(plo, phi, llo, lhi, n))
+            ac_head_maxdev_from_bounds(plo, phi, P->data, N, &pre[0], &pre[1]);
         else {
             pre[0] = 0;
             pre[1] = INFINITY;
@@ -1005,8 +773,7 @@ static double fit_eval(const gsl_vector *th, void *params, gsl_vector *grad)
     double s = 1.0 / sqrt((double)dk);
     ac_dgemm(AC_NOTRANS, AC_NOTRANS, dk, n, d, 1.0, Wk, d, c->X->data, n, 0.0, c->K, n);
     ac_dgemm(AC_NOTRANS, AC_NOTRANS, dk, n, d, 1.0, Wq, d, c->X->data, n, 0.0, c->Q, n);
-    ac_dgemm(AC_TRANS, AC_NOTRANS, n, n, dk, s, c->K, n, c->Q, n, 0.0, c->Z, n);
-    ac_softmax_cols(c->Z, n, n, c->scratch, c->scratch + n);
+    ac_head_softmax_kq(c->Z, c->K, c->Q, n, dk, c->scratch);
     double f = 0;
     for (size_t i = 0; i < n * n; i++) {
         double e = c->Z[i] - c->P->data[i];
