@@ -472,6 +472,22 @@ START_TEST(test_validate)
     AC_MAT(&P, 1, 2) = 0.5; /* column 2 no longer sums to 1 */
     ck_assert_int_eq(ac_t1_validate(&X, "X.npy", &P, "P.npy", NULL, 0, NULL, 3, &err), AC_EDATA);
     ck_assert(strstr(err.msg, "column 2 sums"));
+    /* the message names the remedy by its field, not by a program's option */
+    ck_assert_str_eq(err.fields, "normalize");
+    ck_assert(strstr(err.msg, "or pass normalize)") && !strstr(err.msg, "--"));
+    /* ac_t1_normalize makes it column-stochastic; a non-positive column is left */
+    ac_t1_normalize(&P);
+    ck_assert_int_eq(ac_t1_validate(&X, "X.npy", &P, "P.npy", NULL, 0, NULL, 3, &err), AC_OK);
+    for (size_t j = 0; j < 3; j++) {
+        double cs = 0;
+        for (size_t i = 0; i < 3; i++)
+            cs += AC_MAT(&P, i, j);
+        ck_assert(fabs(cs - 1) <= 3 * AC_U);
+    }
+    AC_MAT(&P, 0, 1) = -1.0; /* the column sums to a negative number */
+    double before = AC_MAT(&P, 2, 1);
+    ac_t1_normalize(&P);
+    ck_assert(AC_MAT(&P, 2, 1) == before);
     ac_mat_free(&P);
     ac_mat_free(&X);
     ac_t1_generate(&X, &P, 3, 3, 1, NULL);

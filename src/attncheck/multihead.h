@@ -1,5 +1,5 @@
 /* attncheck/multihead.h — multi-head attention layers, in double and with
- * certified enclosures (Bhojanapalli et al. 2020, eq. (8) and §3; MATH.md §2).
+ * certified enclosures (Bhojanapalli et al. 2020, paper 1, eq. (8) and §3; doc/mathematics.md §4.1).
  *
  * Dimension letters: d model width, n tokens, h heads, hs head size.
  * One layer is

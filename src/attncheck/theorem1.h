@@ -1,6 +1,6 @@
 /* attncheck/theorem1.h — Theorem 1 of Bhojanapalli et al. (2020), the
  * representation power of one attention head and the low-rank bottleneck,
- * checked on concrete instances (MATH.md §1).
+ * checked on concrete instances (doc/mathematics.md §3).
  *
  * Layout (paper 1): X is d x n, one column per token; P is n x n, positive
  * and column-stochastic; the head's context matrix is
@@ -14,7 +14,7 @@
  * in [dist_lo, dist_hi]: dist_hi is reached by the weights actually written
  * (certified, or 0 up to the normalisation of P when exact representability
  * is proved), dist_lo comes from the log-domain residual and rank conditions
- * of MATH.md §1.3.  PROVED iff dist_hi <= tol, REFUTED iff dist_lo > tol.
+ * of doc/mathematics.md §3.4.  PROVED iff dist_hi <= tol, REFUTED iff dist_lo > tol.
  */
 #ifndef ATTNCHECK_THEOREM1_H
 #define ATTNCHECK_THEOREM1_H
@@ -40,8 +40,8 @@ extern "C" {
 #define AC_T1_COLSUM_FACTOR 16.0
 
 typedef enum {
-    AC_T1_ROUTE_CONSTRUCT = 0, /* rank X = n <= dk: eqs. (4)-(7), exact */
-    AC_T1_ROUTE_DECIDE = 1     /* MATH.md §1.3: residual and rank conditions */
+    AC_T1_ROUTE_CONSTRUCT = 0, /* rank X = n <= dk: paper 1, eqs. (4)-(7), exact */
+    AC_T1_ROUTE_DECIDE = 1     /* doc/mathematics.md §3.4: residual, rank condition */
 } ac_t1_route;
 
 typedef struct {
@@ -93,13 +93,21 @@ void ac_t1_result_free(ac_t1_result *res);
 
 /* Validate an instance; names (e.g. file names) are used in the messages.
  * AC_EDATA: non-finite entries, P not n x n, P with an entry <= 0, a column
- * sum off 1 by more than AC_T1_COLSUM_FACTOR * n * u, d0 not positive and
+ * sum off 1 by more than AC_T1_COLSUM_FACTOR * n * u (the message suggests
+ * ac_t1_normalize, naming it by the field "normalize"), d0 not positive and
  * finite, n = 0 or d = 0.  AC_EUSAGE: dk = 0. */
 int ac_t1_validate(const ac_mat *X, const char *xname, const ac_mat *P, const char *pname,
                    const double *d0, size_t nd0, const char *d0name, size_t dk, ac_err *err);
 
 /* Column-stochastic tolerance for n tokens (see AC_T1_COLSUM_FACTOR). */
 double ac_t1_colsum_tol(size_t n);
+
+/* Divide each column of P by its sum, in place: the sum of the column in
+ * order in double, then each entry divided by it (so the new column sums to
+ * 1 within n u).  A column whose sum is not positive and finite is left as it
+ * is (ac_t1_validate then rejects it); P with no rows is unchanged.  This is
+ * rep-theorem --normalize, for a P whose columns sum to 1 only roughly. */
+void ac_t1_normalize(ac_mat *P);
 
 /* Generated instances (Philox streams keyed by seed):
  *   X d x n i.i.d. N(0,1); P n x n with i.i.d. Dirichlet(1,...,1) columns. */
@@ -108,7 +116,7 @@ int ac_t1_generate(ac_mat *X, ac_mat *P, size_t d, size_t n, uint64_t seed, ac_e
  * A = Wk^T Wq, Wk, Wq dk x d Gaussian scaled by 1/sqrt(d) (rank <= dk). */
 int ac_t1_generate_representable(ac_mat *P, const ac_mat *X, size_t dk, uint64_t seed,
                                  ac_err *err);
-/* The paper's counterexample (§1.2): d = 1, n = 2, X = [1, 0],
+/* The paper's counterexample (doc/mathematics.md §3.3): d = 1, n = 2, X = [1, 0],
  * P = [[0.5, 0.75], [0.5, 0.25]]. */
 int ac_t1_example_paper(ac_mat *X, ac_mat *P, ac_err *err);
 

@@ -84,6 +84,13 @@ static const struct option long_opts[] = {
     {NULL, 0, NULL, 0},
 };
 
+/* How rep-theorem spells the parameters the library's messages name
+ * (ac_err.fields). */
+static const cli_flag t1_flags[] = {
+    {"normalize", "--normalize"},
+    {NULL, NULL},
+};
+
 /* Size limits: n x n matrices of doubles; 2^16 tokens is 32 GiB per matrix. */
 #define MAX_DIM ((size_t)1 << 16)
 
@@ -200,14 +207,7 @@ static int load_instance(t1_args *a, ac_mat *X, ac_mat *P, double **d0, size_t *
         }
     }
     if (a->normalize && P->rows > 0) {
-        for (size_t j = 0; j < P->cols; j++) {
-            double s = 0;
-            for (size_t i = 0; i < P->rows; i++)
-                s += AC_MAT(P, i, j);
-            if (s > 0 && isfinite(s))
-                for (size_t i = 0; i < P->rows; i++)
-                    AC_MAT(P, i, j) /= s;
-        }
+        ac_t1_normalize(P);
         *gen_p = 1;
     }
     if (a->d0file && (st = ac_npy_read_vec(a->d0file, d0, nd0, err)))
@@ -396,6 +396,7 @@ int cmd_rep_theorem(int argc, char **argv)
     if ((st = parse_args(&a, argc, argv)))
         return st;
     cli_common_apply(&a.common);
+    cli_set_flags(t1_flags);
     if ((st = load_instance(&a, &X, &P, &d0, &nd0, &gen_x, &gen_p, &err))) {
         st = cli_fail_err(&err);
         goto out;
@@ -455,7 +456,9 @@ static void t1_row(cli_report *rep, const char *claim, const char *instance, ac_
     if (st) {
         row->error = st;
         row->verdict = AC_UNDECIDED;
-        snprintf(row->detail, sizeof row->detail, "%.255s", err.msg);
+        char msg[2 * AC_ERR_MSG_MAX];
+        snprintf(row->detail, sizeof row->detail, "%.255s",
+                 cli_err_message(msg, sizeof msg, &err));
     } else {
         row->verdict = r.verdict;
         if (r.verdict == AC_REFUTED)
