@@ -1,5 +1,5 @@
 /* head.c — one attention head, Softmax((Wk X)^T (Wq X) / sqrt(dk)) (paper 1,
- * eq. (1), in the layout of eq. (3); attncheck/head.h), in double, at stage 0
+ * eq. (1), in the layout of paper 1, eq. (3); attncheck/head.h), in double, at stage 0
  * and in Arb balls: the one home of "the logits of one head" and "the softmax
  * of one head" (head_impl.h) for Theorem 1, the multi-head layers and the
  * trainer's certification.
