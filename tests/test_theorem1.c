@@ -171,9 +171,11 @@ START_TEST(test_construction_proves)
         opts(&o, dk);
         double d0[64];
         for (size_t j = 0; j < n; j++)
-            d0[j] = 0.5 + (double)(j % 5); /* any positive diagonal (eq. 6) */
-        if (c % 2)
+            d0[j] = 0.5 + (double)(j % 5); /* any positive diagonal (paper 1, eq. (6)) */
+        if (c % 2) {
             o.d0 = d0;
+            o.nd0 = n;
+        }
         ac_t1_result res;
         ck_assert(ac_t1_check(&res, &X, &P, &o, NULL) == AC_OK);
         ck_assert_msg(res.verdict == AC_PROVED, "case %zu not proved", c);

@@ -53,6 +53,9 @@ typedef struct {
                               (decide route; 0 = none) */
     double max_rank_work;  /* budget for exact rational rank (0 = default) */
     int want_weights;      /* construct Wk, Wq (default 1) */
+    size_t nd0;            /* entries of d0 (must be n when d0 is set) */
+    const char *xname, *pname, *d0name; /* the inputs in messages (e.g. file names;
+                                           NULL: "X", "P", "D0") */
 } ac_t1_opts;
 
 void ac_t1_opts_default(ac_t1_opts *o);
@@ -84,7 +87,8 @@ typedef struct {
 } ac_t1_result;
 
 /* Decide C(tol) for (X, P, opts->dk), construct weights and fill the
- * certificate.  X (d x n) and P (n x n) must pass ac_t1_validate.
+ * certificate.  The instance is validated first (ac_t1_validate with the
+ * names and nd0 of opts): X d x n, P n x n.
  * Returns AC_OK (the verdict is in res), AC_EDATA / AC_EUSAGE for bad input,
  * AC_EINTERNAL.  res must be freed with ac_t1_result_free in every case. */
 int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1_opts *opts,

@@ -212,9 +212,7 @@ static int load_instance(t1_args *a, ac_mat *X, ac_mat *P, double **d0, size_t *
     }
     if (a->d0file && (st = ac_npy_read_vec(a->d0file, d0, nd0, err)))
         return st;
-    size_t dk = a->have_dk ? a->dk : X->rows;
-    return ac_t1_validate(X, a->xfile ? a->xfile : "X", P, a->pfile ? a->pfile : "P", *d0, *nd0,
-                          a->d0file ? a->d0file : "D0", dk, err);
+    return AC_OK; /* validated by ac_t1_check, with the file names */
 }
 
 static void describe_instance(char *buf, size_t n, const t1_args *a, const ac_mat *X)
@@ -406,6 +404,10 @@ int cmd_rep_theorem(int argc, char **argv)
     ac_t1_opts_default(&o);
     o.dk = a.have_dk ? a.dk : X.rows;
     o.d0 = d0;
+    o.nd0 = nd0;
+    o.xname = a.xfile ? a.xfile : "X";
+    o.pname = a.pfile ? a.pfile : "P";
+    o.d0name = a.d0file ? a.d0file : "D0";
     o.tol = a.tol;
     o.sched = cli_schedule(&a.common);
     o.optimize = (int)a.optimize;

@@ -86,7 +86,8 @@ int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1
     double t_start = ac_seconds();
     int st;
     result_start(res, d, n, dk);
-    if ((st = ac_t1_validate(X, "X", P, "P", o->d0, o->d0 ? n : 0, "D0", dk, err)))
+    if ((st = ac_t1_validate(X, o->xname ? o->xname : "X", P, o->pname ? o->pname : "P", o->d0,
+                             o->d0 ? o->nd0 : 0, o->d0name ? o->d0name : "D0", dk, err)))
         return st;
     res->norm_gap = ac_t1_normalisation_gap(P);
     res->dist_lo = 0;
