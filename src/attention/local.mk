@@ -15,6 +15,11 @@ src_libattncheck_la_SOURCES += \
 	src/attention/softmax.h
 
 # unit tests of this module
+check_PROGRAMS += tests/test_head
+UNIT_TESTS += tests/test_head
+tests_test_head_SOURCES = tests/test_head.c tests/testutil.h
+tests_test_head_CFLAGS = $(TEST_CFLAGS)
+tests_test_head_LDADD = $(TEST_LIBS)
 check_PROGRAMS += tests/test_multihead
 UNIT_TESTS += tests/test_multihead
 tests_test_multihead_SOURCES = tests/test_multihead.c tests/testutil.h
