@@ -26,7 +26,7 @@ static int cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* The plain path: eqs. (4)-(6) in double, then the double check. */
+/* The plain path: paper 1, eqs. (4)-(6) in double, then the double check. */
 static double plain(const ac_mat *X, const ac_mat *P, double *err_out)
 {
     size_t d = X->rows, n = X->cols, dk = d;

@@ -16,6 +16,8 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <stdlib.h>
+#include <unistd.h>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -471,6 +473,95 @@ START_TEST(test_arrays_roundtrip_and_errors)
 }
 END_TEST
 
+/* Write the four .npy files of L (prefix 'W') into dir, one head as 2-D
+ * arrays when two_d (h must be 1). */
+static void write_layer_dir(const char *dir, const ac_mh *L, int two_d)
+{
+    for (int t = 0; t < 4; t++) {
+        ac_array a = {0};
+        char fn[16], path[512];
+        ck_assert(ac_mh_get_array(L, (ac_mh_param)t, &a, NULL) == AC_OK);
+        if (two_d) {
+            a.ndim = 2;
+            a.shape[0] = a.shape[1];
+            a.shape[1] = a.shape[2];
+            a.shape[2] = 0;
+        }
+        snprintf(path, sizeof path, "%s/%s", dir, ac_mh_file_name(fn, sizeof fn, 'W', (ac_mh_param)t));
+        ck_assert(ac_npy_write(path, &a, NULL) == AC_OK);
+        ac_array_free(&a);
+    }
+}
+
+START_TEST(test_load_dir_flex)
+{
+    /* allow_2d: a 2-D array is one head, with the same numbers as the 3-D
+     * stack; 3-D stacks read the same either way; the strict reader keeps
+     * its message for 2-D arrays; the flexible one names all four shapes */
+    test_rng r;
+    test_rng_init(&r, 11);
+    ac_mh L, M, N;
+    ac_err err;
+    char dir[] = "/tmp/ac_mh_flexXXXXXX", path[512];
+    ck_assert(mkdtemp(dir) != NULL);
+    fill_layer(&L, 5, 1, 3, &r, 1.0);
+    write_layer_dir(dir, &L, 1);
+    ck_assert_int_eq(ac_mh_load_dir_flex(&M, dir, 'W', 1, &err), AC_OK);
+    ck_assert(M.d == 5 && M.h == 1 && M.hs == 3);
+    ck_assert(memcmp(M.params, L.params, ac_mh_nparams(&L) * sizeof(double)) == 0);
+    ac_mh_free(&M);
+    ck_assert_int_eq(ac_mh_load_dir_flex(&M, dir, 'W', 0, &err), AC_EDATA);
+    ck_assert(strstr(err.msg, "Wq.npy: expected a 3-D array (h, hs, d)") != NULL);
+    ck_assert_int_eq(ac_mh_load_dir(&N, dir, 'W', &err), AC_EDATA);
+    ck_assert(strstr(err.msg, "Wq.npy: expected a 3-D array (h, hs, d)") != NULL);
+    ac_mh_free(&L);
+    /* 3-D stacks: both readers agree */
+    fill_layer(&L, 4, 2, 3, &r, 1.0);
+    write_layer_dir(dir, &L, 0);
+    ck_assert_int_eq(ac_mh_load_dir_flex(&M, dir, 'W', 1, &err), AC_OK);
+    ck_assert_int_eq(ac_mh_load_dir(&N, dir, 'W', &err), AC_OK);
+    ck_assert(memcmp(M.params, N.params, ac_mh_nparams(&L) * sizeof(double)) == 0);
+    ck_assert(memcmp(M.params, L.params, ac_mh_nparams(&L) * sizeof(double)) == 0);
+    ac_mh_free(&M);
+    ac_mh_free(&N);
+    /* shapes that disagree: Wo of another layer */
+    {
+        ac_mh O;
+        ac_array a = {0};
+        fill_layer(&O, 4, 2, 2, &r, 1.0);
+        ck_assert(ac_mh_get_array(&O, AC_MH_O, &a, NULL) == AC_OK);
+        snprintf(path, sizeof path, "%s/Wo.npy", dir);
+        ck_assert(ac_npy_write(path, &a, NULL) == AC_OK);
+        ac_array_free(&a);
+        ac_mh_free(&O);
+    }
+    ck_assert_int_eq(ac_mh_load_dir_flex(&M, dir, 'W', 1, &err), AC_EDATA);
+    ck_assert_msg(strstr(err.msg, ": shapes do not form one attention layer: Wq, Wk, Wv must be "
+                                  "(h, s, d) and Wo (h, d, s); got (2, 3, 4), (2, 3, 4), "
+                                  "(2, 3, 4), (2, 4, 2)") != NULL, "%s", err.msg);
+    ck_assert(M.params == NULL);
+    /* a 1-D file is rejected as soon as it is read */
+    {
+        ac_array a = {0};
+        size_t sh[1] = {3};
+        ck_assert(ac_array_init(&a, 1, sh, NULL) == AC_OK);
+        snprintf(path, sizeof path, "%s/Wk.npy", dir);
+        ck_assert(ac_npy_write(path, &a, NULL) == AC_OK);
+        ac_array_free(&a);
+    }
+    ck_assert_int_eq(ac_mh_load_dir_flex(&M, dir, 'W', 1, &err), AC_EDATA);
+    ck_assert_msg(strstr(err.msg, "Wk.npy: expected a 2-D or 3-D array, got 1 dimensions") != NULL,
+                  "%s", err.msg);
+    for (int t = 0; t < 4; t++) {
+        char fn[16];
+        snprintf(path, sizeof path, "%s/%s", dir, ac_mh_file_name(fn, sizeof fn, 'W', (ac_mh_param)t));
+        remove(path);
+    }
+    rmdir(dir);
+    ac_mh_free(&L);
+}
+END_TEST
+
 START_TEST(test_random_layer)
 {
     /* ac_mh_random is reproducible and scaled as documented: the sample
@@ -507,6 +598,7 @@ int main(void)
     tcase_add_test(tc, test_backward_vs_forward_mode);
     tcase_add_test(tc, test_enclose_contains_arb);
     tcase_add_test(tc, test_arrays_roundtrip_and_errors);
+    tcase_add_test(tc, test_load_dir_flex);
     tcase_add_test(tc, test_random_layer);
     suite_add_tcase(s, tc);
     return test_run_suite(s);

@@ -1,5 +1,5 @@
 /* attncheck/multihead.h — multi-head attention layers, in double and with
- * certified enclosures (Bhojanapalli et al. 2020, eq. (8) and §3; MATH.md §2).
+ * certified enclosures (Bhojanapalli et al. 2020, paper 1, eq. (8) and §3; doc/mathematics.md §4.1).
  *
  * Dimension letters: d model width, n tokens, h heads, hs head size.
  * One layer is
@@ -145,8 +145,22 @@ int ac_mh_from_arrays(ac_mh *L, const ac_array *q, const ac_array *k, const ac_a
 
 /* Read DIR/<P>q.npy, <P>k.npy, <P>v.npy, <P>o.npy (P = prefix, e.g. 'W').
  * Errors as ac_npy_read (AC_ENOINPUT for a missing file) and
- * ac_mh_from_arrays. */
+ * ac_mh_from_arrays.  L zeroed or freed; zeroed on failure. */
 int ac_mh_load_dir(ac_mh *L, const char *dir, char prefix, ac_err *err);
+
+/* ac_mh_load_dir with a choice of how strict the files are read.
+ * allow_2d = 0: exactly ac_mh_load_dir (3-D stacks only, its messages).
+ * allow_2d != 0: a 2-D array is one head (h = 1): (hs, d) for <P>q, <P>k,
+ * <P>v and (d, hs) for <P>o, besides the stacks (h, hs, d) / (h, d, hs).
+ * The files are read in the order q, k, v, o, each checked as soon as it is
+ * read: AC_EDATA "DIR/Wq.npy: expected a 2-D or 3-D array, got N dimensions",
+ * or the message of ac_array_check_finite naming the file.  Then AC_EDATA
+ * "DIR: shapes do not form one attention layer: Wq, Wk, Wv must be (h, s, d)
+ * and Wo (h, d, s); got (..), (..), (..), (..)" (2-D arrays shown with h = 1)
+ * unless all four agree with h, s, d >= 1.  The layer then holds the same
+ * numbers as ac_mh_load_dir would give for the 3-D stacks (the trainer's
+ * reading of a teacher directory). */
+int ac_mh_load_dir_flex(ac_mh *L, const char *dir, char prefix, int allow_2d, ac_err *err);
 
 /* File name of a parameter: "Wq.npy" etc. for prefix 'W'.  buf >= 8 bytes. */
 const char *ac_mh_file_name(char *buf, size_t n, char prefix, ac_mh_param which);

@@ -1,6 +1,6 @@
 /* attncheck/theorem1.h — Theorem 1 of Bhojanapalli et al. (2020), the
  * representation power of one attention head and the low-rank bottleneck,
- * checked on concrete instances (MATH.md §1).
+ * checked on concrete instances (doc/mathematics.md §3).
  *
  * Layout (paper 1): X is d x n, one column per token; P is n x n, positive
  * and column-stochastic; the head's context matrix is
@@ -14,7 +14,7 @@
  * in [dist_lo, dist_hi]: dist_hi is reached by the weights actually written
  * (certified, or 0 up to the normalisation of P when exact representability
  * is proved), dist_lo comes from the log-domain residual and rank conditions
- * of MATH.md §1.3.  PROVED iff dist_hi <= tol, REFUTED iff dist_lo > tol.
+ * of doc/mathematics.md §3.4.  PROVED iff dist_hi <= tol, REFUTED iff dist_lo > tol.
  */
 #ifndef ATTNCHECK_THEOREM1_H
 #define ATTNCHECK_THEOREM1_H
@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "attncheck/common.h"
+#include "attncheck/head.h" /* ac_head_softmax, ac_head_certify: one head */
 #include "attncheck/verdict.h"
 
 #ifdef __cplusplus
@@ -39,8 +40,8 @@ extern "C" {
 #define AC_T1_COLSUM_FACTOR 16.0
 
 typedef enum {
-    AC_T1_ROUTE_CONSTRUCT = 0, /* rank X = n <= dk: eqs. (4)-(7), exact */
-    AC_T1_ROUTE_DECIDE = 1     /* MATH.md §1.3: residual and rank conditions */
+    AC_T1_ROUTE_CONSTRUCT = 0, /* rank X = n <= dk: paper 1, eqs. (4)-(7), exact */
+    AC_T1_ROUTE_DECIDE = 1     /* doc/mathematics.md §3.4: residual, rank condition */
 } ac_t1_route;
 
 typedef struct {
@@ -52,6 +53,9 @@ typedef struct {
                               (decide route; 0 = none) */
     double max_rank_work;  /* budget for exact rational rank (0 = default) */
     int want_weights;      /* construct Wk, Wq (default 1) */
+    size_t nd0;            /* entries of d0 (must be n when d0 is set) */
+    const char *xname, *pname, *d0name; /* the inputs in messages (e.g. file names;
+                                           NULL: "X", "P", "D0") */
 } ac_t1_opts;
 
 void ac_t1_opts_default(ac_t1_opts *o);
@@ -83,7 +87,8 @@ typedef struct {
 } ac_t1_result;
 
 /* Decide C(tol) for (X, P, opts->dk), construct weights and fill the
- * certificate.  X (d x n) and P (n x n) must pass ac_t1_validate.
+ * certificate.  The instance is validated first (ac_t1_validate with the
+ * names and nd0 of opts): X d x n, P n x n.
  * Returns AC_OK (the verdict is in res), AC_EDATA / AC_EUSAGE for bad input,
  * AC_EINTERNAL.  res must be freed with ac_t1_result_free in every case. */
 int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1_opts *opts,
@@ -92,13 +97,21 @@ void ac_t1_result_free(ac_t1_result *res);
 
 /* Validate an instance; names (e.g. file names) are used in the messages.
  * AC_EDATA: non-finite entries, P not n x n, P with an entry <= 0, a column
- * sum off 1 by more than AC_T1_COLSUM_FACTOR * n * u, d0 not positive and
+ * sum off 1 by more than AC_T1_COLSUM_FACTOR * n * u (the message suggests
+ * ac_t1_normalize, naming it by the field "normalize"), d0 not positive and
  * finite, n = 0 or d = 0.  AC_EUSAGE: dk = 0. */
 int ac_t1_validate(const ac_mat *X, const char *xname, const ac_mat *P, const char *pname,
                    const double *d0, size_t nd0, const char *d0name, size_t dk, ac_err *err);
 
 /* Column-stochastic tolerance for n tokens (see AC_T1_COLSUM_FACTOR). */
 double ac_t1_colsum_tol(size_t n);
+
+/* Divide each column of P by its sum, in place: the sum of the column in
+ * order in double, then each entry divided by it (so the new column sums to
+ * 1 within n u).  A column whose sum is not positive and finite is left as it
+ * is (ac_t1_validate then rejects it); P with no rows is unchanged.  This is
+ * rep-theorem --normalize, for a P whose columns sum to 1 only roughly. */
+void ac_t1_normalize(ac_mat *P);
 
 /* Generated instances (Philox streams keyed by seed):
  *   X d x n i.i.d. N(0,1); P n x n with i.i.d. Dirichlet(1,...,1) columns. */
@@ -107,28 +120,9 @@ int ac_t1_generate(ac_mat *X, ac_mat *P, size_t d, size_t n, uint64_t seed, ac_e
  * A = Wk^T Wq, Wk, Wq dk x d Gaussian scaled by 1/sqrt(d) (rank <= dk). */
 int ac_t1_generate_representable(ac_mat *P, const ac_mat *X, size_t dk, uint64_t seed,
                                  ac_err *err);
-/* The paper's counterexample (§1.2): d = 1, n = 2, X = [1, 0],
+/* The paper's counterexample (doc/mathematics.md §3.3): d = 1, n = 2, X = [1, 0],
  * P = [[0.5, 0.75], [0.5, 0.25]]. */
 int ac_t1_example_paper(ac_mat *X, ac_mat *P, ac_err *err);
-
-/* S = column-wise Softmax((Wk X)^T (Wq X) / sqrt(dk)) in double (n x n).
- * S must be zeroed; allocated here. */
-int ac_head_softmax(ac_mat *S, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq, ac_err *err);
-
-/* Certified enclosure of max_ij |Softmax((Wk X)^T (Wq X)/sqrt(dk)) - P|_ij for
- * the given doubles: prec = 0 is stage 0 (interval products in double), prec
- * >= 2 ball arithmetic at prec bits. */
-int ac_head_maxdev_enclose(double *lo, double *hi, const ac_mat *X, const ac_mat *Wk,
-                           const ac_mat *Wq, const ac_mat *P, long prec, ac_err *err);
-
-/* Decide "max_ij |Softmax((Wk X)^T (Wq X)/sqrt(dk)) - P|_ij <= tol" for the
- * given doubles with the verdict engine: stage 0 as ac_head_maxdev_enclose
- * with prec = 0, then Arb balls at the precisions of sched (NULL: stage 0
- * only).  Fills cert (quantity "max|Softmax((Wk X)'(Wq X)/sqrt(dk)) - P|").
- * This is how rep-theorem certifies the weights it writes and how
- * `attncheck train --task fit-p` certifies learned ones. */
-int ac_head_certify(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
-                    const ac_mat *P, double tol, const ac_schedule *sched, ac_err *err);
 
 #ifdef __cplusplus
 }

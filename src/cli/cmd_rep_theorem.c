@@ -84,6 +84,13 @@ static const struct option long_opts[] = {
     {NULL, 0, NULL, 0},
 };
 
+/* How rep-theorem spells the parameters the library's messages name
+ * (ac_err.fields). */
+static const cli_flag t1_flags[] = {
+    {"normalize", "--normalize"},
+    {NULL, NULL},
+};
+
 /* Size limits: n x n matrices of doubles; 2^16 tokens is 32 GiB per matrix. */
 #define MAX_DIM ((size_t)1 << 16)
 
@@ -200,21 +207,12 @@ static int load_instance(t1_args *a, ac_mat *X, ac_mat *P, double **d0, size_t *
         }
     }
     if (a->normalize && P->rows > 0) {
-        for (size_t j = 0; j < P->cols; j++) {
-            double s = 0;
-            for (size_t i = 0; i < P->rows; i++)
-                s += AC_MAT(P, i, j);
-            if (s > 0 && isfinite(s))
-                for (size_t i = 0; i < P->rows; i++)
-                    AC_MAT(P, i, j) /= s;
-        }
+        ac_t1_normalize(P);
         *gen_p = 1;
     }
     if (a->d0file && (st = ac_npy_read_vec(a->d0file, d0, nd0, err)))
         return st;
-    size_t dk = a->have_dk ? a->dk : X->rows;
-    return ac_t1_validate(X, a->xfile ? a->xfile : "X", P, a->pfile ? a->pfile : "P", *d0, *nd0,
-                          a->d0file ? a->d0file : "D0", dk, err);
+    return AC_OK; /* validated by ac_t1_check, with the file names */
 }
 
 static void describe_instance(char *buf, size_t n, const t1_args *a, const ac_mat *X)
@@ -396,6 +394,7 @@ int cmd_rep_theorem(int argc, char **argv)
     if ((st = parse_args(&a, argc, argv)))
         return st;
     cli_common_apply(&a.common);
+    cli_set_flags(t1_flags);
     if ((st = load_instance(&a, &X, &P, &d0, &nd0, &gen_x, &gen_p, &err))) {
         st = cli_fail_err(&err);
         goto out;
@@ -405,6 +404,10 @@ int cmd_rep_theorem(int argc, char **argv)
     ac_t1_opts_default(&o);
     o.dk = a.have_dk ? a.dk : X.rows;
     o.d0 = d0;
+    o.nd0 = nd0;
+    o.xname = a.xfile ? a.xfile : "X";
+    o.pname = a.pfile ? a.pfile : "P";
+    o.d0name = a.d0file ? a.d0file : "D0";
     o.tol = a.tol;
     o.sched = cli_schedule(&a.common);
     o.optimize = (int)a.optimize;
@@ -455,7 +458,9 @@ static void t1_row(cli_report *rep, const char *claim, const char *instance, ac_
     if (st) {
         row->error = st;
         row->verdict = AC_UNDECIDED;
-        snprintf(row->detail, sizeof row->detail, "%.255s", err.msg);
+        char msg[2 * AC_ERR_MSG_MAX];
+        snprintf(row->detail, sizeof row->detail, "%.255s",
+                 cli_err_message(msg, sizeof msg, &err));
     } else {
         row->verdict = r.verdict;
         if (r.verdict == AC_REFUTED)

@@ -1,8 +1,14 @@
-## src/theorem1/ — Theorem 1 of paper 1: one head represents P (construction, exact decision)
+## src/theorem1/ — Theorem 1 of paper 1: one head represents P (instances, the
+## construction of eqs. (4)-(7), the exact decision, refinement)
 ## (included by the top-level Makefile.am)
 
 src_libattncheck_la_SOURCES += \
-	src/theorem1/theorem1.c
+	src/theorem1/t1_impl.h \
+	src/theorem1/instance.c \
+	src/theorem1/construct.c \
+	src/theorem1/decide.c \
+	src/theorem1/refine.c \
+	src/theorem1/check.c
 
 # unit tests of this module
 check_PROGRAMS += tests/test_theorem1

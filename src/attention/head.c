@@ -1,0 +1,301 @@
+/* head.c — one attention head, Softmax((Wk X)^T (Wq X) / sqrt(dk)) (paper 1,
+ * eq. (1), in the layout of paper 1, eq. (3); attncheck/head.h), in double, at stage 0
+ * and in Arb balls: the one home of "the logits of one head" and "the softmax
+ * of one head" (head_impl.h) for Theorem 1, the multi-head layers and the
+ * trainer's certification.
+ *
+ * Dimension letters: d model width, n tokens, dk head size.  Buffers are
+ * row-major: X d x n, Wk/Wq dk x d, K = Wk X and Q = Wq X dk x n, logits and
+ * softmax n x n with the softmax over each column.
+ */
+#include <config.h>
+
+#include <math.h>
+#include <stdlib.h>
+
+#include <mpfr.h>
+
+#include "attncheck/head.h"
+#include "attncheck/interval.h"
+#include "attncheck/linalg.h"
+#include "attention/head_impl.h"
+#include "attention/softmax.h"
+#include "core/ball.h"
+
+/* ---- double --------------------------------------------------------------- */
+
+void ac_head_logits(double *Z, const double *K, const double *Q, size_t n, size_t dk)
+{
+    ac_dgemm(AC_TRANS, AC_NOTRANS, n, n, dk, 1.0 / sqrt((double)dk), K, n, Q, n, 0.0, Z, n);
+}
+
+void ac_head_softmax_kq(double *P, const double *K, const double *Q, size_t n, size_t dk,
+                        double *scratch)
+{
+    ac_head_logits(P, K, Q, n, dk);
+    ac_softmax_cols(P, n, n, scratch, scratch + n);
+}
+
+int ac_head_softmax(ac_mat *S, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq, ac_err *err)
+{
+    size_t d = X->rows, n = X->cols, dk = Wk->rows;
+    ac_mat K = {0}, Q = {0};
+    double *scratch = NULL;
+    int st;
+    S->data = NULL;
+    if (Wk->cols != d || Wq->cols != d || Wq->rows != dk)
+        return ac_err_set(err, AC_EDATA,
+                          "weights are %zu x %zu and %zu x %zu; expected dk x d "
+                          "with d = %zu",
+                          Wk->rows, Wk->cols, Wq->rows, Wq->cols, d);
+    if ((st = ac_mat_init(&K, dk, n, err)) || (st = ac_mat_init(&Q, dk, n, err)) ||
+        (st = ac_mat_init(S, n, n, err)) ||
+        (st = ac_gemm(&K, AC_NOTRANS, Wk, AC_NOTRANS, X, err)) ||
+        (st = ac_gemm(&Q, AC_NOTRANS, Wq, AC_NOTRANS, X, err)))
+        goto out;
+    if (!(scratch = malloc(2 * n * sizeof *scratch))) {
+        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
+        goto out;
+    }
+    ac_head_softmax_kq(S->data, K.data, Q.data, n, dk, scratch);
+out:
+    if (st)
+        ac_mat_free(S);
+    free(scratch);
+    ac_mat_free(&K);
+    ac_mat_free(&Q);
+    return st;
+}
+
+/* ---- stage 0 -------------------------------------------------------------- */
+
+int ac_head_logits_enclose(double *llo, double *lhi, ac_imat *S, const ac_imat *K,
+                           const ac_imat *Q, size_t dk, ac_err *err)
+{
+    size_t n = S->rows;
+    int st;
+    if ((st = ac_imat_mul(S, AC_TRANS, K, AC_NOTRANS, Q, err)))
+        return st;
+    /* 1/sqrt(dk) in [s_lo, s_hi]: sqrt and / are correctly rounded */
+    double s_lo = ac_div_dn(1.0, ac_sqrt_up((double)dk));
+    double s_hi = ac_div_up(1.0, ac_sqrt_dn((double)dk));
+    for (size_t i = 0; i < n * n; i++) {
+        double a = ac_imat_lo(S, i), b = ac_imat_hi(S, i);
+        llo[i] = a >= 0 ? ac_mul_dn(a, s_lo) : ac_mul_dn(a, s_hi);
+        lhi[i] = b >= 0 ? ac_mul_up(b, s_hi) : ac_mul_up(b, s_lo);
+    }
+    return AC_OK;
+}
+
+int ac_head_logits_stage0(double *llo, double *lhi, ac_imat *S_out, const ac_mat *X,
+                          const ac_mat *Wk, const ac_mat *Wq, const ac_imat *Kpre, ac_err *err)
+{
+    size_t n = X->cols, dk = Wk->rows;
+    ac_imat K = {0}, Q = {0}, S = {0};
+    ac_imat Xi = ac_imat_view(X), Wki = ac_imat_view(Wk), Wqi = ac_imat_view(Wq);
+    const ac_imat *Kp = Kpre ? Kpre : &K;
+    int st;
+    if ((!Kpre && ((st = ac_imat_init(&K, dk, n, 1, err)) ||
+                   (st = ac_imat_mul(&K, AC_NOTRANS, &Wki, AC_NOTRANS, &Xi, err)))) ||
+        (st = ac_imat_init(&Q, dk, n, 1, err)) || (st = ac_imat_init(&S, n, n, 1, err)) ||
+        (st = ac_imat_mul(&Q, AC_NOTRANS, &Wqi, AC_NOTRANS, &Xi, err)) ||
+        (st = ac_head_logits_enclose(llo, lhi, &S, Kp, &Q, dk, err)))
+        goto out;
+    if (S_out) {
+        *S_out = S;
+        S.mid = S.rad = NULL;
+    }
+out:
+    ac_imat_free(&K);
+    ac_imat_free(&Q);
+    ac_imat_free(&S);
+    return st;
+}
+
+int ac_head_softmax_enclose(double *plo, double *phi, const double *llo, const double *lhi,
+                            size_t n)
+{
+    return ac_softmax_col_enclose(llo, lhi, n, n, plo, phi);
+}
+
+void ac_head_maxdev_from_bounds(const double *plo, const double *phi, const double *P, size_t N,
+                                double *lo, double *hi)
+{
+    double l = 0, h = 0;
+    for (size_t i = 0; i < N; i++) {
+        double up = fmax(ac_sub_up(phi[i], P[i]), ac_sub_up(P[i], plo[i]));
+        double dn = fmax(ac_sub_dn(plo[i], P[i]), ac_sub_dn(P[i], phi[i]));
+        if (!(up <= h))
+            h = up; /* also propagates NaN -> handled by caller via isfinite */
+        if (dn > l)
+            l = dn;
+    }
+    *lo = l;
+    *hi = h;
+}
+
+/* Stage 0 of max|Softmax - P|: logits, softmax enclosure, deviation. */
+static int maxdev_stage0(double *lo, double *hi, const ac_mat *X, const ac_mat *Wk,
+                         const ac_mat *Wq, const ac_mat *P, ac_err *err)
+{
+    size_t n = X->cols, N = n * n;
+    double *llo = malloc(N * sizeof(double)), *lhi = malloc(N * sizeof(double));
+    double *plo = NULL, *phi = NULL;
+    int st = AC_OK;
+    if (!llo || !lhi) {
+        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
+        goto out;
+    }
+    if ((st = ac_head_logits_stage0(llo, lhi, NULL, X, Wk, Wq, NULL, err)))
+        goto out;
+    plo = malloc(N * sizeof(double));
+    phi = malloc(N * sizeof(double));
+    if (!plo || !phi) {
+        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
+        goto out;
+    }
+    if (!ac_head_softmax_enclose(plo, phi, llo, lhi, n)) {
+        *lo = 0;
+        *hi = INFINITY;
+    } else {
+        ac_head_maxdev_from_bounds(plo, phi, P->data, N, lo, hi);
+    }
+out:
+    free(plo);
+    free(phi);
+    free(llo);
+    free(lhi);
+    return st;
+}
+
+/* ---- Arb balls ------------------------------------------------------------ */
+
+void ac_head_project_arb(arb_mat_t Y, const double *W, size_t rows, size_t d, const arb_mat_t X,
+                         slong prec)
+{
+    arb_mat_t A;
+    arb_mat_init(A, (slong)rows, (slong)d);
+    ac_arb_mat_set_d(A, W, rows, d);
+    arb_mat_mul(Y, A, X, prec);
+    arb_mat_clear(A);
+}
+
+void ac_head_logits_arb(arb_mat_t Z, const arb_mat_t K, const arb_mat_t Q, size_t dk, slong prec)
+{
+    slong n = arb_mat_ncols(Q);
+    arb_mat_t KT;
+    arb_t rs;
+    arb_mat_init(KT, n, (slong)dk);
+    arb_init(rs);
+    arb_mat_transpose(KT, K);
+    arb_mat_mul(Z, KT, Q, prec);
+    arb_rsqrt_ui(rs, (ulong)dk, prec);
+    arb_mat_scalar_mul_arb(Z, Z, rs, prec);
+    arb_mat_clear(KT);
+    arb_clear(rs);
+}
+
+void ac_head_softmax_arb(arb_mat_t P, const arb_mat_t K, const arb_mat_t Q, size_t dk,
+                         slong prec)
+{
+    slong n = arb_mat_ncols(Q);
+    arb_mat_t Z;
+    arb_mat_init(Z, n, n);
+    ac_head_logits_arb(Z, K, Q, dk, prec);
+    ac_arb_softmax_cols(P, Z, prec);
+    arb_mat_clear(Z);
+}
+
+/* max|Softmax - P| in balls at prec bits: as doubles (lo, hi) and/or as an
+ * MPFR interval (mlo, mhi). */
+static int maxdev_ball(double *lo, double *hi, mpfr_t mlo, mpfr_t mhi, const ac_mat *X,
+                       const ac_mat *Wk, const ac_mat *Wq, const ac_mat *P, long prec)
+{
+    size_t d = X->rows, n = X->cols, dk = Wk->rows;
+    arb_mat_t x, k, q, p;
+    arb_t t;
+    arb_mat_init(x, (slong)d, (slong)n);
+    arb_mat_init(k, (slong)dk, (slong)n);
+    arb_mat_init(q, (slong)dk, (slong)n);
+    arb_mat_init(p, (slong)n, (slong)n);
+    arb_init(t);
+    ac_arb_mat_set_d(x, X->data, d, n);
+    ac_head_project_arb(k, Wk->data, dk, d, x, prec);
+    ac_head_project_arb(q, Wq->data, dk, d, x, prec);
+    ac_head_softmax_arb(p, k, q, dk, prec);
+    ac_arb_max_abs_dev(t, p, P->data, prec);
+    if (lo)
+        *lo = ac_arb_lo(t);
+    if (hi)
+        *hi = ac_arb_hi(t);
+    if (mlo)
+        ac_arb_get_interval_mpfr(mlo, mhi, t);
+    arb_clear(t);
+    arb_mat_clear(x);
+    arb_mat_clear(k);
+    arb_mat_clear(q);
+    arb_mat_clear(p);
+    return AC_OK;
+}
+
+/* ---- max|Softmax - P| for given weights ----------------------------------- */
+
+int ac_head_maxdev_enclose(double *lo, double *hi, const ac_mat *X, const ac_mat *Wk,
+                           const ac_mat *Wq, const ac_mat *P, long prec, ac_err *err)
+{
+    if (Wk->cols != X->rows || Wq->cols != X->rows || Wq->rows != Wk->rows || P->rows != X->cols ||
+        P->cols != X->cols)
+        return ac_err_set(err, AC_EUSAGE, "head check: shapes do not match");
+    if (prec <= 0)
+        return maxdev_stage0(lo, hi, X, Wk, Wq, P, err);
+    return maxdev_ball(lo, hi, NULL, NULL, X, Wk, Wq, P, prec);
+}
+
+/* The quantity "max|Softmax - P| of the given weights" for the engine.
+ * pre != NULL: stage 0 was already computed (Theorem 1's construction route
+ * shares the interval products with its trace of paper 1, eq. (4)). */
+typedef struct {
+    const ac_mat *X, *Wk, *Wq, *P;
+    const double *pre; /* {lo, hi} or NULL */
+} weights_ctx;
+
+static int weights_stage0(void *v, double *lo, double *hi, ac_err *err)
+{
+    weights_ctx *c = v;
+    if (c->pre) {
+        *lo = c->pre[0];
+        *hi = c->pre[1];
+        return AC_OK;
+    }
+    return maxdev_stage0(lo, hi, c->X, c->Wk, c->Wq, c->P, err);
+}
+
+static int weights_ball(void *v, long prec, mpfr_t lo, mpfr_t hi, ac_err *err)
+{
+    weights_ctx *c = v;
+    (void)err;
+    return maxdev_ball(NULL, NULL, lo, hi, c->X, c->Wk, c->Wq, c->P, prec);
+}
+
+int ac_head_certify_pre(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
+                        const ac_mat *P, const double *pre, double tol, const ac_schedule *sched,
+                        ac_err *err)
+{
+    weights_ctx c = {X, Wk, Wq, P, pre};
+    ac_quantity q = {"max|Softmax((Wk X)'(Wq X)/sqrt(dk)) - P|",
+                     weights_stage0,
+                     weights_ball,
+                     NULL,
+                     &c,
+                     "interval products in double (gamma_k bound) + rigorous exp",
+                     "Arb ball arithmetic",
+                     NULL};
+    return ac_decide(cert, &q, AC_LE, tol, sched, err);
+}
+
+int ac_head_certify(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
+                    const ac_mat *P, double tol, const ac_schedule *sched, ac_err *err)
+{
+    ac_schedule none = {0};
+    return ac_head_certify_pre(cert, X, Wk, Wq, P, NULL, tol, sched ? sched : &none, err);
+}

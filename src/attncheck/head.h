@@ -1,0 +1,50 @@
+/* attncheck/head.h — one attention head of Bhojanapalli et al. (2020),
+ * paper 1, eq. (1) and the layout of eq. (3): X is d x n, one column per
+ * token; Wk, Wq are dk x d; the head's context matrix is
+ *
+ *     Softmax((Wk X)^T (Wq X) / sqrt(dk)),    n x n,
+ *
+ * the softmax taken over each column (doc/mathematics.md §1.2, §1.3).
+ *
+ * One home for the head in the three arithmetics of the library: in double
+ * (ac_head_softmax), at stage 0 (interval products with the gamma_k bound, an
+ * enclosure of 1/sqrt(dk) and the rigorous exp of the column softmax,
+ * doc/mathematics.md §2.3, §2.4) and in Arb ball arithmetic.  Theorem 1
+ * (attncheck/theorem1.h), the multi-head layers (attncheck/multihead.h, and
+ * through them Theorem 2) and the trainer's certification of learned weights
+ * all evaluate a head here.
+ */
+#ifndef ATTNCHECK_HEAD_H
+#define ATTNCHECK_HEAD_H
+
+#include "attncheck/common.h"
+#include "attncheck/verdict.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* S = column-wise Softmax((Wk X)^T (Wq X) / sqrt(dk)) in double (n x n).
+ * S must be zeroed; allocated here.  AC_EDATA if Wk, Wq are not both dk x d. */
+int ac_head_softmax(ac_mat *S, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq, ac_err *err);
+
+/* Certified enclosure [lo, hi] of max_ij |Softmax((Wk X)^T (Wq X)/sqrt(dk)) - P|_ij
+ * for the given doubles: prec = 0 is stage 0 (interval products in double),
+ * prec >= 2 ball arithmetic at prec bits.  AC_EUSAGE if the shapes do not
+ * match (P must be n x n). */
+int ac_head_maxdev_enclose(double *lo, double *hi, const ac_mat *X, const ac_mat *Wk,
+                           const ac_mat *Wq, const ac_mat *P, long prec, ac_err *err);
+
+/* Decide "max_ij |Softmax((Wk X)^T (Wq X)/sqrt(dk)) - P|_ij <= tol" for the
+ * given doubles with the verdict engine: stage 0 as ac_head_maxdev_enclose
+ * with prec = 0, then Arb balls at the precisions of sched (NULL: stage 0
+ * only).  Fills cert (quantity "max|Softmax((Wk X)'(Wq X)/sqrt(dk)) - P|").
+ * This is how rep-theorem certifies the weights it writes and how
+ * `attncheck train --task fit-p` certifies learned ones. */
+int ac_head_certify(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
+                    const ac_mat *P, double tol, const ac_schedule *sched, ac_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ATTNCHECK_HEAD_H */

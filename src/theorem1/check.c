@@ -1,0 +1,125 @@
+/* check.c — Theorem 1 of paper 1 on one instance (attncheck/theorem1.h):
+ * ac_t1_check runs the proof steps by name and decides C(tol) on the
+ * enclosure [dist_lo, dist_hi] of dist = inf over heads of max|Softmax - P|
+ * (doc/mathematics.md §3.6):
+ *   1. validate the instance                             (instance.c)
+ *   2. certify the rank of X                             (decide.c)
+ *   3. rank X = n <= dk: the paper's construction,
+ *      paper 1, eqs. (4)-(7)                             (construct.c)
+ *      otherwise: the exact criterion (§3.4) and the
+ *      best weights found                                (decide.c, refine.c)
+ *   4. the verdict: PROVED iff dist_hi <= tol, REFUTED iff dist_lo > tol.
+ */
+#include <config.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attncheck/interval.h"
+#include "attncheck/theorem1.h"
+#include "attention/head_impl.h"
+#include "theorem1/t1_impl.h"
+
+void ac_t1_opts_default(ac_t1_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->tol = AC_T1_TOL_DEFAULT;
+    o->sched = ac_schedule_default();
+    o->optimize = 200;
+    o->want_weights = 1;
+}
+
+void ac_t1_add_step(ac_t1_result *res, const char *name, const char *quantity, double lo,
+                    double hi, int stage, long prec, const char *note)
+{
+    ac_step_add(res->steps, &res->nsteps, AC_T1_MAX_STEPS, name, quantity, lo, hi, stage, prec,
+                note);
+}
+
+int ac_t1_certify_weights(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
+                          const ac_mat *P, const double *pre, const ac_t1_opts *o, ac_err *err)
+{
+    return ac_head_certify_pre(cert, X, Wk, Wq, P, pre, o->tol, &o->sched, err);
+}
+
+/* An empty result: nothing decided, dist in [0, +inf], no weights. */
+static void result_start(ac_t1_result *res, size_t d, size_t n, size_t dk)
+{
+    memset(res, 0, sizeof *res);
+    res->d = d;
+    res->n = n;
+    res->dk = dk;
+    res->rho_lo = res->rho_hi = NAN;
+    res->lowrank_lo = res->lowrank_hi = NAN;
+    res->exact = AC_UNDECIDED;
+    res->verdict = AC_UNDECIDED;
+}
+
+/* The verdict: dist <= tol with dist in [dist_lo, dist_hi]. */
+static void decide_verdict(ac_t1_result *res, const ac_t1_basis *b, double tol, double t_start)
+{
+    double lo = res->dist_lo, hi = res->dist_hi;
+    int by_weights = res->weights_cert.hi <= hi && res->weights_cert.stage != AC_STAGE_NONE;
+    ac_cert_set(&res->cert, "dist = inf over heads of max|Softmax - P|", AC_LE, tol, b->stage,
+                b->prec, lo, hi, b->method);
+    if (res->cert.verdict == AC_PROVED && by_weights && res->route == AC_T1_ROUTE_DECIDE) {
+        res->cert.stage = res->weights_cert.stage;
+        res->cert.prec = res->weights_cert.prec;
+        snprintf(res->cert.method, sizeof res->cert.method,
+                 "constructed weights, certified max|Softmax - P| <= %.3g", hi);
+    }
+    res->verdict = res->cert.verdict;
+    res->cert.seconds = ac_seconds() - t_start;
+}
+
+int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1_opts *opts,
+                ac_err *err)
+{
+    ac_t1_opts defaults;
+    const ac_t1_opts *o = opts ? opts : (ac_t1_opts_default(&defaults), &defaults);
+    size_t d = X->rows, n = X->cols, dk = o->dk ? o->dk : d, *piv = NULL;
+    ac_mat Y = {0};
+    ac_imat YX = {0};
+    ac_t1_basis basis = {AC_STAGE_DOUBLE, 53, ""};
+    double t_start = ac_seconds();
+    int st;
+    result_start(res, d, n, dk);
+    if ((st = ac_t1_validate(X, o->xname ? o->xname : "X", P, o->pname ? o->pname : "P", o->d0,
+                             o->d0 ? o->nd0 : 0, o->d0name ? o->d0name : "D0", dk, err)))
+        return st;
+    res->norm_gap = ac_t1_normalisation_gap(P);
+    res->dist_lo = 0;
+    res->dist_hi = INFINITY;
+    ac_cert_set(&res->weights_cert, "max|Softmax - P| (written weights)", AC_LE, o->tol,
+                AC_STAGE_NONE, 0, 0, INFINITY, "no weights constructed");
+    res->weights_cert.verdict = AC_UNDECIDED;
+    if ((st = ac_t1_certify_rank(res, &Y, &YX, &piv, X, o, err)))
+        goto out;
+    if (res->rank == (long)n && dk >= n)
+        st = ac_t1_route_construct(res, &basis, X, P, &Y, &YX, o, err);
+    else if (res->rank >= 0)
+        st = ac_t1_route_decide(res, &basis, X, P, piv, o, err);
+    else {
+        res->route = AC_T1_ROUTE_DECIDE;
+        snprintf(res->summary, sizeof res->summary,
+                 "the rank of X could not be certified (too large for exact elimination and not "
+                 "full)");
+    }
+    if (!st)
+        decide_verdict(res, &basis, o->tol, t_start);
+out:
+    free(piv);
+    ac_imat_free(&YX);
+    ac_mat_free(&Y);
+    return st;
+}
+
+void ac_t1_result_free(ac_t1_result *res)
+{
+    if (!res)
+        return;
+    ac_mat_free(&res->Wk);
+    ac_mat_free(&res->Wq);
+}

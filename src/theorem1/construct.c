@@ -1,0 +1,203 @@
+/* construct.c — route CONSTRUCT of Theorem 1: rank X = n <= dk, the paper's
+ * construction (paper 1, proof of Theorem 1, eqs. (4)-(7);
+ * doc/mathematics.md §3.2), with each identity of the proof traced by a
+ * certified residual.
+ *
+ *   Wk = [X^+; 0], Wq = [Wkq~ X^+; 0], so (Wk X)^T (Wq X) = Wkq~ (paper 1, eq. (4))
+ *   Wkq~ = sqrt(dk) log(P D0)                                   (paper 1, eq. (6))
+ *   1^T exp(Wkq~ / sqrt(dk)) = 1^T P D0 = diag(D0)              (paper 1, eq. (7))
+ * so the softmax normaliser is D0 and Softmax(Wkq~/sqrt(dk)) = P, the fixed
+ * point of paper 1, eq. (5).
+ *
+ * Dimension letters: d model width, n tokens, dk head size.  Buffers are
+ * row-major: X d x n, X^+ n x d, P and Wkq~ n x n, Wk/Wq dk x d.
+ */
+#include <config.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attncheck/interval.h"
+#include "attncheck/linalg.h"
+#include "attncheck/theorem1.h"
+#include "attention/head_impl.h"
+#include "theorem1/t1_impl.h"
+
+/* Wt = Wkq~ = sqrt(dk) log(P D0) (paper 1, eq. (6)); Wk = [X^+; 0],
+ * Wq = [Wt X^+; 0] (Wk~ = I, Wq~ = Wt in the paper's Wk = Wk~ X^+,
+ * Wq = Wq~ X^+).  Y = X^+ (n x d). */
+static int construct_weights(ac_t1_result *res, ac_mat *Wt, const ac_mat *Y, const ac_mat *P,
+                             const double *d0, size_t dk, ac_err *err)
+{
+    size_t n = P->rows, d = Y->cols;
+    ac_mat WtY = {0};
+    int st;
+    double sq = sqrt((double)dk);
+    if ((st = ac_mat_init(Wt, n, n, err)))
+        return st;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++)
+            AC_MAT(Wt, i, j) = sq * (log(AC_MAT(P, i, j)) + (d0 ? log(d0[j]) : 0.0));
+    if ((st = ac_mat_init(&WtY, n, d, err)) ||
+        (st = ac_gemm(&WtY, AC_NOTRANS, Wt, AC_NOTRANS, Y, err)) ||
+        (st = ac_mat_init(&res->Wk, dk, d, err)) || (st = ac_mat_init(&res->Wq, dk, d, err))) {
+        ac_mat_free(&WtY);
+        return st;
+    }
+    memcpy(res->Wk.data, Y->data, n * d * sizeof(double));
+    memcpy(res->Wq.data, WtY.data, n * d * sizeof(double));
+    ac_mat_free(&WtY);
+    return AC_OK;
+}
+
+/* Trace of paper 1, eq. (4) for the written weights: the stage-0 logits of
+ * the head against Wt; the same interval products give the stage-0
+ * enclosure pre[0..1] of max|Softmax - P| (the final identity). */
+static int trace_eq4(ac_t1_result *res, double *pre, const ac_mat *X, const ac_mat *Wt,
+                     const ac_mat *P, size_t dk, const ac_imat *YX, ac_err *err)
+{
+    size_t n = X->cols, N = n * n;
+    double *llo = malloc(N * sizeof(double)), *lhi = malloc(N * sizeof(double));
+    double *plo = NULL, *phi = NULL;
+    ac_imat S = {0}, K = {0};
+    const ac_imat *Kp = NULL;
+    int st = AC_OK;
+    if (!llo || !lhi) {
+        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
+        goto out;
+    }
+    /* Wk = [X^+; 0]: Wk X = [X^+ X; 0], already enclosed by the rank step */
+    if (YX && YX->mid && YX->rows == n && YX->cols == n) {
+        if (dk == n)
+            Kp = YX;
+        else if ((st = ac_imat_init(&K, dk, n, 1, err)) == AC_OK) {
+            memcpy(K.mid, YX->mid, n * n * sizeof(double));
+            memcpy(K.rad, YX->rad, n * n * sizeof(double));
+            Kp = &K;
+        } else
+            goto out;
+    }
+    if ((st = ac_head_logits_stage0(llo, lhi, &S, X, &res->Wk, &res->Wq, Kp, err)))
+        goto out;
+    double e4 = ac_imat_maxdev_up(&S, Wt->data, 0);
+    double e4lo = 0;
+    for (size_t i = 0; i < N; i++) {
+        double dlo = fmax(ac_sub_dn(ac_imat_lo(&S, i), Wt->data[i]),
+                          ac_sub_dn(Wt->data[i], ac_imat_hi(&S, i)));
+        if (dlo > e4lo)
+            e4lo = dlo;
+    }
+    ac_t1_add_step(res, "eq. (4): X'Wk'WqX = Wk~'Wq~", "max|(Wk X)'(Wq X) - Wkq~|", e4lo, e4,
+                   AC_STAGE_DOUBLE, 53, "X^+ cancels X: the logits are the chosen Wkq~ (eq. 4)");
+    /* stage 0 of the final identity from the same logits (the softmax bounds
+     * overwrite nothing: separate buffers) */
+    plo = malloc(N * sizeof(double));
+    phi = malloc(N * sizeof(double));
+    if (!plo || !phi) {
+        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
+        goto out;
+    }
+    if (ac_head_softmax_enclose(plo, phi, llo, lhi, n))
+        ac_head_maxdev_from_bounds(plo, phi, P->data, N, &pre[0], &pre[1]);
+    else {
+        pre[0] = 0;
+        pre[1] = INFINITY;
+    }
+out:
+    free(plo);
+    free(phi);
+    free(llo);
+    free(lhi);
+    ac_imat_free(&K);
+    ac_imat_free(&S);
+    return st;
+}
+
+/* Trace of paper 1, eq. (7): the column sums of exp(Wkq~/sqrt(dk)) equal
+ * the diagonal of D0, each enclosed with the rigorous exp and 1/sqrt(dk)
+ * rounded outward. */
+static int trace_eq7(ac_t1_result *res, const ac_mat *Wt, const double *d0, size_t dk,
+                     ac_err *err)
+{
+    size_t n = Wt->rows;
+    double s_lo = ac_div_dn(1.0, ac_sqrt_up((double)dk)),
+           s_hi = ac_div_up(1.0, ac_sqrt_dn((double)dk));
+    double e7 = 0, e7lo = 0;
+    double *el = malloc(n * sizeof(double)), *eh = malloc(n * sizeof(double));
+    double *xa = malloc(n * sizeof(double)), *xb = malloc(n * sizeof(double));
+    double *tmp = malloc(n * sizeof(double));
+    int st = AC_OK;
+    if (!el || !eh || !xa || !xb || !tmp) {
+        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
+        goto out;
+    }
+    for (size_t j = 0; j < n; j++) {
+        for (size_t i = 0; i < n; i++) {
+            double w = Wt->data[i * n + j];
+            xa[i] = w >= 0 ? ac_mul_dn(w, s_lo) : ac_mul_dn(w, s_hi);
+            xb[i] = w >= 0 ? ac_mul_up(w, s_hi) : ac_mul_up(w, s_lo);
+        }
+        ac_exp_enclose_array(xa, n, el, tmp);
+        ac_exp_enclose_array(xb, n, tmp, eh);
+        double sl, sh, t;
+        ac_sum_enclose(el, n, 1, &sl, &t);
+        ac_sum_enclose(eh, n, 1, &t, &sh);
+        double dj = d0 ? d0[j] : 1.0;
+        double rl = ac_sub_dn(ac_div_dn(sl, dj), 1.0), rh = ac_sub_up(ac_div_up(sh, dj), 1.0);
+        double m = fmax(fabs(rl), fabs(rh));
+        if (m > e7)
+            e7 = m;
+        double ml = (rl > 0) ? rl : ((rh < 0) ? -rh : 0);
+        if (ml > e7lo)
+            e7lo = ml;
+    }
+    ac_t1_add_step(res, "eq. (7): 1'exp(Wkq~/sqrt(dk)) = 1'D0",
+                   "max_j |1'exp(Wkq~/sqrt(dk))_j / D0_jj - 1|", e7lo, e7, AC_STAGE_DOUBLE, 53,
+                   "the softmax normaliser D equals D0, so Softmax(Wkq~/sqrt(dk)) = P D0 D0^-1 = P");
+out:
+    free(el);
+    free(eh);
+    free(xa);
+    free(xb);
+    free(tmp);
+    return st;
+}
+
+int ac_t1_route_construct(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X,
+                          const ac_mat *P, ac_mat *Y, const ac_imat *YX, const ac_t1_opts *o,
+                          ac_err *err)
+{
+    size_t n = X->cols, dk = res->dk;
+    ac_mat Wt = {0};
+    double pre[2];
+    int st = AC_OK;
+    /* paper 1, Theorem 1: exact representation of the column-normalised P */
+    res->route = AC_T1_ROUTE_CONSTRUCT;
+    res->exact = AC_PROVED;
+    res->dist_hi = res->norm_gap;
+    snprintf(basis->method, sizeof basis->method, "Theorem 1 (rank X = n <= dk, %s)",
+             res->rank_method);
+    if (o->want_weights) {
+        if ((!Y->data && (st = ac_approx_pinv(Y, X, 0.0, err))) || /* rank exact, QR gave up */
+            (st = construct_weights(res, &Wt, Y, P, o->d0, dk, err)) ||
+            (st = trace_eq4(res, pre, X, &Wt, P, dk, YX, err)) ||
+            (st = trace_eq7(res, &Wt, o->d0, dk, err)) ||
+            (st = ac_t1_certify_weights(&res->weights_cert, X, &res->Wk, &res->Wq, P, pre, o,
+                                        err)))
+            goto out;
+        ac_t1_add_step(res, "final identity: Softmax(X'Wk'WqX/sqrt(dk)) = P", "max|Softmax - P|",
+                       res->weights_cert.lo, res->weights_cert.hi, res->weights_cert.stage,
+                       res->weights_cert.prec, "the written weights represent P to this accuracy");
+        if (res->weights_cert.hi < res->dist_hi)
+            res->dist_hi = res->weights_cert.hi;
+    }
+    snprintf(res->summary, sizeof res->summary,
+             "rank X = n = %zu <= dk = %zu: Theorem 1 applies, P is exactly representable "
+             "(up to its column normalisation, %.2g)",
+             n, dk, res->norm_gap);
+out:
+    ac_mat_free(&Wt);
+    return st;
+}

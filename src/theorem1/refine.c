@@ -1,0 +1,324 @@
+/* refine.c — weights for route DECIDE of Theorem 1 (doc/mathematics.md
+ * §3.4, §3.6): the projected construction (the logits Pi M(c*) Pi of the
+ * exact criterion, truncated to rank dk), certified; then, if they do not
+ * prove C(tol), a best approximation by BFGS on the squared error (GSL
+ * multimin), kept only if its certified error is smaller.  Approximate
+ * steps only propose weights: every weight written is certified
+ * (attention/head.c).
+ *
+ * Dimension letters: d model width, n tokens, dk head size, r = rank X.
+ * Buffers are row-major: X d x n, X^+ n x d, P, Pi, T n x n, A d x d,
+ * Wk/Wq dk x d.
+ */
+#include <config.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <gsl/gsl_multimin.h>
+
+#include "attncheck/linalg.h"
+#include "attncheck/theorem1.h"
+#include "attention/head_impl.h"
+#include "theorem1/t1_impl.h"
+
+/* ---- the projected construction ----------------------------------------- */
+
+/* Xp = X^+ (n x d, allocated here) from an SVD with the certified rank r:
+ * the sum over the r largest singular triplets (stopping at a zero one). */
+static int pinv_rank(ac_mat *Xp, const ac_mat *X, size_t r, ac_err *err)
+{
+    size_t d = X->rows, n = X->cols, p = d < n ? d : n;
+    ac_mat Ux = {0}, Vx = {0};
+    int st;
+    double *sx = malloc((p ? p : 1) * sizeof(double));
+    if (!sx)
+        return ac_err_set(err, AC_EINTERNAL, "out of memory");
+    if ((st = ac_approx_svd(X, &Ux, sx, &Vx, err)) || (st = ac_mat_init(Xp, n, d, err)))
+        goto out;
+    for (size_t k = 0; k < r && k < p; k++) {
+        if (sx[k] == 0)
+            break;
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < d; j++)
+                AC_MAT(Xp, i, j) += AC_MAT(&Vx, k, i) * AC_MAT(&Ux, j, k) / sx[k];
+    }
+out:
+    free(sx);
+    ac_mat_free(&Ux);
+    ac_mat_free(&Vx);
+    return st;
+}
+
+/* T (n x n, initialised) = Pi M(c*) Pi = Pi L Pi + g (Pi c*)', L = log P,
+ * g = Pi 1, with the minimiser c* of the log-domain residual in double:
+ * c* = -((I - Pi) v / n + Pi v / (n - b)), v = (L - Pi L Pi)' 1, b = 1'Pi 1
+ * (the Pi v term dropped when n - b is within rounding of 0). */
+static int projected_logits(ac_mat *T, const ac_mat *Pi, const ac_mat *P, ac_err *err)
+{
+    size_t n = P->rows;
+    ac_mat W1 = {0}, tmp = {0};
+    double *g = calloc(n, sizeof(double)), *v = calloc(n, sizeof(double));
+    double *pv = calloc(n, sizeof(double)), *c = calloc(n, sizeof(double));
+    double *pc = calloc(n + 1, sizeof(double));
+    int st;
+    if ((st = ac_mat_init(&W1, n, n, err)))
+        goto out;
+    if (!g || !v || !pv || !c || !pc) {
+        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
+        goto out;
+    }
+    /* L in T; W1 = Pi L Pi; T <- L - Pi L Pi */
+    for (size_t i = 0; i < n * n; i++)
+        T->data[i] = log(P->data[i]);
+    if ((st = ac_mat_init(&tmp, n, n, err)))
+        goto out;
+    ac_gemm(&tmp, AC_NOTRANS, Pi, AC_NOTRANS, T, err);
+    ac_gemm(&W1, AC_NOTRANS, &tmp, AC_NOTRANS, Pi, err);
+    double b = 0;
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < n; j++) {
+            g[i] += AC_MAT(Pi, i, j);
+            v[j] += AC_MAT(T, i, j) - AC_MAT(&W1, i, j);
+        }
+        b += g[i];
+    }
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++)
+            pv[i] += AC_MAT(Pi, i, j) * v[j];
+    int pi_term = (double)n - b > 1e3 * (double)n * AC_U * (double)n;
+    for (size_t i = 0; i < n; i++)
+        c[i] = -((v[i] - pv[i]) / (double)n + (pi_term ? pv[i] / ((double)n - b) : 0.0));
+    /* T <- Pi (L + 1 c') Pi  =  Pi L Pi + g (Pi c)' */
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++)
+            pc[i] += AC_MAT(Pi, i, j) * c[j];
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++)
+            AC_MAT(T, i, j) = AC_MAT(&W1, i, j) + g[i] * pc[j];
+out:
+    free(g);
+    free(v);
+    free(pv);
+    free(c);
+    free(pc);
+    ac_mat_free(&W1);
+    ac_mat_free(&tmp);
+    return st;
+}
+
+/* res->Wk, res->Wq (dk x d) with (Wk X)'(Wq X)/sqrt(dk) = X' A_dk X, A_dk the
+ * rank-dk truncation of A = Xp' T Xp (d x d): sqrt(dk) A_dk = Wk' Wq by the
+ * SVD of A. */
+static int factor_logits(ac_t1_result *res, const ac_mat *T, const ac_mat *Xp, size_t dk,
+                         ac_err *err)
+{
+    size_t n = Xp->rows, d = Xp->cols;
+    ac_mat TX = {0}, A = {0}, U = {0}, Vt = {0};
+    double *s = NULL;
+    int st;
+    if ((st = ac_mat_init(&TX, n, d, err)) || (st = ac_mat_init(&A, d, d, err)))
+        goto out;
+    ac_gemm(&TX, AC_NOTRANS, T, AC_NOTRANS, Xp, err);
+    ac_gemm(&A, AC_TRANS, Xp, AC_NOTRANS, &TX, err);
+    s = malloc(d * sizeof(double));
+    if (!s) {
+        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
+        goto out;
+    }
+    if ((st = ac_approx_svd(&A, &U, s, &Vt, err)) || (st = ac_mat_init(&res->Wk, dk, d, err)) ||
+        (st = ac_mat_init(&res->Wq, dk, d, err)))
+        goto out;
+    double sq = sqrt((double)dk);
+    for (size_t k = 0; k < dk && k < d; k++) {
+        double rs = sqrt(s[k]);
+        for (size_t j = 0; j < d; j++) {
+            AC_MAT(&res->Wk, k, j) = rs * AC_MAT(&U, j, k);
+            AC_MAT(&res->Wq, k, j) = sq * rs * AC_MAT(&Vt, k, j);
+        }
+    }
+out:
+    free(s);
+    ac_mat_free(&TX);
+    ac_mat_free(&A);
+    ac_mat_free(&U);
+    ac_mat_free(&Vt);
+    return st;
+}
+
+/* Weights whose logits are T = Pi M(c*) Pi, truncated to rank dk:
+ * A = (X^+)' T X^+ (so X' A X = T), sqrt(dk) A = Wk' Wq by the SVD of A. */
+static int construct_projected(ac_t1_result *res, const ac_mat *X, const ac_mat *P, size_t r,
+                               size_t dk, ac_err *err)
+{
+    size_t n = X->cols;
+    ac_mat Xp = {0}, Pi = {0}, T = {0};
+    int st;
+    if ((st = pinv_rank(&Xp, X, r, err)) || (st = ac_mat_init(&Pi, n, n, err)) ||
+        (st = ac_gemm(&Pi, AC_NOTRANS, &Xp, AC_NOTRANS, X, err)) ||
+        (st = ac_mat_init(&T, n, n, err)) || (st = projected_logits(&T, &Pi, P, err)) ||
+        (st = factor_logits(res, &T, &Xp, dk, err)))
+        goto out;
+out:
+    ac_mat_free(&Xp);
+    ac_mat_free(&Pi);
+    ac_mat_free(&T);
+    return st;
+}
+
+/* ---- the best approximation (BFGS) ---------------------------------------- */
+
+/* f(Wk, Wq) = sum_ij (Softmax(Z) - P)_ij^2, Z = (Wk X)'(Wq X)/sqrt(dk), and
+ * its gradient (the column softmax backward: dZ = S o (G - 1 (1'(S o G)))). */
+typedef struct {
+    const ac_mat *X, *P;
+    size_t d, n, dk;
+    double *K, *Q, *Z, *G, *dK, *dQ;
+    double *scratch; /* 2n: the softmax's column maxima and sums */
+} fit_ctx;
+
+static double fit_eval(const gsl_vector *th, void *params, gsl_vector *grad)
+{
+    fit_ctx *c = params;
+    size_t d = c->d, n = c->n, dk = c->dk;
+    const double *Wk = th->data, *Wq = th->data + dk * d;
+    double s = 1.0 / sqrt((double)dk);
+    ac_dgemm(AC_NOTRANS, AC_NOTRANS, dk, n, d, 1.0, Wk, d, c->X->data, n, 0.0, c->K, n);
+    ac_dgemm(AC_NOTRANS, AC_NOTRANS, dk, n, d, 1.0, Wq, d, c->X->data, n, 0.0, c->Q, n);
+    ac_head_softmax_kq(c->Z, c->K, c->Q, n, dk, c->scratch);
+    double f = 0;
+    for (size_t i = 0; i < n * n; i++) {
+        double e = c->Z[i] - c->P->data[i];
+        f += e * e;
+        c->G[i] = 2 * e;
+    }
+    if (!grad)
+        return f;
+    for (size_t j = 0; j < n; j++) {
+        double dot = 0;
+        for (size_t i = 0; i < n; i++)
+            dot += c->Z[i * n + j] * c->G[i * n + j];
+        for (size_t i = 0; i < n; i++)
+            c->G[i * n + j] = c->Z[i * n + j] * (c->G[i * n + j] - dot);
+    }
+    /* dK = Q dZ' s, dQ = K dZ s; dWk = dK X', dWq = dQ X' */
+    ac_dgemm(AC_NOTRANS, AC_TRANS, dk, n, n, s, c->Q, n, c->G, n, 0.0, c->dK, n);
+    ac_dgemm(AC_NOTRANS, AC_NOTRANS, dk, n, n, s, c->K, n, c->G, n, 0.0, c->dQ, n);
+    ac_dgemm(AC_NOTRANS, AC_TRANS, dk, d, n, 1.0, c->dK, n, c->X->data, n, 0.0, grad->data, d);
+    ac_dgemm(AC_NOTRANS, AC_TRANS, dk, d, n, 1.0, c->dQ, n, c->X->data, n, 0.0, grad->data + dk * d,
+             d);
+    return f;
+}
+
+static double fit_f(const gsl_vector *th, void *p)
+{
+    return fit_eval(th, p, NULL);
+}
+static void fit_df(const gsl_vector *th, void *p, gsl_vector *g)
+{
+    fit_eval(th, p, g);
+}
+static void fit_fdf(const gsl_vector *th, void *p, double *f, gsl_vector *g)
+{
+    *f = fit_eval(th, p, g);
+}
+
+/* Refine res->Wk, res->Wq by BFGS on the squared error (GSL multimin); the
+ * refined weights replace the old ones only if their certified maximum error
+ * is lower (decided by the caller).  Returns 1 if a refinement was produced
+ * into Wk2, Wq2. */
+static int refine_weights(ac_mat *Wk2, ac_mat *Wq2, const ac_mat *X, const ac_mat *P,
+                          const ac_mat *Wk, const ac_mat *Wq, int iters)
+{
+    size_t d = X->rows, n = X->cols, dk = Wk->rows, np = 2 * dk * d;
+    if (iters <= 0 || np == 0 || np > 200000 || n > 512)
+        return 0;
+    /* GSL's default handler aborts on errors (allocation failures included):
+     * the library must return instead, so it is off for the whole call. */
+    gsl_error_handler_t *old = gsl_set_error_handler_off();
+    fit_ctx c = {X, P, d, n, dk, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    c.K = malloc(dk * n * sizeof(double));
+    c.Q = malloc(dk * n * sizeof(double));
+    c.Z = malloc(n * n * sizeof(double));
+    c.G = malloc(n * n * sizeof(double));
+    c.dK = malloc(dk * n * sizeof(double));
+    c.dQ = malloc(dk * n * sizeof(double));
+    c.scratch = malloc(2 * n * sizeof(double));
+    gsl_vector *th = gsl_vector_alloc(np);
+    gsl_multimin_fdfminimizer *m =
+        gsl_multimin_fdfminimizer_alloc(gsl_multimin_fdfminimizer_vector_bfgs2, np);
+    int ok = 0;
+    if (!c.K || !c.Q || !c.Z || !c.G || !c.dK || !c.dQ || !c.scratch || !th || !m)
+        goto out;
+    memcpy(th->data, Wk->data, dk * d * sizeof(double));
+    memcpy(th->data + dk * d, Wq->data, dk * d * sizeof(double));
+    /* a small deterministic nudge off the symmetric saddle of zero weights */
+    for (size_t i = 0; i < np; i++)
+        if (th->data[i] == 0.0)
+            th->data[i] = 1e-3 * sin((double)(i + 1));
+    gsl_multimin_function_fdf fn = {fit_f, fit_df, fit_fdf, np, &c};
+    if (gsl_multimin_fdfminimizer_set(m, &fn, th, 0.01, 0.1) == GSL_SUCCESS) {
+        for (int it = 0; it < iters; it++) {
+            int status = gsl_multimin_fdfminimizer_iterate(m);
+            if (status)
+                break;
+            if (gsl_multimin_test_gradient(m->gradient, 1e-14) == GSL_SUCCESS)
+                break;
+        }
+        if (ac_mat_init(Wk2, dk, d, NULL) == AC_OK && ac_mat_init(Wq2, dk, d, NULL) == AC_OK) {
+            memcpy(Wk2->data, m->x->data, dk * d * sizeof(double));
+            memcpy(Wq2->data, m->x->data + dk * d, dk * d * sizeof(double));
+            ok = 1;
+        } else {
+            ac_mat_free(Wk2);
+        }
+    }
+out:
+    if (m)
+        gsl_multimin_fdfminimizer_free(m);
+    if (th)
+        gsl_vector_free(th);
+    gsl_set_error_handler(old);
+    free(c.K);
+    free(c.Q);
+    free(c.Z);
+    free(c.G);
+    free(c.dK);
+    free(c.dQ);
+    free(c.scratch);
+    return ok;
+}
+
+/* ---- the weights of route DECIDE ------------------------------------------ */
+
+int ac_t1_best_weights(ac_t1_result *res, const ac_mat *X, const ac_mat *P, size_t r,
+                       const ac_t1_opts *o, ac_err *err)
+{
+    ac_mat Wk2 = {0}, Wq2 = {0};
+    int st;
+    if ((st = construct_projected(res, X, P, r, res->dk, err)) ||
+        (st = ac_t1_certify_weights(&res->weights_cert, X, &res->Wk, &res->Wq, P, NULL, o, err)))
+        goto out;
+    if (res->weights_cert.verdict != AC_PROVED &&
+        refine_weights(&Wk2, &Wq2, X, P, &res->Wk, &res->Wq, o->optimize)) {
+        ac_cert c2;
+        if ((st = ac_t1_certify_weights(&c2, X, &Wk2, &Wq2, P, NULL, o, err)))
+            goto out;
+        if (c2.hi < res->weights_cert.hi) {
+            ac_mat_free(&res->Wk);
+            ac_mat_free(&res->Wq);
+            res->Wk = Wk2;
+            res->Wq = Wq2;
+            Wk2.data = Wq2.data = NULL;
+            res->weights_cert = c2;
+        }
+    }
+    ac_t1_add_step(res, "best approximation found", "max|Softmax - P| (written weights)",
+                   res->weights_cert.lo, res->weights_cert.hi, res->weights_cert.stage,
+                   res->weights_cert.prec, "an upper bound on the achievable error");
+out:
+    ac_mat_free(&Wk2);
+    ac_mat_free(&Wq2);
+    return st;
+}

@@ -1,0 +1,70 @@
+/* t1_impl.h — internals of Theorem 1 (paper 1) on concrete instances, shared
+ * by the files of src/theorem1 (not installed):
+ *   instance.c   validation, column normalisation of P, generated instances;
+ *   construct.c  route CONSTRUCT: the paper's construction, paper 1,
+ *                eqs. (4)-(7), and its trace (doc/mathematics.md §3.2);
+ *   decide.c     route DECIDE: the exact criterion (doc/mathematics.md §3.4):
+ *                the rank of X, the log-domain residual rho, the rank
+ *                condition sigma_{dk+1}(K Pi log P Pi), the distance lower
+ *                bound (§3.6);
+ *   refine.c     weights for route DECIDE: the projected construction
+ *                truncated to rank dk, then a BFGS best approximation;
+ *   check.c      ac_t1_check, a dispatcher of the steps above, and the
+ *                verdict on C(tol).
+ *
+ * Dimension letters: d model width, n tokens, dk head size, r = rank X.
+ * Buffers are row-major: X d x n, P n x n, Wk/Wq dk x d, logits n x n with the
+ * softmax over each column.
+ */
+#ifndef AC_THEOREM1_T1_IMPL_H
+#define AC_THEOREM1_T1_IMPL_H
+
+#include "attncheck/interval.h"
+#include "attncheck/theorem1.h"
+
+/* What the certificate of C(tol) rests on: the stage and precision of the
+ * deciding bound and a one-line method. */
+typedef struct {
+    int stage;
+    long prec;
+    char method[128];
+} ac_t1_basis;
+
+/* Append a proof step to res->steps (ac_step_add). */
+void ac_t1_add_step(ac_t1_result *res, const char *name, const char *quantity, double lo,
+                    double hi, int stage, long prec, const char *note);
+
+/* Certified max_ij |P_ij - P_ij / s_j|, s_j the column sums (instance.c). */
+double ac_t1_normalisation_gap(const ac_mat *P);
+
+/* Certify "max|Softmax - P| <= o->tol" for the weights Wk, Wq with the
+ * schedule of o; pre as ac_head_certify_pre (check.c). */
+int ac_t1_certify_weights(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
+                          const ac_mat *P, const double *pre, const ac_t1_opts *o, ac_err *err);
+
+/* The rank of X (decide.c): by a certified left inverse Y (d >= n: Y = X^+
+ * is kept in *Y and the enclosure of Y X in *YX when the rank is n), else
+ * exactly (pivot rows in *piv_out, malloc'ed), else modulo a prime when it
+ * is full.  res->rank = -1 if none succeeds. */
+int ac_t1_certify_rank(ac_t1_result *res, ac_mat *Y, ac_imat *YX, size_t **piv_out,
+                       const ac_mat *X, const ac_t1_opts *o, ac_err *err);
+
+/* Route CONSTRUCT, rank X = n <= dk (construct.c): paper 1, Theorem 1.  Y is
+ * X^+ when known (computed here otherwise), YX its certified product. */
+int ac_t1_route_construct(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X,
+                          const ac_mat *P, ac_mat *Y, const ac_imat *YX, const ac_t1_opts *o,
+                          ac_err *err);
+
+/* Route DECIDE, every other certified rank (decide.c): the exact criterion,
+ * then weights (refine.c).  piv: r independent rows of X when r < d. */
+int ac_t1_route_decide(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X, const ac_mat *P,
+                       const size_t *piv, const ac_t1_opts *o, ac_err *err);
+
+/* Weights for route DECIDE (refine.c): the projected construction with the
+ * certified rank r, certified; if that does not prove C(tol), a BFGS
+ * refinement kept when its certified error is smaller.  Fills res->Wk,
+ * res->Wq, res->weights_cert. */
+int ac_t1_best_weights(ac_t1_result *res, const ac_mat *X, const ac_mat *P, size_t r,
+                       const ac_t1_opts *o, ac_err *err);
+
+#endif /* AC_THEOREM1_T1_IMPL_H */
