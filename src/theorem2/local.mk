@@ -2,7 +2,7 @@
 ## (included by the top-level Makefile.am)
 
 src_libattncheck_la_SOURCES += \
-	src/theorem2/theorem2.c
+	src/theorem2/search.c
 
 # unit tests of this module
 check_PROGRAMS += tests/test_theorem2
