@@ -71,8 +71,8 @@ typedef struct {
     int optimize;         /* BFGS iterations maximising the relative gap (default 60; 0 = off);
                              at most 5 optimize + 10 evaluations of the layers in all */
     int trace;            /* record the proof steps of the case (ac_t2_result.steps) */
-    int audit;            /* exhibit the gaps of the paper's proof (doc/mathematics.md
-                             §4.7; ac_t2_result.audit) */
+    int audit;            /* exhibit the gaps of the paper's proof
+                             (doc/mathematics.md §4.7; ac_t2_result.audit) */
     int search_if_identical; /* search even when f_W = g_V is proved (tests) */
     ac_schedule sched;    /* ball stages of the separation certificate */
     int threads;          /* threads of the double forward/backward passes of the search
@@ -264,8 +264,8 @@ int ac_t2_random_w(ac_mh *W, size_t d, size_t h, uint64_t seed, ac_err *err);
  *   3: as 2 for Wv, Wo, and A_i = Wk_i^T Wq_i skew-symmetric (pairs of rows
  *      x y' - y x'; needs U skew-symmetric and shared); head 1 is built so
  *      that A_1 e_1 = U e_1, which makes v1 = e_1 a point where case 3's
- *      sign-separating v2~ does not exist (doc/mathematics.md §4.7, the second
- *      gap).
+ *      sign-separating v2~ does not exist (the second gap,
+ *      doc/mathematics.md §4.7).
  * AC_EDATA with an explanation when V does not allow the case (the message
  * names the parameter kase, ac_err.fields); AC_EUSAGE if h does not divide d.  The result is confirmed with ac_t2_classify by the
  * callers and tests, not assumed. */

@@ -3,8 +3,8 @@
  * ||f_W(X) - g_V(X)||_F and of the relative gap, and the certificate of
  * ||f_W(X) - g_V(X)||_F > 0 by the verdict engine (doc/mathematics.md §2.2):
  * stage 0 encloses both layers in interval arithmetic (ac_mh_enclose) and
- * takes directed norms (§2.3); the ball stages evaluate both layers in Arb
- * from the exact doubles. */
+ * takes directed norms (doc/mathematics.md §2.3); the ball stages evaluate
+ * both layers in Arb from the exact doubles. */
 #include <config.h>
 
 #include <float.h>

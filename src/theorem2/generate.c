@@ -365,8 +365,8 @@ static int generate_w_case2(ac_mh *W, const ac_mh *V, uint64_t seed, ac_err *err
     return st;
 }
 
-/* Case 3 needs U shared by the heads of g_V and skew-symmetric, so that
- * skew-symmetric A_i make every M_i skew-symmetric. */
+/* Case 3 (paper 1, Theorem 2) needs U shared by the heads of g_V and
+ * skew-symmetric, so that skew-symmetric A_i make every M_i skew-symmetric. */
 static int case3_premise(const w_target *t, const ac_mh *V, ac_err *err)
 {
     int shared = t->have_u;
@@ -397,8 +397,8 @@ static int case3_premise(const w_target *t, const ac_mh *V, ac_err *err)
 /* A_i = sum_p (x_p y_p' - y_p x_p') (stream (seed, 3, 2)): rows of Wk_i
  * x_1, y_1, ...; of Wq_i y_1, -x_1, ...  Head 1 gets x_1 = U e_1 and
  * y_1 = e_1 (when U is exact in double), so A_1 e_1 = U e_1: v1 = e_1 is a
- * point with no sign-separating v2~ (the second gap, doc/mathematics.md
- * §4.7). */
+ * point with no sign-separating v2~ (the second gap,
+ * doc/mathematics.md §4.7). */
 static void fill_qk_case3(ac_mh *W, const w_target *t, uint64_t seed)
 {
     size_t d = W->d, h = W->h, dh = W->hs, npairs = dh / 2;

@@ -2,8 +2,8 @@
  * (doc/mathematics.md §4.9): the shapes, the hypotheses (sizes, rank S_V = d,
  * U_i = U, rank U = dp), the head-by-head identity of f_W and g_V, and the
  * case of the proof (paper 1, Theorem 2, cases 1, 2, 3).  Products of doubles
- * are computed exactly as dyadic rationals (dyadic.h, doc/mathematics.md
- * §2.6); the irrational factors 1/sqrt(dp), 1/sqrt(d/h) are compared through
+ * are computed exactly as dyadic rationals (dyadic.h,
+ * doc/mathematics.md §2.6); the irrational factors 1/sqrt(dp), 1/sqrt(d/h) are compared through
  * squares. */
 #include <config.h>
 

@@ -5,9 +5,10 @@
  *   trace_case1  S_W != S_V, and f_W(X) = S_W X, g_V(X) = S_V X at X = v 1'
  *                (paper 1, Theorem 2, case 1; doc/mathematics.md §4.4);
  *   trace_case2  M_i not skew, t_i != tau, the independence of {Wo_i Wv_i v},
- *                column 1 of f - g (case 2; §4.5);
+ *                column 1 of f - g (case 2; doc/mathematics.md §4.5);
  *   trace_case3  M_i v1 != 0, the sign-separating v2, the softmax weights as
- *                alpha grows, head i's part of column 1 (case 3; §4.6);
+ *                alpha grows, head i's part of column 1 (case 3;
+ *                doc/mathematics.md §4.6);
  * and last the certificate of the candidate X. */
 #include <config.h>
 
