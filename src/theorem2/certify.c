@@ -86,6 +86,27 @@ int ac_t2_gap_approx(double *gap, double *rel, const ac_mh *W, const ac_mh *V, c
     return AC_OK;
 }
 
+/* ---- both layers at X, enclosed ------------------------------------------- */
+
+int t2_enclose_pair(ac_imat *F, ac_imat *G, const ac_mh *W, const ac_mh *V, const ac_mat *X,
+                    ac_err *err)
+{
+    int st;
+    if ((st = ac_mh_enclose(F, W, X, err)) || (st = ac_mh_enclose(G, V, X, err))) {
+        ac_imat_free(F);
+        return st;
+    }
+    return AC_OK;
+}
+
+void t2_arb_pair(arb_mat_t Xa, arb_mat_t F, arb_mat_t G, const ac_mh *W, const ac_mh *V,
+                 const ac_mat *X, slong prec)
+{
+    ac_arb_mat_set_d(Xa, X->data, X->rows, X->cols);
+    ac_mh_forward_arb(F, W, Xa, prec);
+    ac_mh_forward_arb(G, V, Xa, prec);
+}
+
 /* ---- the separation certificate ------------------------------------------- */
 
 /* Lower bound on sqrt(sum m_i^2) over nonnegative m_i (rounded down; the
@@ -122,10 +143,8 @@ static int sep_stage0(void *vc, double *lo, double *hi, ac_err *err)
     *lo = 0;
     *hi = INFINITY;
     c->f_hi = c->g_hi = INFINITY;
-    if ((st = ac_mh_enclose(&F, c->W, c->X, err)) || (st = ac_mh_enclose(&G, c->V, c->X, err))) {
-        ac_imat_free(&F);
+    if ((st = t2_enclose_pair(&F, &G, c->W, c->V, c->X, err)))
         return st;
-    }
     size_t N = F.rows * F.cols;
     double *m = calloc(N ? N : 1, sizeof(double)), *u = calloc(N ? N : 1, sizeof(double));
     if (!m || !u) {
@@ -140,16 +159,16 @@ static int sep_stage0(void *vc, double *lo, double *hi, ac_err *err)
             /* f - g in [fl - gh, fh - gl] */
             double dl = ac_sub_dn(ac_imat_lo(&F, i), ac_imat_hi(&G, i));
             double dh = ac_sub_up(ac_imat_hi(&F, i), ac_imat_lo(&G, i));
-            m[i] = dl > 0 ? dl : (dh < 0 ? -dh : 0.0);
-            u[i] = fmax(fabs(dl), fabs(dh));
+            m[i] = t2_mig(dl, dh);
+            u[i] = t2_mag(dl, dh);
         }
         *lo = t2_norm2_dn(m, N);
         *hi = ac_norm2_up(u, N);
         for (size_t i = 0; i < N; i++)
-            u[i] = fmax(fabs(ac_imat_lo(&F, i)), fabs(ac_imat_hi(&F, i)));
+            u[i] = t2_mag(ac_imat_lo(&F, i), ac_imat_hi(&F, i));
         c->f_hi = ac_norm2_up(u, N);
         for (size_t i = 0; i < N; i++)
-            u[i] = fmax(fabs(ac_imat_lo(&G, i)), fabs(ac_imat_hi(&G, i)));
+            u[i] = t2_mag(ac_imat_lo(&G, i), ac_imat_hi(&G, i));
         c->g_hi = ac_norm2_up(u, N);
     }
     free(m);
@@ -169,9 +188,7 @@ static int sep_ball(void *vc, long prec, mpfr_t lo, mpfr_t hi, ac_err *err)
     arb_mat_init(F, d, n);
     arb_mat_init(G, d, n);
     arb_init(t);
-    ac_arb_mat_set_d(X, c->X->data, (size_t)d, (size_t)n);
-    ac_mh_forward_arb(F, c->W, X, prec);
-    ac_mh_forward_arb(G, c->V, X, prec);
+    t2_arb_pair(X, F, G, c->W, c->V, c->X, prec);
     arb_mat_frobenius_norm(t, F, prec);
     c->f_hi = ac_arb_hi(t);
     arb_mat_frobenius_norm(t, G, prec);

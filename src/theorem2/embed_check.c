@@ -17,8 +17,45 @@
 #include "attncheck/interval.h"
 #include "t2_impl.h"
 
-/* Exactly: head i of f_W and of g_V agree at X, i.e. Vo_i Vv_i X = Wo_i Wv_i X
- * and X'U_i X/sqrt(dp) = X'A_i X/sqrt(dh).  1 yes, 0 no, -1 too wide. */
+/* Exactly: head i of f_W and of g_V agree at X (Xx, its transpose XT), i.e.
+ * Vo_i Vv_i X = Wo_i Wv_i X and X'U_i X/sqrt(dp) = X'A_i X/sqrt(dh).  1 yes,
+ * 0 no, -1 too wide. */
+static int head_agrees_at(const ac_mh *W, const ac_mh *V, size_t i, const ac_xmat *Xx,
+                          const ac_xmat *XT)
+{
+    ac_xmat a, b, pa, pb, t;
+    int ans = 1;
+    if (!t2_x_pair(&a, &b, t2_x_ov, W, V, i))
+        return -1;
+    ac_xmat_mul(&pa, &a, Xx);
+    ac_xmat_mul(&pb, &b, Xx);
+    if (!ac_xmat_equal(&pa, &pb))
+        ans = 0;
+    ac_xmat_clear(&a);
+    ac_xmat_clear(&b);
+    ac_xmat_clear(&pa);
+    ac_xmat_clear(&pb);
+    if (ans != 1)
+        return ans;
+    if (!t2_x_pair(&a, &b, t2_x_qk, W, V, i))
+        return -1;
+    ac_xmat_mul(&t, XT, &a);
+    ac_xmat_mul(&pa, &t, Xx);
+    ac_xmat_clear(&t);
+    ac_xmat_mul(&t, XT, &b);
+    ac_xmat_mul(&pb, &t, Xx);
+    ac_xmat_clear(&t);
+    /* X'U_i X / sqrt(dp) = X'A_i X / sqrt(dh) */
+    if (!ac_xmat_scaled_equal(&pb, (unsigned long)W->hs, &pa, (unsigned long)V->hs))
+        ans = 0;
+    ac_xmat_clear(&a);
+    ac_xmat_clear(&b);
+    ac_xmat_clear(&pa);
+    ac_xmat_clear(&pb);
+    return ans;
+}
+
+/* Every head of f_W and of g_V agree at X: 1 yes, 0 no, -1 too wide. */
 static int heads_agree_at(const ac_mh *W, const ac_mh *V, const ac_mat *X)
 {
     ac_xmat Xx, XT;
@@ -26,50 +63,8 @@ static int heads_agree_at(const ac_mh *W, const ac_mh *V, const ac_mat *X)
     if (ac_xmat_from_d(&Xx, X->data, X->rows, X->cols, X->cols, 0, 0) != AC_XMAT_OK)
         return -1;
     ac_xmat_transpose(&XT, &Xx);
-    for (size_t i = 0; i < W->h && ans == 1; i++) {
-        ac_xmat a, b, pa, pb, t;
-        if (t2_x_ov(&a, W, i) != AC_XMAT_OK) {
-            ans = -1;
-            break;
-        }
-        if (t2_x_ov(&b, V, i) != AC_XMAT_OK) {
-            ac_xmat_clear(&a);
-            ans = -1;
-            break;
-        }
-        ac_xmat_mul(&pa, &a, &Xx);
-        ac_xmat_mul(&pb, &b, &Xx);
-        if (!ac_xmat_equal(&pa, &pb))
-            ans = 0;
-        ac_xmat_clear(&a);
-        ac_xmat_clear(&b);
-        ac_xmat_clear(&pa);
-        ac_xmat_clear(&pb);
-        if (ans != 1)
-            break;
-        if (t2_x_qk(&a, W, i) != AC_XMAT_OK) {
-            ans = -1;
-            break;
-        }
-        if (t2_x_qk(&b, V, i) != AC_XMAT_OK) {
-            ac_xmat_clear(&a);
-            ans = -1;
-            break;
-        }
-        ac_xmat_mul(&t, &XT, &a);
-        ac_xmat_mul(&pa, &t, &Xx);
-        ac_xmat_clear(&t);
-        ac_xmat_mul(&t, &XT, &b);
-        ac_xmat_mul(&pb, &t, &Xx);
-        ac_xmat_clear(&t);
-        /* X'U_i X / sqrt(dp) = X'A_i X / sqrt(dh) */
-        if (!ac_xmat_scaled_equal(&pb, (unsigned long)W->hs, &pa, (unsigned long)V->hs))
-            ans = 0;
-        ac_xmat_clear(&a);
-        ac_xmat_clear(&b);
-        ac_xmat_clear(&pa);
-        ac_xmat_clear(&pb);
-    }
+    for (size_t i = 0; i < W->h && ans == 1; i++)
+        ans = head_agrees_at(W, V, i, &Xx, &XT);
     ac_xmat_clear(&Xx);
     ac_xmat_clear(&XT);
     return ans;
@@ -121,10 +116,8 @@ static int dev_stage0(void *vc, double *lo, double *hi, ac_err *err)
     *lo = 0;
     *hi = INFINITY;
     c->diff_hi = INFINITY;
-    if ((st = ac_mh_enclose(&F, c->W, c->X, err)) || (st = ac_mh_enclose(&G, c->V, c->X, err))) {
-        ac_imat_free(&F);
+    if ((st = t2_enclose_pair(&F, &G, c->W, c->V, c->X, err)))
         return st;
-    }
     size_t N = F.rows * F.cols, nn = N ? N : 1;
     double *dm = malloc(nn * sizeof(double)), *du = malloc(nn * sizeof(double));
     double *fm = malloc(nn * sizeof(double)), *fu = malloc(nn * sizeof(double));
@@ -137,10 +130,10 @@ static int dev_stage0(void *vc, double *lo, double *hi, ac_err *err)
             double gl = ac_imat_lo(&G, i), gh = ac_imat_hi(&G, i);
             double fl = ac_imat_lo(&F, i), fh = ac_imat_hi(&F, i);
             double dl = ac_sub_dn(gl, fh), dh = ac_sub_up(gh, fl); /* g - f in [dl, dh] */
-            dm[i] = dl > 0 ? dl : (dh < 0 ? -dh : 0.0);
-            du[i] = fmax(fabs(dl), fabs(dh));
-            fm[i] = fl > 0 ? fl : (fh < 0 ? -fh : 0.0);
-            fu[i] = fmax(fabs(fl), fabs(fh));
+            dm[i] = t2_mig(dl, dh);
+            du[i] = t2_mag(dl, dh);
+            fm[i] = t2_mig(fl, fh);
+            fu[i] = t2_mag(fl, fh);
         }
         double dhi = ac_norm2_up(du, N);
         c->diff_hi = dhi;
@@ -169,9 +162,7 @@ static int dev_ball(void *vc, long prec, mpfr_t lo, mpfr_t hi, ac_err *err)
     arb_mat_init(G, d, n);
     arb_init(nd);
     arb_init(nf);
-    ac_arb_mat_set_d(X, c->X->data, (size_t)d, (size_t)n);
-    ac_mh_forward_arb(F, c->W, X, prec);
-    ac_mh_forward_arb(G, c->V, X, prec);
+    t2_arb_pair(X, F, G, c->W, c->V, c->X, prec);
     arb_mat_frobenius_norm(nf, F, prec);
     arb_mat_sub(G, G, F, prec);
     arb_mat_frobenius_norm(nd, G, prec);

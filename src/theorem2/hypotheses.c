@@ -55,6 +55,17 @@ int t2_x_ov(ac_xmat *A, const ac_mh *L, size_t i)
     return x_product(A, L->wo + i * hs, d, hs, hh, 0, L->wv + i * hs * d, hs, d, d);
 }
 
+int t2_x_pair(ac_xmat *a, ac_xmat *b, t2_x_part part, const ac_mh *W, const ac_mh *V, size_t i)
+{
+    if (part(a, W, i) != AC_XMAT_OK)
+        return 0;
+    if (part(b, V, i) != AC_XMAT_OK) {
+        ac_xmat_clear(a);
+        return 0;
+    }
+    return 1;
+}
+
 /* ---- shapes ---------------------------------------------------------------- */
 
 int ac_t2_validate_w(const ac_mh *W, const char *wname, ac_err *err)
@@ -235,24 +246,16 @@ static int head_identical(const ac_mh *W, const ac_mh *V, size_t i)
 {
     ac_xmat a, b;
     int same = 1;
-    if (t2_x_ov(&a, W, i) != AC_XMAT_OK)
+    if (!t2_x_pair(&a, &b, t2_x_ov, W, V, i))
         return -1;
-    if (t2_x_ov(&b, V, i) != AC_XMAT_OK) {
-        ac_xmat_clear(&a);
-        return -1;
-    }
     if (!ac_xmat_equal(&a, &b))
         same = 0;
     ac_xmat_clear(&a);
     ac_xmat_clear(&b);
     if (same != 1)
         return same;
-    if (t2_x_qk(&a, W, i) != AC_XMAT_OK)
+    if (!t2_x_pair(&a, &b, t2_x_qk, W, V, i))
         return -1;
-    if (t2_x_qk(&b, V, i) != AC_XMAT_OK) {
-        ac_xmat_clear(&a);
-        return -1;
-    }
     /* U_i / sqrt(dp) = A_i / sqrt(dh)  <=>  sqrt(dh) U_i = sqrt(dp) A_i */
     if (!ac_xmat_scaled_equal(&b, (unsigned long)W->hs, &a, (unsigned long)V->hs))
         same = 0;

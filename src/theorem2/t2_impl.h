@@ -24,8 +24,11 @@
 #ifndef AC_T2_IMPL_H
 #define AC_T2_IMPL_H
 
+#include <math.h>
+
 #include "core/ac_arb.h"
 #include "core/dyadic.h"
+#include "attncheck/interval.h"
 #include "attncheck/multihead.h"
 #include "attncheck/theorem2.h"
 
@@ -49,6 +52,11 @@ int t2_x_S(ac_xmat *S, const ac_mh *L);
 int t2_x_qk(ac_xmat *A, const ac_mh *L, size_t i);
 /* Wo_i Wv_i (d x d) */
 int t2_x_ov(ac_xmat *A, const ac_mh *L, size_t i);
+/* One exact part of head i of a layer: t2_x_qk or t2_x_ov. */
+typedef int (*t2_x_part)(ac_xmat *A, const ac_mh *L, size_t i);
+/* a = part(W, i), b = part(V, i): 1, or 0 when either is too wide for
+ * exact arithmetic (then nothing is left to clear). */
+int t2_x_pair(ac_xmat *a, ac_xmat *b, t2_x_part part, const ac_mh *W, const ac_mh *V, size_t i);
 
 /* ---- random vectors (construct.c) ---------------------------------------- */
 
@@ -75,6 +83,25 @@ double t2_gap_eval(t2_gap_ws *g, const ac_mat *X, double *gap, double *nf, doubl
 /* Lower bound on sqrt(sum m_i^2) over nonnegative m_i, rounded down
  * (doc/mathematics.md §2.3). */
 double t2_norm2_dn(const double *m, size_t N);
+
+/* The mignitude (least |x|) and the magnitude (largest |x|) of [lo, hi]. */
+static inline double t2_mig(double lo, double hi)
+{
+    return lo > 0 ? lo : (hi < 0 ? -hi : 0.0);
+}
+static inline double t2_mag(double lo, double hi)
+{
+    return fmax(fabs(lo), fabs(hi));
+}
+
+/* Stage 0 of both layers at X: F = f_W(X), G = g_V(X) enclosed by
+ * ac_mh_enclose; on error nothing is left to free. */
+int t2_enclose_pair(ac_imat *F, ac_imat *G, const ac_mh *W, const ac_mh *V, const ac_mat *X,
+                    ac_err *err);
+/* The ball stages of both layers at X: Xa = X exactly, F = f_W(X),
+ * G = g_V(X) in Arb at prec (d x n each, initialised by the caller). */
+void t2_arb_pair(arb_mat_t Xa, arb_mat_t F, arb_mat_t G, const ac_mh *W, const ac_mh *V,
+                 const ac_mat *X, slong prec);
 
 /* ---- the search's pieces -------------------------------------------------- */
 

@@ -186,9 +186,7 @@ static void trace_ctx_init(trace_ctx *t, const ac_mh *W, const ac_mh *V, const a
     arb_mat_init(t->x2, d, 1);
     arb_mat_init(t->A, d, d);
     arb_mat_init(t->U, d, d);
-    ac_arb_mat_set_d(t->X, cand->X.data, (size_t)d, (size_t)n);
-    ac_mh_forward_arb(t->F, W, t->X, prec);
-    ac_mh_forward_arb(t->G, V, t->X, prec);
+    t2_arb_pair(t->X, t->F, t->G, W, V, &cand->X, prec);
     arb_mat_sub(t->D, t->F, t->G, prec);
     t2_arb_col_of(t->x1, &cand->X, 0);
     if (n >= 2)
