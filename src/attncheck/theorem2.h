@@ -74,6 +74,8 @@ typedef struct {
     int audit;            /* exhibit the gaps of the paper's proof
                              (doc/mathematics.md §4.7; ac_t2_result.audit) */
     int search_if_identical; /* search even when f_W = g_V is proved (tests) */
+    const char *wname, *vname; /* the layers in the messages of ac_t2_validate (default
+                             "f_W", "g_V"; e.g. the directories they were read from) */
     ac_schedule sched;    /* ball stages of the separation certificate */
     int threads;          /* threads of the double forward/backward passes of the search
                              (default 1; 0 = the BLAS threads at the call); the result
@@ -171,7 +173,8 @@ typedef struct {
 /* The whole check: hypotheses, identity, case, constructions, search,
  * multimin, certificate, and (options) trace and audit.  W is a standard
  * MultiHead layer (W->hs * W->h == W->d), V a FixedMultiHead layer with the
- * same d and h; n >= 1 tokens.  AC_EDATA if the shapes do not fit.
+ * same d and h; n >= 1 tokens.  AC_EDATA if the shapes do not fit
+ * (ac_t2_validate with opts->wname, opts->vname).
  * res must be freed with ac_t2_result_free in every case.
  *
  * The work is fixed by the sizes and the options, never by timing or by

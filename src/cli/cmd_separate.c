@@ -277,7 +277,9 @@ static int build_generated(const sep_args *a, ac_mh *W, ac_mh *V, char *vdesc, c
     return AC_OK;
 }
 
-/* Load or build the two layers.  Descriptions go to vdesc / wdesc. */
+/* Load or build the two layers.  Descriptions go to vdesc / wdesc.  For the
+ * separation their shapes are checked by ac_t2_separate, which names the
+ * directories (opts.wname, opts.vname). */
 static int load_layers(const sep_args *a, ac_mh *W, ac_mh *V, char *vdesc, char *wdesc,
                        char *embnote, size_t len, ac_err *err)
 {
@@ -286,9 +288,7 @@ static int load_layers(const sep_args *a, ac_mh *W, ac_mh *V, char *vdesc, char 
         return st;
     if (a->embed)
         return build_embedding(a, W, V, vdesc, wdesc, embnote, len, err);
-    if ((st = build_generated(a, W, V, vdesc, wdesc, len, err)))
-        return st;
-    return ac_t2_validate(W, a->wdir ? a->wdir : "f_W", V, a->vdir ? a->vdir : "g_V", err);
+    return build_generated(a, W, V, vdesc, wdesc, len, err);
 }
 
 /* ---- running ---------------------------------------------------------------- */
@@ -359,6 +359,8 @@ static int run_separate(const sep_out *c)
     o.audit = a->audit;
     o.sched = cli_schedule(&a->common);
     o.threads = a->common.threads > 0 ? a->common.threads : 1;
+    o.wname = a->wdir ? a->wdir : "f_W";
+    o.vname = a->vdir ? a->vdir : "g_V";
     if ((st = ac_t2_separate(&r, c->W, c->V, a->n, &o, &err))) {
         st = cli_fail_err(&err);
         goto out;

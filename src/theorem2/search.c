@@ -32,6 +32,8 @@ void ac_t2_opts_default(ac_t2_opts *o)
     o->optimize = 60;
     o->sched = ac_schedule_default();
     o->threads = 1;
+    o->wname = "f_W";
+    o->vname = "g_V";
 }
 
 /* ---- candidates ----------------------------------------------------------- */
@@ -420,10 +422,11 @@ static void result_init(ac_t2_result *res)
 
 /* The exact decisions: shapes, hypotheses, identity, case. */
 static int decide_exactly(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
-                          ac_err *err)
+                          const ac_t2_opts *o, ac_err *err)
 {
     int st;
-    if ((st = ac_t2_validate(W, "f_W", V, "g_V", err)))
+    if ((st = ac_t2_validate(W, o->wname ? o->wname : "f_W", V, o->vname ? o->vname : "g_V",
+                             err)))
         return st;
     if (n == 0)
         return ac_err_set(err, AC_EUSAGE, "X needs n >= 1 tokens");
@@ -446,7 +449,7 @@ static int separate(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
         ac_t2_opts_default(&defaults);
         opts = &defaults;
     }
-    if ((st = decide_exactly(res, W, V, n, err)))
+    if ((st = decide_exactly(res, W, V, n, opts, err)))
         return st;
     memset(&s, 0, sizeof s);
     s.res = res;
