@@ -204,6 +204,15 @@ START_TEST(test_generators_land_in_case)
     ck_assert_int_eq(ac_t2_validate_w(&W, "W", &err), AC_EDATA);
     ck_assert(strstr(err.msg, "W: f_W has h = 2 heads of size 3") == err.msg);
     W.hs = 4;
+    /* ac_t2_separate validates the shapes once, naming the layers as told */
+    ac_t2_opts o;
+    ac_t2_result res;
+    ac_t2_opts_default(&o);
+    o.wname = "wdir";
+    o.vname = "vdir";
+    ck_assert_int_eq(ac_t2_separate(&res, &W, &V, 4, &o, &err), AC_EDATA);
+    ck_assert(strstr(err.msg, "vdir: g_V has d = 9 but f_W (wdir) has d = 8") == err.msg);
+    ac_t2_result_free(&res);
     ac_mh_free(&W);
     ac_mh_free(&V);
 }

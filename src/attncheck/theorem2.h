@@ -270,8 +270,9 @@ int ac_t2_random_w(ac_mh *W, size_t d, size_t h, uint64_t seed, ac_err *err);
  *      sign-separating v2~ does not exist (the second gap,
  *      doc/mathematics.md §4.7).
  * AC_EDATA with an explanation when V does not allow the case (the message
- * names the parameter kase, ac_err.fields); AC_EUSAGE if h does not divide d.  The result is confirmed with ac_t2_classify by the
- * callers and tests, not assumed. */
+ * names the parameter kase, ac_err.fields); AC_EUSAGE if h does not divide
+ * d.  The result is confirmed with ac_t2_classify by the callers and tests,
+ * not assumed. */
 int ac_t2_generate_w(ac_mh *W, const ac_mh *V, int kase, uint64_t seed, ac_err *err);
 
 /* The inclusion F in G (dp >= d/h): V from W by padding each head with zero

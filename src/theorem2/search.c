@@ -472,7 +472,8 @@ static int separate(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
         ac_cert_set(&res->best.cert, "||f_W(X) - g_V(X)||_F for every X", AC_GT, 0.0,
                     AC_STAGE_EXACT, 0, 0.0, 0.0,
                     "exact head-by-head identity of the products (dyadic rationals)");
-    if ((opts->trace && (st = search_trace(&s, err))) || (opts->audit && (st = search_audit(&s, err))))
+    if ((opts->trace && (st = search_trace(&s, err))) ||
+        (opts->audit && (st = search_audit(&s, err))))
         goto out;
     write_summary(res);
 out:
