@@ -31,6 +31,7 @@ have_py=0
 expect 0 "verdict    PROVED: separated at X" --optimize 5
 expect 0 "case 2 (S_W = S_V" --case 2 --trace --optimize 0
 grep -q "columns 2..n of f_W(X) and g_V(X) agree" "$work/out" || err "--case 2 --trace lacks the column step"
+grep -q "not for every v: see --audit)" "$work/out" || err "the trace's field 'audit' is not spelled --audit"
 expect 0 "gap 2    PROVED" --case 3 --audit --optimize 0
 grep -q "gap 1    PROVED" "$work/out" || err "--audit lacks gap 1"
 expect 0 "PROVED: g_V = f_W on the sample inputs, exactly" --embed --dp 16
@@ -147,6 +148,10 @@ printf 'not an npy file' >"$work/garbage/Wk.npy"
 expect 65 "garbage/Wk.npy" --w-dir "$work/garbage"
 # loaded g_V whose S_V is not exactly representable cannot get a case-2 f_W
 expect 65 "not exactly representable" --v-dir "$work/emb" --case 2
+grep -q "e.g. --case with a generated g_V" "$work/err" || err "the library's field 'kase' is not spelled --case"
+# a loaded g_V without a skew-symmetric U cannot get a case-3 f_W
+"$ATTNCHECK" separate --case 2 --optimize 0 --out-dir "$work/c2" >/dev/null 2>&1 || err "--case 2 --out-dir failed"
+expect 65 "generate g_V with --case 3 (dp even)" --v-dir "$work/c2" --case 3
 if [ $have_py = 1 ]; then
     bad() { # name python-statement-on-arrays
         d="$work/bad_$1"; mkdir -p "$d"; cp "$work/emb"/W*.npy "$d/"

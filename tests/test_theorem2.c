@@ -160,6 +160,7 @@ START_TEST(test_generators_land_in_case)
                 ac_mh V, W;
                 ac_t2_gen kind = kase == 1 ? AC_T2_GEN_GAUSSIAN
                                  : kase == 2 ? AC_T2_GEN_INTEGER : AC_T2_GEN_SKEW;
+                ck_assert(ac_t2_gen_for_case(kase) == kind);
                 ck_assert(ac_t2_generate_v(&V, d, h, dp, kind, seed, NULL) == AC_OK);
                 ck_assert(ac_t2_generate_w(&W, &V, kase, seed, NULL) == AC_OK);
                 ac_t2_hyp hy;
@@ -187,12 +188,32 @@ START_TEST(test_generators_land_in_case)
     ck_assert(ac_t2_generate_v(&V, 8, 4, 4, AC_T2_GEN_INTEGER, 1, NULL) == AC_OK);
     ck_assert_int_eq(ac_t2_generate_w(&W, &V, 3, 1, &err), AC_EDATA);
     ck_assert(strstr(err.msg, "skew") != NULL);
+    /* the message names the case by the parameter's field, not by a flag */
+    ck_assert_str_eq(err.fields, "kase");
+    ck_assert(strstr(err.msg, "--") == NULL);
     ac_mh_free(&V);
     ck_assert(ac_t2_generate_v(&V, 8, 4, 4, AC_T2_GEN_GAUSSIAN, 1, NULL) == AC_OK);
     ck_assert_int_eq(ac_t2_generate_w(&W, &V, 2, 1, &err), AC_EDATA);
     ac_mh_free(&V);
     ck_assert(ac_t2_generate_v(&V, 9, 2, 4, AC_T2_GEN_GAUSSIAN, 1, NULL) == AC_OK);
     ck_assert_int_eq(ac_t2_generate_w(&W, &V, 1, 1, &err), AC_EUSAGE); /* 2 does not divide 9 */
+    ck_assert_int_eq(ac_t2_random_w(&W, 9, 2, 1, &err), AC_EUSAGE);
+    ck_assert(ac_t2_random_w(&W, 8, 2, 1, NULL) == AC_OK && W.hs == 4);
+    ck_assert(ac_t2_validate_w(&W, "W", NULL) == AC_OK);
+    W.hs = 3; /* not a standard MultiHead layer */
+    ck_assert_int_eq(ac_t2_validate_w(&W, "W", &err), AC_EDATA);
+    ck_assert(strstr(err.msg, "W: f_W has h = 2 heads of size 3") == err.msg);
+    W.hs = 4;
+    /* ac_t2_separate validates the shapes once, naming the layers as told */
+    ac_t2_opts o;
+    ac_t2_result res;
+    ac_t2_opts_default(&o);
+    o.wname = "wdir";
+    o.vname = "vdir";
+    ck_assert_int_eq(ac_t2_separate(&res, &W, &V, 4, &o, &err), AC_EDATA);
+    ck_assert(strstr(err.msg, "vdir: g_V has d = 9 but f_W (wdir) has d = 8") == err.msg);
+    ac_t2_result_free(&res);
+    ac_mh_free(&W);
     ac_mh_free(&V);
 }
 END_TEST
@@ -257,6 +278,15 @@ START_TEST(test_separate_each_case)
             /* the audit finds the first gap always, the second in case 3 */
             if (res.audit.dep != AC_PROVED || (kase == 3 && res.audit.parallel != AC_PROVED))
                 ok = 0;
+            /* the case's own construction proves the theorem here, and only
+             * for its own case */
+            if (ac_t2_case_verdict(&res, (ac_t2_case)kase) != AC_PROVED ||
+                ac_t2_case_verdict(&res, (ac_t2_case)(kase % 3 + 1)) != AC_UNDECIDED)
+                ok = 0;
+            /* the trace names options by field, never by a flag */
+            for (size_t i = 0; i < res.nsteps; i++)
+                if (strstr(res.steps[i].note, "--") || strstr(res.steps[i].name, "--"))
+                    ok = 0;
             if (!ok) {
                 if (!bad)
                     snprintf(msg, sizeof msg, "d %zu case %d: verdict %d, case construction %d, "

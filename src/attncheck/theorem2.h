@@ -1,6 +1,6 @@
-/* attncheck/theorem2.h — Theorem 2 of Bhojanapalli et al. (2020): a
- * FixedMultiHead layer g_V is not represented by any standard MultiHead
- * layer f_W; checked on concrete instances (MATH.md §2).
+/* attncheck/theorem2.h — Theorem 2 of Bhojanapalli et al. (2020) (paper 1):
+ * a FixedMultiHead layer g_V is not represented by any standard MultiHead
+ * layer f_W; checked on concrete instances (doc/mathematics.md §4).
  *
  * Layers (attncheck/multihead.h), X d x n with one column per token, softmax
  * over each column:
@@ -71,8 +71,11 @@ typedef struct {
     int optimize;         /* BFGS iterations maximising the relative gap (default 60; 0 = off);
                              at most 5 optimize + 10 evaluations of the layers in all */
     int trace;            /* record the proof steps of the case (ac_t2_result.steps) */
-    int audit;            /* exhibit the gaps of MATH.md §2 (ac_t2_result.audit) */
+    int audit;            /* exhibit the gaps of the paper's proof
+                             (doc/mathematics.md §4.7; ac_t2_result.audit) */
     int search_if_identical; /* search even when f_W = g_V is proved (tests) */
+    const char *wname, *vname; /* the layers in the messages of ac_t2_validate (default
+                             "f_W", "g_V"; e.g. the directories they were read from) */
     ac_schedule sched;    /* ball stages of the separation certificate */
     int threads;          /* threads of the double forward/backward passes of the search
                              (default 1; 0 = the BLAS threads at the call); the result
@@ -119,11 +122,17 @@ typedef struct {
     double f_hi, g_hi;       /* certified upper bounds on ||f_W(X)||_F, ||g_V(X)||_F */
 } ac_t2_sep;
 
-/* One proof step with its certified value (for --trace): ac_step of
- * verdict.h. */
+/* One proof step with its certified value (ac_t2_opts.trace): ac_step of
+ * verdict.h.  A step's note may name an option of ac_t2_opts by its field
+ * name, as a whole word ("see audit"); AC_T2_STEP_FIELDS lists those names,
+ * comma-separated as ac_err.fields, so that a front end can spell them as
+ * its own options. */
 typedef ac_step ac_t2_step;
+#define AC_T2_STEP_FIELDS "audit"
 
-/* The gaps of MATH.md §2 exhibited on the instance (--audit). */
+
+/* The gaps of the paper's proof (doc/mathematics.md §4.7) exhibited on the
+ * instance (ac_t2_opts.audit). */
 typedef struct {
     int done;
     ac_verdict dep;          /* PROVED: a v != 0 with {Wo_i Wv_i v} dependent, exactly */
@@ -164,7 +173,8 @@ typedef struct {
 /* The whole check: hypotheses, identity, case, constructions, search,
  * multimin, certificate, and (options) trace and audit.  W is a standard
  * MultiHead layer (W->hs * W->h == W->d), V a FixedMultiHead layer with the
- * same d and h; n >= 1 tokens.  AC_EDATA if the shapes do not fit.
+ * same d and h; n >= 1 tokens.  AC_EDATA if the shapes do not fit
+ * (ac_t2_validate with opts->wname, opts->vname).
  * res must be freed with ac_t2_result_free in every case.
  *
  * The work is fixed by the sizes and the options, never by timing or by
@@ -181,10 +191,20 @@ int ac_t2_separate(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
                    const ac_t2_opts *opts, ac_err *err);
 void ac_t2_result_free(ac_t2_result *res);
 
+/* The verdict of the claim "the paper's own construction for case kase
+ * proves Theorem 2 on this instance": PROVED when the instance is in case
+ * kase (exactly), every hypothesis is proved and res->by_case is certified;
+ * UNDECIDED otherwise (the instance lands in another case, a hypothesis is
+ * not proved, or no X of the case's construction was certified). */
+ac_verdict ac_t2_case_verdict(const ac_t2_result *res, ac_t2_case kase);
+
 /* Shapes: W standard (hs = d/h), V with the same d and h.  AC_EDATA with a
  * message naming wname / vname. */
 int ac_t2_validate(const ac_mh *W, const char *wname, const ac_mh *V, const char *vname,
                    ac_err *err);
+/* The first check of ac_t2_validate alone: W is a standard MultiHead layer
+ * (head size d/h); AC_EDATA with a message naming wname otherwise. */
+int ac_t2_validate_w(const ac_mh *W, const char *wname, ac_err *err);
 
 /* ---- building blocks ----------------------------------------------------- */
 
@@ -229,7 +249,16 @@ typedef enum {
 int ac_t2_generate_v(ac_mh *V, size_t d, size_t h, size_t dp, ac_t2_gen kind, uint64_t seed,
                      ac_err *err);
 
-/* f_W (head size d/h) for V falling in case `want` (0 = random Gaussian,
+/* The kind of g_V that lets ac_t2_generate_w build case kase: INTEGER for
+ * case 2, SKEW for case 3, GAUSSIAN otherwise. */
+ac_t2_gen ac_t2_gen_for_case(int kase);
+
+/* A random Gaussian standard MultiHead f_W (head size d/h): ac_mh_random
+ * from the stream (seed, 2), the f_W of ac_t2_generate_w for cases 0 and 1.
+ * AC_EUSAGE if h does not divide d. */
+int ac_t2_random_w(ac_mh *W, size_t d, size_t h, uint64_t seed, ac_err *err);
+
+/* f_W (head size d/h) for V falling in case `kase` (0 = random Gaussian,
  * which lands in case 1 unless S_V is very special):
  *   1: random Gaussian (S_W != S_V);
  *   2: Wv stacked = T, a random unimodular integer matrix, Wo_cat = S_V T^-1
@@ -238,11 +267,13 @@ int ac_t2_generate_v(ac_mh *V, size_t d, size_t h, size_t dp, ac_t2_gen kind, ui
  *   3: as 2 for Wv, Wo, and A_i = Wk_i^T Wq_i skew-symmetric (pairs of rows
  *      x y' - y x'; needs U skew-symmetric and shared); head 1 is built so
  *      that A_1 e_1 = U e_1, which makes v1 = e_1 a point where case 3's
- *      sign-separating v2~ does not exist (MATH.md §2, second gap).
- * AC_EDATA with an explanation when V does not allow the case; AC_EUSAGE if
- * h does not divide d.  The result is confirmed with ac_t2_classify by the
- * callers and tests, not assumed. */
-int ac_t2_generate_w(ac_mh *W, const ac_mh *V, int want, uint64_t seed, ac_err *err);
+ *      sign-separating v2~ does not exist (the second gap,
+ *      doc/mathematics.md §4.7).
+ * AC_EDATA with an explanation when V does not allow the case (the message
+ * names the parameter kase, ac_err.fields); AC_EUSAGE if h does not divide
+ * d.  The result is confirmed with ac_t2_classify by the callers and tests,
+ * not assumed. */
+int ac_t2_generate_w(ac_mh *W, const ac_mh *V, int kase, uint64_t seed, ac_err *err);
 
 /* The inclusion F in G (dp >= d/h): V from W by padding each head with zero
  * rows/columns and rescaling the query by s = sqrt(dp/(d/h)), so that

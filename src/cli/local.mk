@@ -14,7 +14,11 @@ attncheck_SOURCES += \
 
 # attncheck separate
 attncheck_SOURCES += \
-	src/cli/cmd_separate.c
+	src/cli/separate.h \
+	src/cli/cmd_separate.c \
+	src/cli/separate_text.c \
+	src/cli/separate_json.c \
+	src/cli/separate_report.c
 
 # attncheck condition (and the gnuplot helper it uses)
 attncheck_SOURCES += \

@@ -2,7 +2,17 @@
 ## (included by the top-level Makefile.am)
 
 src_libattncheck_la_SOURCES += \
-	src/theorem2/theorem2.c
+	src/theorem2/t2_impl.h \
+	src/theorem2/hypotheses.c \
+	src/theorem2/generate.c \
+	src/theorem2/construct.c \
+	src/theorem2/certify.c \
+	src/theorem2/multimin.c \
+	src/theorem2/search.c \
+	src/theorem2/trace.c \
+	src/theorem2/audit.c \
+	src/theorem2/embed.c \
+	src/theorem2/embed_check.c
 
 # unit tests of this module
 check_PROGRAMS += tests/test_theorem2

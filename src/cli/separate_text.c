@@ -1,0 +1,184 @@
+/* separate_text.c — the text report of `attncheck separate`: the instance,
+ * the hypotheses, the case, the search, the trace and the audit, the
+ * verdict (sep_print); and of --embed (sep_print_embed). */
+#include <config.h>
+
+#include <math.h>
+#include <stdio.h>
+
+#include "separate.h"
+
+static void print_sep(const char *label, const ac_t2_sep *s)
+{
+    char b1[32], b2[32], sb[64];
+    printf("%-10s %s", label, ac_t2_construction_name(s->construction));
+    if (s->construction == AC_T2_CON_2 || s->construction == AC_T2_CON_3)
+        printf(", head %zu", s->head);
+    if (s->construction == AC_T2_CON_3)
+        printf(", alpha %g", s->alpha);
+    if (s->construction >= AC_T2_CON_1 && s->construction <= AC_T2_CON_3)
+        printf(", vector %zu", s->index + 1);
+    printf("\n           ||f_W(X) - g_V(X)||_F in [%s, %s], relative gap >= %.3g  (%s)\n",
+           cli_num(b1, sizeof b1, s->cert.lo), cli_num(b2, sizeof b2, s->cert.hi), s->rel_lo,
+           cli_stage_name(sb, sizeof sb, s->cert.stage, s->cert.prec));
+}
+
+static void print_hypotheses(const ac_t2_hyp *hyp)
+{
+    printf("hypotheses of Theorem 2\n");
+    printf("  sizes    %-9s  %s\n", ac_verdict_name(hyp->sizes), hyp->sizes_note);
+    printf("  S_V      %-9s  rank S_V = d = %zu", ac_verdict_name(hyp->sv_rank), hyp->d);
+    if (hyp->sv_rank == AC_REFUTED)
+        printf(" fails: rank %ld", hyp->sv_rank_value);
+    printf(" (%s)\n", hyp->sv_method);
+    printf("  U        %-9s  Vk_i'Vq_i = U for every head", ac_verdict_name(hyp->u_shared));
+    if (hyp->u_shared == AC_REFUTED)
+        printf(" fails at head %zu", hyp->u_first_bad);
+    printf(" (exact comparison)\n");
+    printf("  rank U   %-9s  rank U = dp = %zu", ac_verdict_name(hyp->u_rank), hyp->dp);
+    if (hyp->u_rank == AC_REFUTED && hyp->u_rank_value >= 0)
+        printf(" fails: rank %ld", hyp->u_rank_value);
+    printf(" (%s)\n", hyp->u_method);
+    printf("  theorem  %-9s  %s\n", ac_verdict_name(hyp->applies),
+           hyp->applies == AC_PROVED ? "applies: for every f_W some X separates f_W from g_V"
+                                     : "the hypotheses are not all proved: the theorem says "
+                                       "nothing about this g_V");
+}
+
+/* the case, the identity, the case's X, the search and the best X */
+static void print_search(const sep_args *a, const ac_t2_result *r)
+{
+    printf("case       %s\n           %s\n", ac_t2_case_name(r->cls.kase), r->cls.note);
+    printf("identity   %s\n", r->identical == 1 ? "f_W = g_V head by head (exact): no X separates them"
+                              : r->identical == 0 ? "f_W and g_V are not equal head by head (exact)"
+                                                  : "head-by-head identity not decided");
+    if (r->by_case.X.data)
+        print_sep("case X", &r->by_case);
+    if (r->verdict != AC_REFUTED || r->ncand) {
+        printf("search     %zu candidates (3 constructions x %zu vectors%s), %zu certified",
+               r->ncand, a->tries, a->optimize ? ", multimin" : "", r->ncert);
+        if (!isnan(r->opt_from))
+            printf("; multimin: relative gap %.3g -> %.3g (%ld evaluations)", r->opt_from,
+                   r->opt_to, r->opt_evals);
+        printf("\n");
+    }
+    if (r->best.X.data)
+        print_sep("best X", &r->best);
+}
+
+static void print_trace(const ac_t2_result *r)
+{
+    printf("trace (%s)\n", ac_t2_case_name(r->cls.kase));
+    if (!r->nsteps)
+        printf("  no steps: %s\n",
+               r->verdict == AC_REFUTED
+                   ? "f_W = g_V head by head, so no construction was tried"
+                   : (r->cls.kase >= AC_T2_CASE_1 && r->cls.kase <= AC_T2_CASE_3)
+                         ? "no candidate of the case's construction"
+                         : "the instance is in none of the paper's three cases");
+    cli_print_steps(r->steps, r->nsteps);
+}
+
+static void print_audit(const ac_t2_result *r)
+{
+    const ac_t2_audit *au = &r->audit;
+    printf("audit (gaps of the paper's proof, MATH.md 2)\n");
+    printf("  gap 1    %-9s  ", ac_verdict_name(au->dep));
+    if (au->dep == AC_PROVED) {
+        printf("v != 0 with Wv_%zu v = 0 exactly (integer v, %ld-bit entries; v/|v| starts",
+               au->dep_head, au->dep_bits);
+        for (size_t i = 0; i < au->dep_nshow; i++)
+            printf(" %.3g", au->dep_v[i]);
+        printf(")\n           so Wo_%zu Wv_%zu v = 0 and {Wo_i Wv_i v} is linearly dependent: "
+               "\"for any v != 0 ... independent\" fails\n", au->dep_head, au->dep_head);
+    } else {
+        printf("%s\n", au->note);
+    }
+    printf("  generic  %-9s  the v the construction uses: sigma_h([Wo_i Wv_i v]) >= %.3g\n",
+           ac_verdict_name(au->indep), au->indep_sigma_lo);
+    printf("  gap 2    %-9s  %s\n", ac_verdict_name(au->parallel), au->par_note);
+    if (r->verdict == AC_PROVED)
+        printf("           the theorem still holds here: f_W(X) != g_V(X) is certified "
+               "above for a generic X\n");
+}
+
+static void print_verdict(const ac_t2_result *r)
+{
+    char b1[32], sb[64];
+    const ac_cert *c = r->best.X.data ? &r->best.cert : NULL;
+    if (r->verdict == AC_PROVED && c)
+        printf("verdict    PROVED: separated at X: ||f_W(X) - g_V(X)||_F >= %s > 0  [%s, %s, "
+               "%.3g s]\n", cli_num(b1, sizeof b1, c->lo), c->method,
+               cli_stage_name(sb, sizeof sb, c->stage, c->prec), r->seconds);
+    else if (r->verdict == AC_REFUTED)
+        printf("verdict    REFUTED: no X separates f_W from g_V (exact head-by-head identity)  "
+               "[%.3g s]\n", r->seconds);
+    else
+        printf("verdict    UNDECIDED: no separating X certified  [%.3g s]\n", r->seconds);
+}
+
+void sep_print(const sep_out *c)
+{
+    const ac_t2_result *r = c->r;
+    printf("instance   d = %zu, h = %zu (f_W head size d/h = %zu), dp = %zu, n = %zu\n", c->W->d,
+           c->W->h, c->W->hs, c->V->hs, c->a->n);
+    printf("g_V        %s\n", c->vdesc);
+    printf("f_W        %s\n", c->wdesc);
+    print_hypotheses(&r->hyp);
+    print_search(c->a, r);
+    if (c->a->common.trace)
+        print_trace(r);
+    if (r->audit.done)
+        print_audit(r);
+    printf("summary    %s\n", r->summary);
+    print_verdict(r);
+}
+
+static void print_embed_verdict(const sep_out *c)
+{
+    const ac_t2_embed_result *e = c->e;
+    char b1[32], sb[64];
+    if (e->verdict == AC_PROVED && e->exact)
+        printf("verdict    PROVED: g_V = f_W on the sample inputs, exactly (deviation 0)\n");
+    else if (e->verdict == AC_PROVED)
+        printf("verdict    PROVED: g_V = f_W on the sample inputs within tol: relative "
+               "deviation <= %s (not exact: %s)\n", cli_num(b1, sizeof b1, e->rel_hi),
+               c->a->vdir ? "g_V is not f_W head by head"
+                          : "the double V rounds the rescaling s = sqrt(dp/(d/h))");
+    else if (e->verdict == AC_REFUTED)
+        printf("verdict    REFUTED: at sample %zu ||g - f||_F / ||f||_F >= %s > tol  [%s]\n",
+               e->refuted_sample, cli_num(b1, sizeof b1, e->cert.lo),
+               cli_stage_name(sb, sizeof sb, e->cert.stage, e->cert.prec));
+    else
+        printf("verdict    UNDECIDED: sample %zu is neither proved within tol nor beyond it\n",
+               e->undecided_sample);
+}
+
+void sep_print_embed(const sep_out *c)
+{
+    const ac_t2_embed_result *e = c->e;
+    char b1[32], b2[32], sb[64];
+    printf("instance   d = %zu, h = %zu (f_W head size d/h = %zu), dp = %zu, n = %zu\n", c->W->d,
+           c->W->h, c->W->hs, c->V->hs, c->a->n);
+    printf("f_W        %s\n", c->wdesc);
+    printf("g_V        %s\n", c->vdesc);
+    printf("rescaling  %s\n", c->embnote);
+    printf("identity   %s\n",
+           e->params_identical == 1 ? "Vo_i Vv_i = Wo_i Wv_i and Vk_i'Vq_i/sqrt(dp) = "
+                                      "Wk_i'Wq_i/sqrt(d/h) for every head (exact)"
+           : e->params_identical == 0 ? "the parameters are NOT equal head by head (exact)"
+                                      : "head-by-head identity not decided");
+    printf("samples    %zu Gaussian inputs X (d x n): %zu equal exactly, head by head; "
+           "%zu proved within tol\n", e->samples, e->equal_samples, e->within_samples);
+    printf("claim      ||g_V(X) - f_W(X)||_F <= tol ||f_W(X)||_F on every sample, tol = %s\n",
+           cli_num(b1, sizeof b1, e->tol));
+    if (e->exact)
+        printf("deviation  0 on every sample (exact); the enclosures bound ||g_V(X) - "
+               "f_W(X)||_F <= %s (a cross-check)\n", cli_num(b1, sizeof b1, e->diff_hi));
+    else
+        printf("deviation  max ||g - f||_F / ||f||_F in [%s, %s]  (%s)\n",
+               cli_num(b1, sizeof b1, e->rel_lo), cli_num(b2, sizeof b2, e->rel_hi),
+               cli_stage_name(sb, sizeof sb, e->cert.stage, e->cert.prec));
+    printf("summary    %s\n", e->summary);
+    print_embed_verdict(c);
+}

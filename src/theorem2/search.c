@@ -1,0 +1,520 @@
+/* search.c — Theorem 2 of paper 1 on one pair of layers (ac_t2_separate;
+ * doc/mathematics.md §4.10): the hypotheses, the identity and the case
+ * (hypotheses.c), then the search for a separating X in named steps:
+ *   search_constructions   the three constructions with several generic vectors
+ *   search_stage0          a stage-0 certificate of each candidate
+ *   search_case_full       the case's own construction through the ball stages
+ *   search_multimin        BFGS on the relative gap from the best X so far
+ *   search_full_precision  the best estimates through the ball stages
+ *   search_conclude        the verdict and the certified X
+ * and, when asked, the trace of the case's construction and the audit;
+ * write_summary says what was shown. */
+#include <config.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attncheck/blas.h"
+#include "t2_impl.h"
+
+void ac_t2_opts_default(ac_t2_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->seed = 1;
+    o->tries = 3;
+    o->nalpha = 4;
+    o->alpha[0] = 1;
+    o->alpha[1] = 4;
+    o->alpha[2] = 16;
+    o->alpha[3] = 64;
+    o->optimize = 60;
+    o->sched = ac_schedule_default();
+    o->threads = 1;
+    o->wname = "f_W";
+    o->vname = "g_V";
+}
+
+/* ---- candidates ----------------------------------------------------------- */
+
+typedef struct {
+    ac_t2_sep *v;
+    size_t n, cap;
+} cand_list;
+
+static ac_t2_sep *cand_push(cand_list *l)
+{
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 16;
+        ac_t2_sep *nv = realloc(l->v, cap * sizeof *nv);
+        if (!nv)
+            return NULL;
+        l->v = nv;
+        l->cap = cap;
+    }
+    ac_t2_sep *s = &l->v[l->n++];
+    memset(s, 0, sizeof *s);
+    s->cert.verdict = AC_UNDECIDED;
+    s->cert.stage = AC_STAGE_NONE;
+    return s;
+}
+
+static void cand_free(cand_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        ac_t2_sep_free(&l->v[i]);
+    free(l->v);
+    l->v = NULL;
+    l->n = l->cap = 0;
+}
+
+/* a certified candidate a beats b */
+static int better(const ac_t2_sep *a, const ac_t2_sep *b)
+{
+    if (a->cert.verdict != AC_PROVED)
+        return 0;
+    if (!b || b->cert.verdict != AC_PROVED)
+        return 1;
+    return a->rel_lo > b->rel_lo;
+}
+
+static int sep_copy(ac_t2_sep *dst, const ac_t2_sep *src, ac_err *err)
+{
+    *dst = *src;
+    dst->X.data = NULL;
+    return ac_mat_copy(&dst->X, &src->X, err);
+}
+
+/* ---- the steps of the search ---------------------------------------------- */
+
+/* The state of one search: the candidates, the double workspace, the best
+ * certified candidate and the best of the case's own construction (both
+ * point into L, which moves when it grows). */
+typedef struct {
+    ac_t2_result *res;
+    const ac_mh *W, *V;
+    size_t n;
+    const ac_t2_opts *o;
+    int threads, kase;
+    cand_list L;
+    t2_gap_ws g;
+    ac_t2_sep *best, *bycase;
+} t2_search;
+
+/* 1. the three constructions (paper 1, Theorem 2, cases 1-3) with o->tries
+ *    generic vectors each, construction 3 with every alpha */
+static int search_constructions(t2_search *s, ac_err *err)
+{
+    const ac_t2_opts *o = s->o;
+    int st;
+    for (int con = AC_T2_CON_1; con <= AC_T2_CON_3; con++) {
+        if (con == AC_T2_CON_3 && s->n < 2)
+            continue;
+        size_t na = con == AC_T2_CON_3 ? (o->nalpha ? o->nalpha : 1) : 1;
+        for (size_t k = 0; k < o->tries; k++)
+            for (size_t ia = 0; ia < na; ia++) {
+                ac_t2_sep *c = cand_push(&s->L);
+                if (!c)
+                    return ac_err_set(err, AC_EINTERNAL, "out of memory");
+                c->construction = con;
+                c->index = k;
+                c->alpha = con == AC_T2_CON_3 ? (o->nalpha ? o->alpha[ia] : 1.0) : 0.0;
+                if ((st = ac_t2_construct(&c->X, con, s->W, s->V, s->n, o->seed, k, c->alpha,
+                                          &c->head, err)))
+                    return st;
+                c->est_rel = t2_gap_eval(&s->g, &c->X, &c->est_gap, NULL, NULL);
+            }
+    }
+    s->res->ncand = s->L.n;
+    return AC_OK;
+}
+
+/* 2. stage-0 certificates (cheap); a candidate whose estimate is 0 cannot be
+ *    separated and is skipped */
+static int search_stage0(t2_search *s, ac_err *err)
+{
+    int st;
+    for (size_t i = 0; i < s->L.n; i++) {
+        ac_t2_sep *c = &s->L.v[i];
+        if (!(c->est_gap > 0))
+            continue;
+        if ((st = ac_t2_certify(c, s->W, s->V, NULL, err)))
+            return st;
+        if (c->cert.verdict == AC_PROVED) {
+            s->res->ncert++;
+            if (better(c, s->best))
+                s->best = c;
+            if (c->construction == s->kase && better(c, s->bycase))
+                s->bycase = c;
+        }
+    }
+    return AC_OK;
+}
+
+/* 3. the case's own construction through the ball stages if stage 0 failed */
+static int search_case_full(t2_search *s, ac_err *err)
+{
+    ac_t2_sep *top = NULL;
+    int st;
+    if (s->kase < 1 || s->kase > 3 || s->bycase)
+        return AC_OK;
+    for (size_t i = 0; i < s->L.n; i++)
+        if (s->L.v[i].construction == s->kase && s->L.v[i].est_gap > 0 &&
+            (!top || s->L.v[i].est_rel > top->est_rel))
+            top = &s->L.v[i];
+    if (!top)
+        return AC_OK;
+    if ((st = ac_t2_certify(top, s->W, s->V, &s->o->sched, err)))
+        return st;
+    if (top->cert.verdict == AC_PROVED) {
+        s->res->ncert++;
+        s->bycase = top;
+        if (better(top, s->best))
+            s->best = top;
+    } else {
+        top->est_gap = 0; /* every stage tried */
+    }
+    return AC_OK;
+}
+
+/* The starting point of the multimin: the best certified X, else the best
+ * estimate, else a Gaussian X from the stream (seed, 204, 0). */
+static int multimin_start(ac_mat *X0, const t2_search *s, ac_err *err)
+{
+    const ac_t2_sep *from = s->best;
+    if (!from)
+        for (size_t i = 0; i < s->L.n; i++)
+            if (s->L.v[i].est_rel > 0 && (!from || s->L.v[i].est_rel > from->est_rel))
+                from = &s->L.v[i];
+    if (from)
+        return ac_mat_copy(X0, &from->X, err);
+    int st = ac_mat_init(X0, s->W->d, s->n, err);
+    if (!st)
+        t2_rng_vec(X0->data, s->W->d * s->n, s->o->seed, T2_STREAM_CON + AC_T2_CON_OPT, 0);
+    return st;
+}
+
+/* the multimin's X, certified at stage 0 and then through the ball stages */
+static int certify_multimin(t2_search *s, ac_t2_sep *c, ac_err *err)
+{
+    int st;
+    c->est_rel = t2_gap_eval(&s->g, &c->X, &c->est_gap, NULL, NULL);
+    if (!(c->est_gap > 0))
+        return AC_OK;
+    if ((st = ac_t2_certify(c, s->W, s->V, NULL, err)))
+        return st;
+    if (c->cert.verdict != AC_PROVED && (st = ac_t2_certify(c, s->W, s->V, &s->o->sched, err)))
+        return st;
+    if (c->cert.verdict == AC_PROVED)
+        s->res->ncert++;
+    else
+        c->est_gap = 0; /* every stage tried */
+    return AC_OK;
+}
+
+/* 4. multimin on the relative gap, from the best X so far (copied: the
+ *    candidate array may move when the result is appended); then the best
+ *    and the case's best again, as the array moved */
+static int search_multimin(t2_search *s, ac_err *err)
+{
+    ac_t2_result *res = s->res;
+    ac_mat X0 = {0};
+    int st;
+    if (s->o->optimize <= 0)
+        return AC_OK;
+    if ((st = multimin_start(&X0, s, err)))
+        return st;
+    double g0, r0 = t2_gap_eval(&s->g, &X0, &g0, NULL, NULL);
+    ac_t2_sep *c = cand_push(&s->L);
+    if (!c) {
+        ac_mat_free(&X0);
+        return ac_err_set(err, AC_EINTERNAL, "out of memory");
+    }
+    c->construction = AC_T2_CON_OPT;
+    double r1 = t2_maximise_gap(&c->X, s->W, s->V, &X0, s->o->optimize, s->threads,
+                                &res->opt_evals, NULL);
+    ac_mat_free(&X0);
+    if (r1 >= 0 && c->X.data) {
+        res->opt_from = r0;
+        res->opt_to = r1;
+        res->ncand++;
+        if ((st = certify_multimin(s, c, err)))
+            return st;
+    }
+    s->best = s->bycase = NULL;
+    for (size_t i = 0; i < s->L.n; i++) {
+        ac_t2_sep *ci = &s->L.v[i];
+        if (ci->cert.verdict != AC_PROVED)
+            continue;
+        if (better(ci, s->best))
+            s->best = ci;
+        if (ci->construction == s->kase && better(ci, s->bycase))
+            s->bycase = ci;
+    }
+    return AC_OK;
+}
+
+/* 5. nothing certified at stage 0: the best estimates through the ball
+ *    stages (at most 3) */
+static int search_full_precision(t2_search *s, ac_err *err)
+{
+    int st;
+    for (int rep = 0; rep < 3 && !s->best; rep++) {
+        ac_t2_sep *top = NULL;
+        for (size_t i = 0; i < s->L.n; i++) {
+            ac_t2_sep *c = &s->L.v[i];
+            if (c->est_gap > 0 && c->cert.verdict != AC_PROVED &&
+                (!top || c->est_rel > top->est_rel))
+                top = c;
+        }
+        if (!top)
+            break;
+        if ((st = ac_t2_certify(top, s->W, s->V, &s->o->sched, err)))
+            return st;
+        if (top->cert.verdict == AC_PROVED) {
+            s->res->ncert++;
+            s->best = top;
+            if (top->construction == s->kase)
+                s->bycase = top;
+        } else {
+            top->est_gap = 0; /* do not retry */
+        }
+    }
+    return AC_OK;
+}
+
+/* 6. PROVED with the best certified X; without one, the certificate of the
+ *    most promising attempt, and REFUTED only for an exact identity */
+static int search_conclude(t2_search *s, ac_err *err)
+{
+    ac_t2_result *res = s->res;
+    int st;
+    if (s->best) {
+        res->verdict = AC_PROVED;
+        if ((st = sep_copy(&res->best, s->best, err)))
+            return st;
+    } else {
+        const ac_t2_sep *top = NULL;
+        for (size_t i = 0; i < s->L.n; i++)
+            if (s->L.v[i].cert.stage != AC_STAGE_NONE &&
+                (!top || s->L.v[i].est_rel > top->est_rel))
+                top = &s->L.v[i];
+        if (top)
+            res->best.cert = top->cert;
+        if (res->identical == 1)
+            res->verdict = AC_REFUTED;
+    }
+    if (s->bycase && (st = sep_copy(&res->by_case, s->bycase, err)))
+        return st;
+    return AC_OK;
+}
+
+/* The search proper: steps 1 to 6. */
+static int search_run(t2_search *s, ac_err *err)
+{
+    int st;
+    if ((st = search_constructions(s, err)) || (st = search_stage0(s, err)) ||
+        (st = search_case_full(s, err)) || (st = search_multimin(s, err)))
+        return st;
+    if (!s->best && (st = search_full_precision(s, err)))
+        return st;
+    return search_conclude(s, err);
+}
+
+/* ---- after the search: trace, audit, summary ------------------------------ */
+
+/* The trace of the case's construction: its certified X, else its best
+ * estimate. */
+static int search_trace(t2_search *s, ac_err *err)
+{
+    const ac_t2_sep *tc = s->res->by_case.X.data ? &s->res->by_case : NULL;
+    if (s->kase < 1 || s->kase > 3)
+        return AC_OK;
+    if (!tc)
+        for (size_t i = 0; i < s->L.n; i++)
+            if (s->L.v[i].construction == s->kase && (!tc || s->L.v[i].est_rel > tc->est_rel))
+                tc = &s->L.v[i];
+    return tc ? t2_trace(s->res, s->W, s->V, tc, err) : AC_OK;
+}
+
+/* The audit at the generic v of the case's certified X (cases 2 and 3), else
+ * of construction 2 with the first vector. */
+static int search_audit(t2_search *s, ac_err *err)
+{
+    ac_t2_result *res = s->res;
+    const ac_mat *Xg = NULL;
+    ac_mat Xv = {0};
+    if (res->by_case.X.data && (s->kase == 2 || s->kase == 3))
+        Xg = &res->by_case.X;
+    if (!Xg && ac_t2_construct(&Xv, AC_T2_CON_2, s->W, s->V, s->n, s->o->seed, 0, 1.0, NULL,
+                               NULL) == AC_OK)
+        Xg = &Xv;
+    int st = t2_run_audit(res, s->W, s->V, Xg, err);
+    ac_mat_free(&Xv);
+    return st;
+}
+
+static const char *verdict_word(ac_verdict v)
+{
+    return v == AC_PROVED ? "holds" : v == AC_REFUTED ? "fails" : "undecided";
+}
+
+static void failing_hypotheses(char *buf, size_t n, const ac_t2_hyp *hy)
+{
+    size_t k = 0;
+    buf[0] = '\0';
+    const char *names[4] = {"the sizes", "rank S_V = d", "U_i = U for every head", "rank U = dp"};
+    ac_verdict v[4] = {hy->sizes, hy->sv_rank, hy->u_shared, hy->u_rank};
+    for (int i = 0; i < 4; i++)
+        if (v[i] != AC_PROVED && k < n)
+            k += (size_t)snprintf(buf + k, n - k, "%s%s %s", k ? ", " : "", names[i],
+                                  verdict_word(v[i]) );
+}
+
+/* res->summary: what the verdict means for Theorem 2, given its hypotheses */
+static void write_summary(ac_t2_result *res)
+{
+    char fails[200], b1[64];
+    failing_hypotheses(fails, sizeof fails, &res->hyp);
+    snprintf(b1, sizeof b1, "%.3g", res->best.cert.lo);
+    if (res->verdict == AC_PROVED && res->hyp.applies == AC_PROVED)
+        snprintf(res->summary, sizeof res->summary,
+                 "Theorem 2 applies (every hypothesis proved) and f_W is separated from g_V "
+                 "at the X found: ||f_W(X) - g_V(X)||_F >= %s, relative gap >= %.3g (%s; "
+                 "best X from %s)", b1, res->best.rel_lo, ac_t2_case_name(res->cls.kase),
+                 ac_t2_construction_name(res->best.construction));
+    else if (res->verdict == AC_PROVED)
+        snprintf(res->summary, sizeof res->summary,
+                 "f_W is separated from g_V at the X found (||f_W(X) - g_V(X)||_F >= %s): a "
+                 "fact about these two layers; Theorem 2 itself says nothing here, because "
+                 "its hypotheses are not all proved (%.150s)", b1, fails);
+    else if (res->verdict == AC_REFUTED)
+        snprintf(res->summary, sizeof res->summary,
+                 "no X separates f_W from g_V: they are equal head by head (exact: "
+                 "Vo_i Vv_i = Wo_i Wv_i and U_i/sqrt(dp) = Wk_i'Wq_i/sqrt(d/h)); %s",
+                 res->hyp.applies == AC_PROVED
+                     ? "this contradicts Theorem 2, whose hypotheses were proved: report a bug"
+                     : "consistent with Theorem 2, whose hypotheses fail");
+    else if (res->hyp.applies == AC_PROVED)
+        snprintf(res->summary, sizeof res->summary,
+                 "the theorem's hypotheses hold, so some X separates f_W from g_V, but none "
+                 "of the %zu candidates could be certified (the differences are below what "
+                 "the precision schedule resolves)", res->ncand);
+    else
+        snprintf(res->summary, sizeof res->summary,
+                 "no separating X was certified among %zu candidates; the hypotheses of "
+                 "Theorem 2 are not all proved (%s), so f_W and g_V may be equal; that is not "
+                 "concluded from a failed search", res->ncand, fails);
+}
+
+/* ---- ac_t2_separate ------------------------------------------------------- */
+
+static void result_init(ac_t2_result *res)
+{
+    memset(res, 0, sizeof *res);
+    res->verdict = AC_UNDECIDED;
+    res->identical = -1;
+    res->opt_from = res->opt_to = NAN;
+    res->best.cert.verdict = res->by_case.cert.verdict = AC_UNDECIDED;
+    res->best.cert.stage = res->by_case.cert.stage = AC_STAGE_NONE;
+}
+
+/* The exact decisions: shapes, hypotheses, identity, case. */
+static int decide_exactly(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
+                          const ac_t2_opts *o, ac_err *err)
+{
+    int st;
+    if ((st = ac_t2_validate(W, o->wname ? o->wname : "f_W", V, o->vname ? o->vname : "g_V",
+                             err)))
+        return st;
+    if (n == 0)
+        return ac_err_set(err, AC_EUSAGE, "X needs n >= 1 tokens");
+    if ((st = ac_t2_hypotheses(&res->hyp, V, n, err)) ||
+        (st = ac_t2_identical(&res->identical, W, V, err)) ||
+        (st = ac_t2_classify(&res->cls, W, V, err)))
+        return st;
+    return AC_OK;
+}
+
+static int separate(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
+                    const ac_t2_opts *opts, int threads, ac_err *err)
+{
+    ac_t2_opts defaults;
+    t2_search s;
+    int st, have_g = 0;
+    double t0 = ac_seconds();
+    result_init(res);
+    if (!opts) {
+        ac_t2_opts_default(&defaults);
+        opts = &defaults;
+    }
+    if ((st = decide_exactly(res, W, V, n, opts, err)))
+        return st;
+    memset(&s, 0, sizeof s);
+    s.res = res;
+    s.W = W;
+    s.V = V;
+    s.n = n;
+    s.o = opts;
+    s.threads = threads;
+    s.kase = (int)res->cls.kase;
+    if (res->identical == 1 && !opts->search_if_identical) {
+        res->verdict = AC_REFUTED;
+    } else {
+        if ((st = t2_gap_ws_init(&s.g, W, V, n, threads, err)))
+            goto out;
+        have_g = 1;
+        if ((st = search_run(&s, err)))
+            goto out;
+    }
+    if (res->verdict == AC_REFUTED)
+        ac_cert_set(&res->best.cert, "||f_W(X) - g_V(X)||_F for every X", AC_GT, 0.0,
+                    AC_STAGE_EXACT, 0, 0.0, 0.0,
+                    "exact head-by-head identity of the products (dyadic rationals)");
+    if ((opts->trace && (st = search_trace(&s, err))) ||
+        (opts->audit && (st = search_audit(&s, err))))
+        goto out;
+    write_summary(res);
+out:
+    if (have_g)
+        t2_gap_ws_free(&s.g);
+    cand_free(&s.L);
+    res->seconds = ac_seconds() - t0;
+    return st;
+}
+
+/* The check runs with single-threaded BLAS.  It is made of many small
+ * products in a loop, and a thread pool (OpenBLAS's, or OpenMP's in
+ * ac_mh_forward) makes each parallel call wait for its workers: on a loaded
+ * machine a descheduled worker costs a scheduler time slice per call, which
+ * turned a 0.25 s search into 5.3 s with 4 busy processes on 2 cores.  And
+ * the vector operations of GSL's BFGS go through the CBLAS, whose threaded
+ * dot products would make the search path depend on the thread count.  The
+ * double forward and backward passes use opts->threads threads (default 1;
+ * their result does not depend on it). */
+int ac_t2_separate(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
+                   const ac_t2_opts *opts, ac_err *err)
+{
+    int old = ac_blas_get_threads();
+    int threads = opts ? (opts->threads > 0 ? opts->threads : old) : 1;
+    ac_blas_set_threads(1);
+    int st = separate(res, W, V, n, opts, threads, err);
+    ac_blas_set_threads(old);
+    return st;
+}
+
+void ac_t2_result_free(ac_t2_result *res)
+{
+    if (!res)
+        return;
+    ac_t2_sep_free(&res->best);
+    ac_t2_sep_free(&res->by_case);
+}
+
+ac_verdict ac_t2_case_verdict(const ac_t2_result *res, ac_t2_case kase)
+{
+    if (res->cls.kase != kase || res->hyp.applies != AC_PROVED || !res->by_case.X.data)
+        return AC_UNDECIDED;
+    return res->by_case.cert.verdict;
+}

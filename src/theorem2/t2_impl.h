@@ -1,0 +1,133 @@
+/* t2_impl.h — internals of Theorem 2 of paper 1 (src/theorem2/), shared by
+ * its files; not installed.
+ *
+ * Dimension letters: d model width, n tokens, h heads, dh = d/h the head size
+ * of f_W, dp the head size of g_V, hh = h * head size.  X is d x n, one column
+ * per token; softmax over each column (doc/mathematics.md §1.2).  Exact checks
+ * use dyadic.h (products of doubles as exact dyadic rationals,
+ * doc/mathematics.md §2.6); certified values use the verdict engine with
+ * stage 0 = ac_mh_enclose and Arb balls after it (multihead_arb.h,
+ * doc/mathematics.md §2.2).
+ *
+ * Where each step of the paper's proof lives (paper 1, Theorem 2):
+ *   hypotheses.c  the hypotheses, the exact identity, the case (x_S, x_qk, x_ov)
+ *   generate.c    g_V and f_W generators, one per case (generate_w_case1/2/3)
+ *   construct.c   the constructions of X, one per case (construct_case1/2/3)
+ *   certify.c     double gap estimates, the certificate ||f_W(X) - g_V(X)||_F > 0
+ *   multimin.c    BFGS maximisation of the relative gap
+ *   search.c      ac_t2_separate: candidates, certification, summary
+ *   trace.c       the proof's steps with certified values (trace_case1/2/3)
+ *   audit.c       the two gaps of the paper's proof (audit_dependence, audit_parallel)
+ *   embed.c       the inclusion F in G (ac_t2_embed)
+ *   embed_check.c the embedding check on sample inputs (ac_t2_embed_check)
+ */
+#ifndef AC_T2_IMPL_H
+#define AC_T2_IMPL_H
+
+#include <math.h>
+
+#include "core/ac_arb.h"
+#include "core/dyadic.h"
+#include "attncheck/interval.h"
+#include "attncheck/multihead.h"
+#include "attncheck/theorem2.h"
+
+/* Streams of the random draws: (seed, T2_STREAM_*, index). */
+enum {
+    T2_STREAM_V = 100,     /* g_V generator (+ 8 * attempt + k) */
+    T2_STREAM_W = 2,       /* f_W generator */
+    T2_STREAM_WCASE = 3,   /* f_W built for case 2 / 3 */
+    T2_STREAM_CON = 200,   /* construction c uses 200 + c */
+    T2_STREAM_SAMPLE = 301 /* sample inputs of the embedding check */
+};
+
+/* Precision (bits) of the trace's Arb values. */
+#define T2_TRACE_PREC 128
+
+/* ---- exact parts of a layer (hypotheses.c; dyadic.h) ---------------------- */
+
+/* S = Wo_cat Wv_stack = sum_i Wo_i Wv_i (d x d) */
+int t2_x_S(ac_xmat *S, const ac_mh *L);
+/* A_i = Wk_i^T Wq_i (d x d) */
+int t2_x_qk(ac_xmat *A, const ac_mh *L, size_t i);
+/* Wo_i Wv_i (d x d) */
+int t2_x_ov(ac_xmat *A, const ac_mh *L, size_t i);
+/* One exact part of head i of a layer: t2_x_qk or t2_x_ov. */
+typedef int (*t2_x_part)(ac_xmat *A, const ac_mh *L, size_t i);
+/* a = part(W, i), b = part(V, i): 1, or 0 when either is too wide for
+ * exact arithmetic (then nothing is left to clear). */
+int t2_x_pair(ac_xmat *a, ac_xmat *b, t2_x_part part, const ac_mh *W, const ac_mh *V, size_t i);
+
+/* ---- random vectors (construct.c) ---------------------------------------- */
+
+/* v[0..m) i.i.d. N(0, 1) from the stream (seed, a, b). */
+void t2_rng_vec(double *v, size_t m, uint64_t seed, uint64_t a, uint64_t b);
+
+/* ---- double-precision gap (certify.c) ------------------------------------- */
+
+typedef struct {
+    const ac_mh *W, *V;
+    size_t n;
+    ac_mh_work ww, wv;
+    ac_mat Yf, Yg;
+} t2_gap_ws;
+
+/* threads: of the forward and backward passes (0 = as the BLAS) */
+int t2_gap_ws_init(t2_gap_ws *g, const ac_mh *W, const ac_mh *V, size_t n, int threads,
+                   ac_err *err);
+void t2_gap_ws_free(t2_gap_ws *g);
+/* gap = ||f - g||_F, nf, ng the norms (may be NULL); returns the relative gap
+ * ||f - g||_F / (||f||_F + ||g||_F) (0 when both are 0). */
+double t2_gap_eval(t2_gap_ws *g, const ac_mat *X, double *gap, double *nf, double *ng);
+
+/* Lower bound on sqrt(sum m_i^2) over nonnegative m_i, rounded down
+ * (doc/mathematics.md §2.3). */
+double t2_norm2_dn(const double *m, size_t N);
+
+/* The mignitude (least |x|) and the magnitude (largest |x|) of [lo, hi]. */
+static inline double t2_mig(double lo, double hi)
+{
+    return lo > 0 ? lo : (hi < 0 ? -hi : 0.0);
+}
+static inline double t2_mag(double lo, double hi)
+{
+    return fmax(fabs(lo), fabs(hi));
+}
+
+/* Stage 0 of both layers at X: F = f_W(X), G = g_V(X) enclosed by
+ * ac_mh_enclose; on error nothing is left to free. */
+int t2_enclose_pair(ac_imat *F, ac_imat *G, const ac_mh *W, const ac_mh *V, const ac_mat *X,
+                    ac_err *err);
+/* The ball stages of both layers at X: Xa = X exactly, F = f_W(X),
+ * G = g_V(X) in Arb at prec (d x n each, initialised by the caller). */
+void t2_arb_pair(arb_mat_t Xa, arb_mat_t F, arb_mat_t G, const ac_mh *W, const ac_mh *V,
+                 const ac_mat *X, slong prec);
+
+/* ---- the search's pieces -------------------------------------------------- */
+
+/* BFGS from X0 on the relative gap (multimin.c); the best point evaluated goes
+ * to Xout (allocated here).  Returns its relative gap estimate, or -1 if
+ * nothing was done; *evals receives the number of evaluations. */
+double t2_maximise_gap(ac_mat *Xout, const ac_mh *W, const ac_mh *V, const ac_mat *X0,
+                       int iters, int threads, long *evals, ac_err *err);
+
+/* The proof's steps for the case res->cls.kase at the candidate cand, into
+ * res->steps (trace.c). */
+int t2_trace(ac_t2_result *res, const ac_mh *W, const ac_mh *V, const ac_t2_sep *cand,
+             ac_err *err);
+
+/* The gaps of the paper's proof on the instance, into res->audit; Xgen (may
+ * be NULL) holds the generic v of the case-2 construction in its column 1
+ * (audit.c). */
+int t2_run_audit(ac_t2_result *res, const ac_mh *W, const ac_mh *V, const ac_mat *Xgen,
+                 ac_err *err);
+
+/* ---- Arb helpers shared by the trace and the audit (trace.c) ------------- */
+
+/* v = column j of X (d x 1, exactly) */
+void t2_arb_col_of(arb_mat_t v, const ac_mat *X, size_t j);
+/* Certified enclosure [lo, hi] of sigma_h of B = [Wo_1 Wv_1 v, ..., Wo_h Wv_h v]
+ * (d x h); [0, inf] when h > d. */
+int t2_sigma_ov(double *lo, double *hi, const ac_mh *W, const arb_mat_t v, ac_err *err);
+
+#endif /* AC_T2_IMPL_H */
