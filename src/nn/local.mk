@@ -5,6 +5,9 @@ src_libattncheck_la_SOURCES += \
 	src/nn/nn_impl.h \
 	src/nn/layers.c \
 	src/nn/model.c \
+	src/nn/forward.c \
+	src/nn/backward.c \
+	src/nn/adamw.c \
 	src/nn/config.c \
 	src/nn/data_text.c \
 	src/nn/data_listops.c \

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "attncheck/blas.h"
 #include "attncheck/linalg.h"
 #include "attncheck/nn.h"
 #include "attncheck/train.h"
@@ -100,6 +101,123 @@ static inline uint64_t fnv_doubles(uint64_t h, const double *x, size_t n)
         h = fnv1a(h, b, 8);
     }
     return h;
+}
+
+/* ================================================================ model */
+
+/* Parallel structure (deterministic for any thread count;
+ * doc/mathematics.md §6.3)
+ * -------------------------------------------------------
+ * Everything except the parameter gradients is local to a sequence, so the
+ * batch is cut into fixed chunks of whole sequences (about CHUNK_ROWS rows;
+ * the cut depends only on B and T) and OpenMP runs the chunks:
+ *   forward:  all layers of a chunk, its head and per-row losses;
+ *   backward: per layer, phase 1 runs the chunks through the layer's
+ *             activation gradients; phase 2 computes the layer's parameter
+ *             gradients as fixed tiles (TILE x TILE blocks of each weight
+ *             gradient, one dgemm over all N rows each; LayerNorm and
+ *             embedding gradients as single tasks).
+ * Each number is produced by one fixed piece of code on fixed data, and
+ * scalar reductions (loss, gradient norm) are summed in a fixed order, so
+ * the results are bit-identical whatever the number of threads.
+ */
+
+#define CHUNK_ROWS 256
+#define TILE_O 128
+#define TILE_I 256
+#define NORM_BLOCK 4096
+
+/* Slots of a transformer layer's tensors, in table order. */
+enum {
+    L_LN1W, L_LN1B, L_QKVW, L_QKVB, L_PROJW, L_PROJB, L_LN2W, L_LN2B, L_FCW, L_FCB, L_FCPW,
+    L_FCPB, L_NTENSORS
+};
+
+/* Activations of one transformer layer (rows of the whole batch). */
+typedef struct {
+    double *ln1, *ln1_mean, *ln1_rstd, *qkv, *att, *atty, *res2, *ln2, *ln2_mean, *ln2_rstd, *fch,
+        *fchg, *res3;
+} layer_acts;
+
+typedef enum { TK_LINEAR, TK_LN, TK_EMBED, TK_HEADPROJ } task_kind;
+
+/* One piece of phase 2: a weight-gradient tile, a LayerNorm's parameters,
+ * the embedding, or one head of the per-head output projection. */
+typedef struct {
+    task_kind kind;
+    double *dw, *db;
+    const double *dout, *inp, *mean, *rstd;
+    size_t N, IC, OC, o0, o1, i0, i1;
+    double cost;
+} nn_task;
+
+struct ac_nn_work {
+    size_t B, T;              /* of the last forward */
+    size_t spc;               /* sequences per chunk (for the last forward's T) */
+    int have_forward;
+    /* tensor indices */
+    long i_wte, i_win, i_bin, i_wpe, i_layer0, i_lnfw, i_lnfb, i_headw, i_headb, i_wq, i_wo;
+    /* inputs copied from the batch */
+    int32_t *tokens, *targets;
+    double *x, *y;
+    /* activations */
+    double *acts;
+    double *enc;              /* (N,C) embedding output / layer-0 input */
+    layer_acts *layers;
+    double *lnf, *lnf_mean, *lnf_rstd, *pooled, *logits, *losses;
+    /* ARCH_ATTENTION / ARCH_SCORES */
+    double *qkv, *att, *pre, *atty, *out;
+    /* gradient scratch (one layer) */
+    double *gacts;
+    double *gout, *gx, *gres2, *gln, *gln1, *gf, *gatty, *gqkv, *glnf, *gpool;
+    double *scratch;          /* per chunk: T*T */
+    size_t nchunks_max;
+    size_t *chunk_correct;
+    double *chunk_maxdev;
+    double *norm_part;
+    nn_task *tasks;
+    size_t ntasks_cap;
+};
+
+/* The parameters and the gradient of tensor i. */
+#define PAR(m, i) ((m)->params + (m)->tensors[(i)].offset)
+#define GRD(m, i) ((m)->grads + (m)->tensors[(i)].offset)
+
+/* The kernels call BLAS from OpenMP threads: BLAS itself runs one thread
+ * for the duration of a forward or backward pass. */
+static inline int blas_single(void)
+{
+    int t = ac_blas_get_threads();
+    if (t != 1)
+        ac_blas_set_threads(1);
+    return t;
+}
+
+static inline void blas_restore(int t)
+{
+    if (t != 1)
+        ac_blas_set_threads(t);
+}
+
+static inline size_t seqs_per_chunk(size_t T)
+{
+    size_t s = CHUNK_ROWS / T;
+    return s ? s : 1;
+}
+
+/* The input and the output of transformer layer l (rows of the batch). */
+static inline const double *layer_input(const ac_nn_model *m, size_t l)
+{
+    const ac_nn_work *w = m->w;
+    if (l == 0)
+        return w->enc;
+    return m->cfg.ln == AC_NN_LN_PRE ? w->layers[l - 1].res3 : w->layers[l - 1].ln2;
+}
+
+static inline const double *layer_output(const ac_nn_model *m, size_t l)
+{
+    const ac_nn_work *w = m->w;
+    return m->cfg.ln == AC_NN_LN_PRE ? w->layers[l].res3 : w->layers[l].ln2;
 }
 
 #endif /* AC_NN_IMPL_H */
