@@ -649,8 +649,8 @@ int ac_trainer_load(ac_trainer *tr, const char *dir, ac_err *err)
     ck.eval_batches = mine.eval_batches;
     const char *f = ac_train_config_diff(&mine, &ck);
     if (f) {
-        st = ac_err_set(err, AC_EDATA, "%s: the checkpoint was made with another configuration "
-                        "(%s differs)", dir, f);
+        st = ac_err_set_field(err, AC_EDATA, f, "%s: the checkpoint was made with another "
+                              "configuration (%s differs)", dir, f);
         goto out;
     }
     const ac_jv *data = ac_jv_get(root, "data");
@@ -701,8 +701,8 @@ int ac_trainer_load(ac_trainer *tr, const char *dir, ac_err *err)
         (st = load_array(dir, "adamw.v.npy", nv, 1, &n, vsum, err)))
         goto out;
     if (step > tr->cfg.steps) {
-        st = ac_err_set(err, AC_EUSAGE, "%s: the checkpoint is at step %zu, beyond --steps %zu",
-                        dir, step, tr->cfg.steps);
+        st = ac_err_set_field(err, AC_EUSAGE, "steps", "%s: the checkpoint is at step %zu, "
+                              "beyond steps %zu", dir, step, tr->cfg.steps);
         goto out;
     }
     /* everything checked: commit */

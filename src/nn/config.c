@@ -120,7 +120,7 @@ double ac_train_lr(const ac_train_config *c, size_t step)
     return c->min_lr + 0.5 * (c->lr - c->min_lr) * (1.0 + cos(M_PI * f));
 }
 
-
+/* The head size: width/heads for standard heads, head_dim for fixed ones. */
 size_t train_head_size(const ac_nn_config *m)
 {
     return m->kind == AC_NN_ATTN_STANDARD ? (m->heads ? m->width / m->heads : 0) : m->head_dim;
@@ -129,66 +129,66 @@ size_t train_head_size(const ac_nn_config *m)
 const char *ac_train_config_diff(const ac_train_config *a, const ac_train_config *b)
 {
     const ac_nn_config *x = &a->model, *y = &b->model;
-#define DIFF(f, name)                                                                              \
+#define DIFF(f)                                                                                    \
     if (a->f != b->f)                                                                              \
-        return name;
-#define MDIFF(f, name)                                                                             \
+        return #f;
+#define MDIFF(f)                                                                                   \
     if (x->f != y->f)                                                                              \
-        return name;
-    DIFF(task, "--task");
-    MDIFF(arch, "--arch");
-    MDIFF(input, "--arch");
-    MDIFF(vocab, "the vocabulary");
-    MDIFF(in_dim, "the input dimension");
-    MDIFF(positions, "--positions");
-    MDIFF(max_seq, "--seq");
-    MDIFF(width, "--width");
-    MDIFF(layers, "--layers");
-    MDIFF(heads, "--heads");
-    MDIFF(kind, "--attention");
+        return #f;
+    DIFF(task);
+    MDIFF(arch);
+    MDIFF(input);
+    MDIFF(vocab);
+    MDIFF(in_dim);
+    MDIFF(positions);
+    MDIFF(max_seq);
+    MDIFF(width);
+    MDIFF(layers);
+    MDIFF(heads);
+    MDIFF(kind);
     if (train_head_size(x) != train_head_size(y))
-        return "--head-dim";
-    MDIFF(ffn, "--ffn-mult");
-    MDIFF(ln, "--ln");
-    MDIFF(causal, "--causal");
-    MDIFF(head, "--task");
-    MDIFF(out_dim, "the number of outputs");
-    MDIFF(pool, "--pool");
-    DIFF(batch, "--batch");
-    DIFF(seq, "--seq");
-    DIFF(warmup, "--warmup");
-    DIFF(lr, "--lr");
-    DIFF(min_lr, "--min-lr");
-    DIFF(beta1, "--beta1");
-    DIFF(beta2, "--beta2");
-    DIFF(eps, "--adam-eps");
-    DIFF(weight_decay, "--weight-decay");
-    DIFF(clip, "--clip");
-    DIFF(init_std, "--init-std");
-    DIFF(schedule, "--schedule");
-    DIFF(seed, "--seed");
+        return "head_dim";
+    MDIFF(ffn);
+    MDIFF(ln);
+    MDIFF(causal);
+    MDIFF(head);
+    MDIFF(out_dim);
+    MDIFF(pool);
+    DIFF(batch);
+    DIFF(seq);
+    DIFF(warmup);
+    DIFF(lr);
+    DIFF(min_lr);
+    DIFF(beta1);
+    DIFF(beta2);
+    DIFF(eps);
+    DIFF(weight_decay);
+    DIFF(clip);
+    DIFF(init_std);
+    DIFF(schedule);
+    DIFF(seed);
     if (strcmp(a->x_path, b->x_path) != 0)
-        return "--x";
+        return "x_path";
     if (strcmp(a->p_path, b->p_path) != 0)
-        return "--p";
+        return "p_path";
     if (strcmp(a->teacher_dir, b->teacher_dir) != 0)
-        return "--teacher";
+        return "teacher_dir";
     if (a->task == AC_TASK_TEACHER && a->teacher_stack != b->teacher_stack)
-        return "--teacher-stack";
+        return "teacher_stack";
     if (strcmp(a->text_path, b->text_path) != 0)
-        return "--text";
+        return "text_path";
     if (a->task == AC_TASK_FIT_P) {
-        DIFF(fitp_n, "--n");
-        DIFF(fitp_d, "--d");
-        DIFF(fitp_dk, "--dk");
+        DIFF(fitp_n);
+        DIFF(fitp_d);
+        DIFF(fitp_dk);
     }
     if (a->task == AC_TASK_TEXT || a->task == AC_TASK_TEACHER)
-        DIFF(holdout, "--holdout");
+        DIFF(holdout);
     if (a->task == AC_TASK_LISTOPS) {
-        DIFF(listops_depth, "--listops-depth");
-        DIFF(listops_args, "--listops-args");
-        DIFF(listops_min, "--listops-min-len");
-        DIFF(listops_max, "--listops-max-len");
+        DIFF(listops_depth);
+        DIFF(listops_args);
+        DIFF(listops_min);
+        DIFF(listops_max);
     }
 #undef DIFF
 #undef MDIFF

@@ -29,10 +29,11 @@ int train_fitp_open(ac_train_data *d, ac_train_config *c, ac_err *err)
         return ac_err_set(err, AC_EDATA, "%s: X is %zu x %zu; it needs at least one row and one "
                           "column", c->x_path, d->X.rows, d->X.cols);
     if (c->x_path[0] && c->fitp_d && c->fitp_d != dd)
-        return ac_err_set(err, AC_EUSAGE, "--d %zu contradicts %s, which has d = %zu rows",
-                          c->fitp_d, c->x_path, dd);
+        return ac_err_set_field(err, AC_EUSAGE, "fitp_d", "fitp_d %zu contradicts %s, which has "
+                                "d = %zu rows", c->fitp_d, c->x_path, dd);
     if (n == 0 || dd == 0)
-        return ac_err_set(err, AC_EUSAGE, "--n and --d must be at least 1");
+        return ac_err_set_field(err, AC_EUSAGE, "fitp_n,fitp_d",
+                                "fitp_n and fitp_d must be at least 1");
     if (!c->x_path[0] || !c->p_path[0]) {
         ac_mat X = {0}, P = {0};
         if ((st = ac_t1_generate(&X, &P, dd, n, c->seed, err))) {
@@ -56,8 +57,8 @@ int train_fitp_open(ac_train_data *d, ac_train_config *c, ac_err *err)
                              c->p_path[0] ? c->p_path : "P", NULL, 0, "D0", dk, err)))
         return st;
     if (c->seq && c->seq != n)
-        return ac_err_set(err, AC_EUSAGE, "--seq %zu contradicts the instance's n = %zu", c->seq,
-                          n);
+        return ac_err_set_field(err, AC_EUSAGE, "seq", "seq %zu contradicts the instance's n = %zu",
+                                c->seq, n);
     c->seq = n;
     c->fitp_n = n;
     c->fitp_d = dd;

@@ -153,19 +153,21 @@ int ac_listops_eval(const int32_t *tokens, size_t len)
 int train_listops_open(ac_train_data *d, ac_train_config *c, ac_err *err)
 {
     if (c->seq < 2)
-        return ac_err_set(err, AC_EUSAGE, "--task listops needs --seq >= 2 (a CLS token and "
-                          "at least one more)");
+        return ac_err_set_field(err, AC_EUSAGE, "task,seq", "task listops needs seq >= 2 (a CLS "
+                                "token and at least one more)");
     if (c->listops_max == 0 || c->listops_max > c->seq - 1)
         c->listops_max = c->seq - 1;
     if (c->listops_min == 0)
         c->listops_min = c->listops_max / 4 ? c->listops_max / 4 : 1;
     if (c->listops_min > c->listops_max)
-        return ac_err_set(err, AC_EUSAGE, "--listops-min-len %zu exceeds the longest possible "
-                          "expression (%zu = --seq - 1)", c->listops_min, c->listops_max);
+        return ac_err_set_field(err, AC_EUSAGE, "listops_min,seq",
+                                "listops_min %zu exceeds the longest possible expression (%zu = "
+                                "seq - 1)", c->listops_min, c->listops_max);
     if (c->listops_args < 2)
-        return ac_err_set(err, AC_EUSAGE, "--listops-args must be at least 2");
+        return ac_err_set_field(err, AC_EUSAGE, "listops_args", "listops_args must be at least 2");
     if (c->listops_depth < 1)
-        return ac_err_set(err, AC_EUSAGE, "--listops-depth must be at least 1");
+        return ac_err_set_field(err, AC_EUSAGE, "listops_depth",
+                                "listops_depth must be at least 1");
     d->expr = malloc(c->listops_max * sizeof *d->expr);
     if (!d->expr)
         return ac_err_set(err, AC_EINTERNAL, "out of memory");

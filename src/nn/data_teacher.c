@@ -138,8 +138,8 @@ static int teacher_from_pairs(ac_train_data *d, ac_train_config *c, const char *
         goto out;
     }
     if (c->seq && c->seq != nx) {
-        st = ac_err_set(err, AC_EUSAGE, "--seq %zu contradicts %s/X.npy, which has n = %zu "
-                        "tokens", c->seq, dir, nx);
+        st = ac_err_set_field(err, AC_EUSAGE, "seq", "seq %zu contradicts %s/X.npy, which has "
+                              "n = %zu tokens", c->seq, dir, nx);
         goto out;
     }
     c->seq = nx;
@@ -183,9 +183,9 @@ static int teacher_student_config(const ac_train_data *d, ac_train_config *c, ac
     m->input = AC_NN_INPUT_VECTORS;
     if (m->arch == AC_NN_ARCH_ATTENTION) {
         if (d->te != d->td)
-            return ac_err_set(err, AC_EUSAGE, "%s: the bare attention layer maps d = %zu to d; "
-                              "the targets have e = %zu (use --arch transformer)",
-                              c->teacher_dir, d->td, d->te);
+            return ac_err_set_field(err, AC_EUSAGE, "arch", "%s: the bare attention layer maps "
+                                    "d = %zu to d; the targets have e = %zu (use arch "
+                                    "transformer)", c->teacher_dir, d->td, d->te);
         m->width = d->td;
         m->out_dim = d->td;
         if (m->kind == AC_NN_ATTN_FIXED && m->head_dim == 0)
@@ -203,17 +203,19 @@ int train_teacher_open(ac_train_data *d, ac_train_config *c, ac_err *err)
     int st;
     struct stat sb;
     if (!dir[0])
-        return ac_err_set(err, AC_EUSAGE, "--task teacher needs --teacher DIR");
+        return ac_err_set_field(err, AC_EUSAGE, "task,teacher_dir",
+                                "task teacher needs teacher_dir DIR");
     if (stat(dir, &sb) != 0)
         return ac_err_set(err, AC_ENOINPUT, "%s: cannot open: %s", dir, strerror(errno));
     if (!S_ISDIR(sb.st_mode))
-        return ac_err_set(err, AC_ENOINPUT, "%s: not a directory (--teacher wants a directory "
-                          "with Wq.npy, Wk.npy, Wv.npy, Wo.npy or X.npy, Y.npy)", dir);
+        return ac_err_set_field(err, AC_ENOINPUT, "teacher_dir",
+                                "%s: not a directory (teacher_dir wants a directory with Wq.npy, "
+                                "Wk.npy, Wv.npy, Wo.npy or X.npy, Y.npy)", dir);
     char L = c->teacher_stack;
     if (L == 0)
         L = file_exists(dir, "Wq.npy") || !file_exists(dir, "Vq.npy") ? 'W' : 'V';
     if (L != 'W' && L != 'V')
-        return ac_err_set(err, AC_EUSAGE, "--teacher-stack must be W or V");
+        return ac_err_set_field(err, AC_EUSAGE, "teacher_stack", "teacher_stack must be W or V");
     char fq[8], fo[8];
     snprintf(fq, sizeof fq, "%cq.npy", L);
     snprintf(fo, sizeof fo, "%co.npy", L);

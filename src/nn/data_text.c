@@ -19,7 +19,7 @@ int train_text_open(ac_train_data *d, ac_train_config *c, ac_err *err)
     size_t n;
     int st;
     if (!c->text_path[0])
-        return ac_err_set(err, AC_EUSAGE, "--task text needs --text FILE");
+        return ac_err_set_field(err, AC_EUSAGE, "task,text_path", "task text needs text_path FILE");
     if ((st = ac_file_read(c->text_path, 0, &buf, &n, err)))
         return st;
     int seen[256] = {0};
@@ -39,9 +39,9 @@ int train_text_open(ac_train_data *d, ac_train_config *c, ac_err *err)
     size_t ntrain = n - nheld;
     if (ntrain < T + 1 || (nheld > 0 && nheld < T + 1)) {
         free(buf);
-        return ac_err_set(err, AC_EDATA,
-                          "%s: %zu characters; the training part (%zu) and the held-out part "
-                          "(%zu, --holdout %g) each need at least --seq + 1 = %zu",
+        return ac_err_set_field(err, AC_EDATA, "holdout,seq",
+                                "%s: %zu characters; the training part (%zu) and the held-out "
+                                "part (%zu, holdout %g) each need at least seq + 1 = %zu",
                           c->text_path, n, ntrain, nheld, c->holdout, T + 1);
     }
     d->ids = malloc(n * sizeof *d->ids);

@@ -21,22 +21,23 @@ int ac_nn_config_check(const ac_nn_config *c, ac_err *err)
     if (c->width == 0)
         return ac_err_set_field(err, AC_EUSAGE, "width", "width must be at least 1");
     if (c->heads == 0)
-        return ac_err_set(err, AC_EUSAGE, "--heads must be at least 1");
+        return ac_err_set_field(err, AC_EUSAGE, "heads", "heads must be at least 1");
     if (c->max_seq == 0)
-        return ac_err_set(err, AC_EUSAGE, "--seq must be at least 1");
+        return ac_err_set_field(err, AC_EUSAGE, "max_seq", "max_seq must be at least 1");
     if (c->kind == AC_NN_ATTN_STANDARD && c->width % c->heads != 0)
-        return ac_err_set(err, AC_EUSAGE,
-                          "--heads %zu does not divide --width %zu (standard heads have size "
-                          "width/heads; use --attention fixed --head-dim for another size)",
-                          c->heads, c->width);
+        return ac_err_set_field(err, AC_EUSAGE, "heads,width,kind,head_dim",
+                                "heads %zu does not divide width %zu (standard heads have size "
+                                "width/heads; use kind fixed head_dim for another size)",
+                                c->heads, c->width);
     if (c->kind == AC_NN_ATTN_FIXED && c->head_dim == 0)
-        return ac_err_set(err, AC_EUSAGE, "--head-dim must be at least 1 for fixed heads");
+        return ac_err_set_field(err, AC_EUSAGE, "head_dim",
+                                "head_dim must be at least 1 for fixed heads");
     if (c->kind != AC_NN_ATTN_STANDARD && c->kind != AC_NN_ATTN_FIXED)
         return ac_err_set(err, AC_EUSAGE, "unknown attention kind");
     switch (c->arch) {
     case AC_NN_ARCH_TRANSFORMER:
         if (c->layers == 0)
-            return ac_err_set(err, AC_EUSAGE, "--layers must be at least 1");
+            return ac_err_set_field(err, AC_EUSAGE, "layers", "layers must be at least 1");
         if (c->ffn == 0)
             return ac_err_set(err, AC_EUSAGE, "the feed-forward width must be at least 1");
         if (c->input == AC_NN_INPUT_TOKENS && c->vocab == 0)

@@ -95,13 +95,14 @@ static int open_data(ac_train_data *d, ac_train_config *c, ac_err *err)
 {
     int st;
     if (c->batch == 0)
-        return ac_err_set(err, AC_EUSAGE, "--batch must be at least 1");
+        return ac_err_set_field(err, AC_EUSAGE, "batch", "batch must be at least 1");
     if (!(c->lr > 0) || !isfinite(c->lr) || !(c->min_lr >= 0) || !isfinite(c->min_lr))
-        return ac_err_set(err, AC_EUSAGE, "--lr must be positive and --min-lr non-negative");
+        return ac_err_set_field(err, AC_EUSAGE, "lr,min_lr",
+                                "lr must be positive and min_lr non-negative");
     if (!(c->beta1 >= 0 && c->beta1 < 1) || !(c->beta2 >= 0 && c->beta2 < 1) || !(c->eps > 0))
         return ac_err_set(err, AC_EUSAGE, "AdamW needs 0 <= beta < 1 and eps > 0");
     if (!(c->holdout >= 0 && c->holdout < 1))
-        return ac_err_set(err, AC_EUSAGE, "--holdout must be in [0, 1)");
+        return ac_err_set_field(err, AC_EUSAGE, "holdout", "holdout must be in [0, 1)");
     switch (c->task) {
     case AC_TASK_TEXT:
         if ((st = canon_path(c->text_path, err)) || (st = train_text_open(d, c, err)))
@@ -139,7 +140,7 @@ int ac_trainer_init(ac_trainer *tr, const ac_train_config *cfg, ac_err *err)
     if ((st = open_data(d, c, err)))
         return st;
     if (c->seq == 0)
-        return ac_err_set(err, AC_EUSAGE, "--seq must be at least 1");
+        return ac_err_set_field(err, AC_EUSAGE, "seq", "seq must be at least 1");
     c->model.max_seq = c->seq;
     if ((st = ac_nn_config_check(&c->model, err)))
         return st;
@@ -202,14 +203,14 @@ int ac_trainer_step(ac_trainer *tr, ac_step_info *info, ac_err *err)
     if ((rc = ac_nn_forward(m, &b, &st, err)))
         return rc;
     if (!isfinite(st.loss))
-        return ac_err_set(err, AC_EDATA, "the loss became %g at step %zu (try a smaller --lr)",
-                          st.loss, s);
+        return ac_err_set_field(err, AC_EDATA, "lr", "the loss became %g at step %zu (try a "
+                                "smaller lr)", st.loss, s);
     ac_nn_zero_grad(m);
     ac_nn_backward(m);
     double gn = ac_nn_grad_norm(m);
     if (!isfinite(gn))
-        return ac_err_set(err, AC_EDATA, "the gradient became %g at step %zu (try a smaller "
-                          "--lr)", gn, s);
+        return ac_err_set_field(err, AC_EDATA, "lr", "the gradient became %g at step %zu (try a "
+                                "smaller lr)", gn, s);
     double gscale = c->clip > 0 && gn > c->clip ? c->clip / gn : 1.0;
     double lr = ac_train_lr(c, s);
     ac_nn_adamw o = {lr, c->beta1, c->beta2, c->eps, c->weight_decay};
