@@ -2,7 +2,7 @@
  * data, the model and its initial weights), one AdamW step with gradient
  * clipping (doc/mathematics.md §6.2), evaluation on the held-out data.
  *
- * The training loop itself lives in the program (src/cli/cmd_train.c), as
+ * The training loop itself lives in the program (src/cli/train_run.c), as
  * the main() of llm.c's train_gpt2.c does; this module provides its pieces.
  */
 #include <config.h>
