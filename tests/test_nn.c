@@ -796,7 +796,8 @@ START_TEST(test_errors)
     ac_err err;
     c.heads = 3; /* does not divide 8 */
     ck_assert_int_eq(ac_nn_model_init(&m, &c, 2, 4, &err), AC_EUSAGE);
-    ck_assert(strstr(err.msg, "--heads") != NULL);
+    ck_assert(strstr(err.msg, "heads 3 does not divide width 8") != NULL);
+    ck_assert_str_eq(err.fields, "heads,width,kind,head_dim");
     c = base_tf();
     ck_assert_int_eq(ac_nn_model_init(&m, &c, 2, 7, &err), AC_EUSAGE); /* T > max_seq */
     c.layers = 0;

@@ -1120,6 +1120,150 @@ START_TEST(test_atomic)
 }
 END_TEST
 
+START_TEST(test_file_read)
+{
+    ac_err err;
+    unsigned char *buf;
+    size_t n;
+    char sub[PATH_MAX + 64], big[PATH_MAX + 128];
+
+    put_raw("fr.txt", "abc\0def", 7);
+    ck_assert_int_eq(ac_file_read(tpath("fr.txt"), 0, &buf, &n, &err), AC_OK);
+    ck_assert(n == 7 && memcmp(buf, "abc\0def", 7) == 0 && buf[7] == 0);
+    free(buf);
+    /* the bound: 7 bytes fit in 7, not in 6 */
+    ck_assert_int_eq(ac_file_read(tpath("fr.txt"), 7, &buf, &n, &err), AC_OK);
+    free(buf);
+    ck_assert_int_eq(ac_file_read(tpath("fr.txt"), 6, &buf, &n, &err), AC_EDATA);
+    ck_assert(buf == NULL && n == 0);
+    ck_assert_msg(strstr(err.msg, "larger than 6 bytes"), "%s", err.msg);
+    /* empty; larger than the first buffer */
+    put_raw("fr0.txt", "", 0);
+    ck_assert_int_eq(ac_file_read(tpath("fr0.txt"), 0, &buf, &n, &err), AC_OK);
+    ck_assert(n == 0 && buf && buf[0] == 0);
+    free(buf);
+    snprintf(big, sizeof big, "%s/frbig.bin", g_dir);
+    {
+        size_t m = 200000;
+        unsigned char *b = malloc(m);
+        ck_assert(b);
+        for (size_t i = 0; i < m; i++)
+            b[i] = (unsigned char)(i * 7);
+        put_raw("frbig.bin", b, m);
+        ck_assert_int_eq(ac_file_read(big, 0, &buf, &n, &err), AC_OK);
+        ck_assert(n == m && memcmp(buf, b, m) == 0);
+        free(buf);
+        free(b);
+    }
+    /* missing file, directory */
+    ck_assert_int_eq(ac_file_read(tpath("nosuch.txt"), 0, &buf, &n, &err), AC_ENOINPUT);
+    ck_assert_msg(strstr(err.msg, "nosuch.txt: cannot open: "), "%s", err.msg);
+    snprintf(sub, sizeof sub, "%s/frdir", g_dir);
+    ck_assert(mkdir(sub, 0755) == 0);
+    ck_assert_int_eq(ac_file_read(sub, 0, &buf, &n, &err), AC_ENOINPUT);
+    ck_assert_msg(strstr(err.msg, "frdir: cannot open: "), "%s", err.msg);
+    ck_assert(buf == NULL && n == 0);
+}
+END_TEST
+
+/* For test_stagedir: refuse directories holding "keep". */
+static int refuse_keep(const char *dir, ac_err *err)
+{
+    char p[PATH_MAX + 16];
+    snprintf(p, sizeof p, "%s/keep", dir);
+    if (access(p, F_OK) == 0)
+        return ac_err_set(err, AC_ECANTCREAT, "%s: holds keep", dir);
+    return AC_OK;
+}
+
+START_TEST(test_stagedir)
+{
+    ac_stagedir s, z;
+    ac_err err;
+    char dir[PATH_MAX + 64], p[PATH_MAX + 128];
+    const char *path;
+    size_t n;
+    unsigned char *buf;
+
+    /* merge: files appear next to the existing ones at commit */
+    snprintf(dir, sizeof dir, "%s/merge/out", g_dir);
+    ck_assert_int_eq(ac_stagedir_begin(&s, dir, &err), AC_OK);
+    put_raw("merge/out/old.txt", "old", 3);
+    ck_assert_uint_eq(count_entries(dir), 2); /* old.txt, the staging directory */
+    ck_assert((path = ac_stagedir_path(&s, "a.txt")) != NULL);
+    ck_assert(strncmp(path, s.tmp, strlen(s.tmp)) == 0);
+    put_raw("merge/out/tmp-a", "", 0);
+    snprintf(p, sizeof p, "%s/tmp-a", dir);
+    ck_assert(rename(p, path) == 0);
+    ck_assert_int_eq(ac_stagedir_commit(&s, &err), AC_OK);
+    ck_assert(s.tmp == NULL && s.names == NULL);
+    ck_assert_uint_eq(count_entries(dir), 2); /* old.txt, a.txt */
+    /* merge abort leaves nothing */
+    ck_assert_int_eq(ac_stagedir_begin(&s, dir, &err), AC_OK);
+    ck_assert(ac_stagedir_path(&s, "b.txt") != NULL);
+    ac_stagedir_abort(&s);
+    ck_assert_uint_eq(count_entries(dir), 2);
+    ac_stagedir_abort(&s);
+    ac_stagedir_abort(NULL);
+    memset(&z, 0, sizeof z);
+    ac_stagedir_abort(&z);
+
+    /* replace: the directory is swapped whole */
+    snprintf(dir, sizeof dir, "%s/repl/ck/", g_dir); /* a trailing slash */
+    ck_assert_int_eq(ac_stagedir_begin_replace(&s, dir, "test directory", refuse_keep, &err),
+                     AC_OK);
+    snprintf(p, sizeof p, "%s/repl", g_dir);
+    ck_assert_uint_eq(count_entries(p), 1); /* the sibling staging directory */
+    path = ac_stagedir_path(&s, "one.txt");
+    ck_assert(path != NULL);
+    {
+        FILE *fp = fopen(path, "w");
+        ck_assert(fp != NULL && fclose(fp) == 0);
+    }
+    ck_assert_int_eq(ac_stagedir_commit(&s, &err), AC_OK);
+    ck_assert_uint_eq(count_entries(p), 1);
+    ck_assert_uint_eq(count_entries(dir), 1);
+    put_raw("repl/ck/stale.txt", "x", 1);
+    ck_assert_int_eq(ac_stagedir_begin_replace(&s, dir, "test directory", refuse_keep, &err),
+                     AC_OK);
+    put_raw("repl/two.txt", "2", 1);
+    snprintf(p, sizeof p, "%s/repl/two.txt", g_dir);
+    ck_assert(rename(p, ac_stagedir_path(&s, "two.txt")) == 0);
+    ck_assert_int_eq(ac_stagedir_commit(&s, &err), AC_OK);
+    snprintf(p, sizeof p, "%s/repl/ck/two.txt", g_dir);
+    ck_assert_int_eq(ac_file_read(p, 0, &buf, &n, &err), AC_OK);
+    ck_assert(n == 1 && buf[0] == '2');
+    free(buf);
+    ck_assert_uint_eq(count_entries(dir), 1); /* stale.txt and one.txt are gone */
+    snprintf(p, sizeof p, "%s/repl", g_dir);
+    ck_assert_uint_eq(count_entries(p), 1);
+    /* abort: the old directory stays */
+    ck_assert_int_eq(ac_stagedir_begin_replace(&s, dir, "test directory", NULL, &err), AC_OK);
+    ac_stagedir_abort(&s);
+    ck_assert_uint_eq(count_entries(p), 1);
+    ck_assert_uint_eq(count_entries(dir), 1);
+    /* refusals */
+    put_raw("repl/ck/keep", "", 0);
+    ck_assert_int_eq(ac_stagedir_begin_replace(&s, dir, "test directory", refuse_keep, &err),
+                     AC_ECANTCREAT);
+    ck_assert_msg(strstr(err.msg, "holds keep"), "%s", err.msg);
+    ck_assert(s.tmp == NULL && s.dir == NULL);
+    snprintf(p, sizeof p, "%s/repl/ck/.", g_dir);
+    ck_assert_int_eq(ac_stagedir_begin_replace(&s, p, "test directory", NULL, &err),
+                     AC_ECANTCREAT);
+    ck_assert_msg(strstr(err.msg, "name the test directory itself"), "%s", err.msg);
+    snprintf(p, sizeof p, "%s/repl/ck/keep", g_dir);
+    ck_assert_int_eq(ac_stagedir_begin_replace(&s, p, "test directory", NULL, &err),
+                     AC_ECANTCREAT);
+    ck_assert_msg(strstr(err.msg, "exists and is not a directory"), "%s", err.msg);
+    ck_assert_int_eq(ac_stagedir_begin_replace(&s, "", "test directory", NULL, &err),
+                     AC_ECANTCREAT);
+    ck_assert_msg(strstr(err.msg, "bad test directory name"), "%s", err.msg);
+    snprintf(p, sizeof p, "%s/repl", g_dir);
+    ck_assert_uint_eq(count_entries(p), 1);
+}
+END_TEST
+
 START_TEST(test_atomic_write_error)
 {
     /* Writes that fail (ENOSPC via /dev/full cannot be used for a
@@ -1269,6 +1413,8 @@ static Suite *npy_suite(void)
     tcase_add_test(tc, test_overwrite_and_mode);
     tcase_add_test(tc, test_atomic);
     tcase_add_test(tc, test_atomic_write_error);
+    tcase_add_test(tc, test_file_read);
+    tcase_add_test(tc, test_stagedir);
     tcase_add_test(tc, test_mkdir_p);
     tcase_add_test(tc, test_check_finite);
     tcase_add_test(tc, test_write_usage);

@@ -1,4 +1,5 @@
-/* attncheck/fileio.h — atomic output files and directory creation.
+/* attncheck/fileio.h — atomic output files, staged output directories,
+ * directory creation and whole-file reading.
  *
  * Every file attncheck writes goes through ac_atomic: the data are written
  * to a temporary file in the destination's directory, flushed to disk, and
@@ -59,6 +60,83 @@ void ac_atomic_abort(ac_atomic *f);
  * if a component cannot be created or exists and is not a directory;
  * AC_EINTERNAL if out of memory. */
 int ac_mkdir_p(const char *dir, ac_err *err);
+
+/* Read the whole file `path` into a new buffer: *buf (malloc'd, to be freed
+ * by the caller; one NUL byte follows the data, so text may be parsed in
+ * place) receives the *len bytes of the file.  max_bytes bounds the size
+ * (0: no bound).
+ *
+ * Returns AC_OK; AC_ENOINPUT "PATH: cannot open: <strerror>" (also for a
+ * directory: "cannot open: Is a directory") or "PATH: cannot read:
+ * <strerror>"; AC_EDATA "PATH: larger than MAX bytes" when the file
+ * exceeds max_bytes; AC_EINTERNAL "out of memory".  On failure *buf is
+ * NULL and *len 0. */
+int ac_file_read(const char *path, size_t max_bytes, unsigned char **buf, size_t *len,
+                 ac_err *err);
+
+/* A staged output directory: the files of one output are written into a
+ * private staging directory and appear in the destination only when all are
+ * complete (ac_stagedir_commit), so a failure leaves nothing half-written.
+ * Two modes:
+ *   merge    (ac_stagedir_begin): DIR is created if missing (ac_mkdir_p),
+ *            the staging directory is DIR/.attncheck-XXXXXX, and the commit
+ *            renames each staged file into DIR, next to DIR's other files;
+ *   replace  (ac_stagedir_begin_replace): the staging directory is a sibling
+ *            PARENT/.BASE.tmp-XXXXXX, and the commit swaps it with DIR in
+ *            one rename (renameat2 RENAME_EXCHANGE when DIR exists; else, or
+ *            where the exchange is not supported, DIR is moved aside first),
+ *            then removes the previous contents: DIR is always either the
+ *            old complete directory or the new one.
+ * A zeroed ac_stagedir may be passed to ac_stagedir_abort. */
+typedef struct {
+    char *dir;        /* the destination, as given */
+    char *tmp;        /* the staging directory: write the files here */
+    char *dest;       /* replace: DIR without trailing slashes; merge: NULL */
+    char *parent;     /* replace: the directory holding DIR; merge: NULL */
+    char *base;       /* replace: DIR's last component; merge: NULL */
+    char **names;     /* the files named by ac_stagedir_path (merge: moved at commit) */
+    size_t n, cap;
+    char *path;       /* buffer of ac_stagedir_path */
+    size_t path_cap;
+    int replace;      /* the mode */
+    int exists;       /* replace: DIR existed at begin */
+} ac_stagedir;
+
+/* Whether the existing, non-empty directory DIR may be replaced: AC_OK, or
+ * an error status with its message in err. */
+typedef int (*ac_stagedir_check)(const char *dir, ac_err *err);
+
+/* Merge mode.  Returns AC_OK; AC_ECANTCREAT "DIR: cannot create directory:
+ * ..." (ac_mkdir_p) or "DIR: cannot create files there: <strerror>";
+ * AC_EINTERNAL.  On failure s is zeroed and nothing is left allocated. */
+int ac_stagedir_begin(ac_stagedir *s, const char *dir, ac_err *err);
+
+/* Replace mode.  `what` names DIR in messages ("checkpoint directory").
+ * An existing DIR must be a directory, and if it is not empty, `check`
+ * decides whether it may be replaced (NULL: any directory may).  Returns
+ * AC_OK; AC_ECANTCREAT "DIR: bad WHAT name", "DIR: name the WHAT itself"
+ * (DIR ends in . or ..), "DIR: exists and is not a directory", "DIR: path
+ * too long", "PARENT: cannot create files there: <strerror>", the error of
+ * `check` or of ac_mkdir_p(PARENT); AC_EINTERNAL.  On failure s is zeroed
+ * and nothing is left allocated or on disk. */
+int ac_stagedir_begin_replace(ac_stagedir *s, const char *dir, const char *what,
+                              ac_stagedir_check check, ac_err *err);
+
+/* The path in the staging directory of the file `name` (remembered for the
+ * commit): valid until the next call; NULL if out of memory. */
+const char *ac_stagedir_path(ac_stagedir *s, const char *name);
+
+/* Move the staged files into place (see the modes above), remove the
+ * staging directory and free s (zeroed afterwards, whatever the outcome).
+ * Returns AC_OK; AC_ECANTCREAT "PATH: cannot create: <strerror>" (merge) or
+ * "DIR: cannot replace: <strerror>", "DIR: cannot create: <strerror>"
+ * (replace), after which the staged files are removed and, in replace mode,
+ * DIR is as before. */
+int ac_stagedir_commit(ac_stagedir *s, ac_err *err);
+
+/* Give up: remove the staging directory and the files in it, free s and
+ * zero it.  DIR is untouched.  Safe on NULL and on a zeroed s. */
+void ac_stagedir_abort(ac_stagedir *s);
 
 #ifdef __cplusplus
 }

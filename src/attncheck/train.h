@@ -101,9 +101,10 @@ int ac_task_parse(const char *s, ac_task_kind *t);
  * decay from lr to min_lr at the last step, or constant. */
 double ac_train_lr(const ac_train_config *c, size_t step);
 
-/* First field (by its option name, e.g. "--lr") in which a and b differ,
- * ignoring steps, eval_every and eval_batches (which a resumed run may
- * change); NULL when they agree. */
+/* First field in which a and b differ, by its name in ac_train_config or
+ * ac_nn_config (e.g. "lr", "ln", "text_path"; "head_dim" when the head sizes
+ * differ), ignoring steps, eval_every and eval_batches (which a resumed run
+ * may change); NULL when they agree.  For the fields of ac_err.fields. */
 const char *ac_train_config_diff(const ac_train_config *a, const ac_train_config *b);
 
 typedef struct ac_train_data ac_train_data; /* private */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "attncheck/common.h"
+#include "attncheck/fileio.h"
 #include "attncheck/json.h"
 #include "attncheck/verdict.h"
 
@@ -84,11 +85,9 @@ ac_schedule cli_schedule(const cli_common *c);
 
 /* Staged output directory: files are written into a private temporary
  * directory inside DIR and renamed into DIR only when all are complete, so an
- * error leaves nothing half-written behind. */
+ * error leaves nothing half-written behind (ac_stagedir_begin, merge mode). */
 typedef struct {
-    char *dir, *tmp;
-    char **names;
-    size_t n, cap;
+    ac_stagedir stage;
 } cli_outdir;
 
 int cli_outdir_begin(cli_outdir *o, const char *dir, ac_err *err);

@@ -1,24 +1,17 @@
 /* cmd_train.c — `attncheck train`: train the attention stack of nn.h on a
- * task and write checkpoints.  The training loop is here, as the main() of
- * llm.c's train_gpt2.c: step, evaluate at intervals, log, checkpoint. */
+ * task and write checkpoints.  Here: the options, the configuration they
+ * give (a task's defaults or a checkpoint's, then the options), and the
+ * command; the run is in train_run.c (train_cli.h). */
 #include <config.h>
 
-#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#ifdef _OPENMP
-#include <omp.h>
-#endif
-
-#include "attncheck/blas.h"
-#include "attncheck/theorem1.h"
 #include "attncheck/train.h"
 #include "cli.h"
+#include "train_cli.h"
 
 const char cmd_train_help[] =
     "Usage: attncheck train --task TASK [OPTIONS]\n"
@@ -177,26 +170,46 @@ static const struct option long_opts[] = {
 
 #define MAX_SIZE ((size_t)1 << 32)
 
+/* How train spells the fields of the configuration (ac_train_config,
+ * ac_nn_config) in messages: the options spelled otherwise than "--" +
+ * field, and the fields a checkpoint fixes through another option or the
+ * data (checkpoint mismatches name them). */
+const cli_flag train_flags[] = {
+    {"text_path", "--text"},
+    {"teacher_dir", "--teacher"},
+    {"x_path", "--x"},
+    {"p_path", "--p"},
+    {"fitp_n", "--n"},
+    {"fitp_d", "--d"},
+    {"fitp_dk", "--dk"},
+    {"eps", "--adam-eps"},
+    {"listops_min", "--listops-min-len"},
+    {"listops_max", "--listops-max-len"},
+    {"max_seq", "--seq"},
+    {"kind", "--attention"},
+    {"ffn", "--ffn-mult"},
+    {"input", "--arch"},
+    {"head", "--task"},
+    {"vocab", "the vocabulary"},
+    {"in_dim", "the input dimension"},
+    {"out_dim", "the number of outputs"},
+    {NULL, NULL},
+};
+
 /* Options as given (value NULL for flags); applied to a configuration in a
  * second pass, so that a resumed run can apply them to the checkpoint's. */
 typedef struct {
     const char *val[OPT_COUNT];
     int given[OPT_COUNT];
-    /* run options */
-    const char *save, *resume, *log, *dump;
-    int log_jsonl, quiet, json, threads;
-    size_t save_every, stop_at;
-    int have_stop;
-    double tol;
-    long max_prec;
+    train_run_opts run;
 } train_args;
 
 static int collect(train_args *a, int argc, char **argv)
 {
     int c;
     memset(a, 0, sizeof *a);
-    a->tol = 1e-3;
-    a->max_prec = 512;
+    a->run.tol = 1e-3;
+    a->run.max_prec = 512;
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
@@ -244,6 +257,7 @@ static int apply(train_args *a, ac_train_config *c)
     static const char *const pools[] = {"first", "last", "mean"};
     static const char *const scheds[] = {"cosine", "linear", "constant"};
     ac_nn_config *m = &c->model;
+    train_run_opts *r = &a->run;
     int st = AC_OK, e;
     size_t mult = 0;
     for (int o = 256; o < OPT_COUNT && !st; o++) {
@@ -316,33 +330,33 @@ static int apply(train_args *a, ac_train_config *c)
         case OPT_SEED: st = cli_parse_u64("--seed", v, &c->seed); break;
         case OPT_EVALEVERY: st = cli_parse_size("--eval-every", v, 1, MAX_SIZE, &c->eval_every); break;
         case OPT_EVALBATCHES: st = cli_parse_size("--eval-batches", v, 1, 1 << 20, &c->eval_batches); break;
-        case OPT_SAVE: a->save = v; break;
-        case OPT_SAVEEVERY: st = cli_parse_size("--save-every", v, 1, MAX_SIZE, &a->save_every); break;
-        case OPT_RESUME: a->resume = v; break;
+        case OPT_SAVE: r->save = v; break;
+        case OPT_SAVEEVERY: st = cli_parse_size("--save-every", v, 1, MAX_SIZE, &r->save_every); break;
+        case OPT_RESUME: r->resume = v; break;
         case OPT_STOPAT:
-            st = cli_parse_size("--stop-at", v, 1, MAX_SIZE, &a->stop_at);
-            a->have_stop = 1;
+            st = cli_parse_size("--stop-at", v, 1, MAX_SIZE, &r->stop_at);
+            r->have_stop = 1;
             break;
-        case OPT_LOG: a->log = v; break;
+        case OPT_LOG: r->log = v; break;
         case OPT_LOGFORMAT: {
             static const char *const fmts[] = {"csv", "jsonl"};
             if (!(st = parse_choice("--log-format", v, fmts, 2, &e)))
-                a->log_jsonl = e;
+                r->log_jsonl = e;
             break;
         }
-        case OPT_DUMP: a->dump = v; break;
-        case OPT_TOL: st = cli_parse_double("--tol", v, 0, 1, &a->tol); break;
-        case OPT_MAXPREC: st = cli_parse_int("--max-prec", v, 0, 1L << 20, &a->max_prec); break;
-        case OPT_QUIET: a->quiet = 1; break;
-        case OPT_JSON: a->json = 1; break;
-        case OPT_THREADS: st = cli_parse_threads(v, &a->threads); break;
+        case OPT_DUMP: r->dump = v; break;
+        case OPT_TOL: st = cli_parse_double("--tol", v, 0, 1, &r->tol); break;
+        case OPT_MAXPREC: st = cli_parse_int("--max-prec", v, 0, 1L << 20, &r->max_prec); break;
+        case OPT_QUIET: r->quiet = 1; break;
+        case OPT_JSON: r->json = 1; break;
+        case OPT_THREADS: st = cli_parse_threads(v, &r->threads); break;
         }
     }
     if (st)
         return st;
     if (a->given[OPT_LOG] && !a->given[OPT_LOGFORMAT]) {
-        size_t n = strlen(a->log);
-        a->log_jsonl = n > 6 && strcmp(a->log + n - 6, ".jsonl") == 0;
+        size_t n = strlen(r->log);
+        r->log_jsonl = n > 6 && strcmp(r->log + n - 6, ".jsonl") == 0;
     }
     if (mult)
         m->ffn = mult * m->width;
@@ -395,226 +409,101 @@ static int check_task_options(const train_args *a, ac_task_kind t)
     return AC_OK;
 }
 
-/* ---- progress, log ---- */
+/* ---- the configuration ---- */
 
-typedef struct {
-    FILE *log;
-    int jsonl;
-    int bar;
-    double t_start, t_last_draw;
-    size_t first_step;
-    double tokens;
-} run_state;
-
-static void fmt_time(char *buf, size_t n, double s)
+/* The base configuration: the checkpoint's (--resume), or the task's
+ * defaults. */
+static int base_config(const train_args *a, ac_train_config *cfg, ac_task_kind *task)
 {
-    if (!isfinite(s) || s < 0)
-        snprintf(buf, n, "--:--");
-    else if (s >= 3600)
-        snprintf(buf, n, "%d:%02d:%02d", (int)(s / 3600), (int)fmod(s / 60, 60), (int)fmod(s, 60));
-    else
-        snprintf(buf, n, "%d:%02d", (int)(s / 60), (int)fmod(s, 60));
-}
-
-static void draw_bar(run_state *rs, const ac_step_info *si, size_t steps, const ac_eval_info *ev,
-                     double now, int force)
-{
-    if (!rs->bar || (!force && now - rs->t_last_draw < 0.1))
-        return;
-    rs->t_last_draw = now;
-    double el = now - rs->t_start;
-    double tps = el > 0 ? rs->tokens / el : 0;
-    double done = (double)(si->step - rs->first_step);
-    double eta = done > 0 ? el / done * (double)(steps - si->step) : NAN;
-    char eb[32], bar[31];
-    int w = 30, fill = (int)((double)w * (double)si->step / (double)steps);
-    for (int i = 0; i < w; i++)
-        bar[i] = i < fill ? '#' : '.';
-    bar[w] = 0;
-    fmt_time(eb, sizeof eb, eta);
-    fprintf(stderr, "\r  step %zu/%zu [%s] loss %.4f", si->step, steps, bar, si->loss);
-    if (ev && !isnan(ev->loss))
-        fprintf(stderr, " eval %.4f", ev->loss);
-    fprintf(stderr, " %.0f tok/s ETA %s  ", tps, eb);
-    fflush(stderr);
-}
-
-static void log_num(FILE *f, int jsonl, const char *key, double v, int *first)
-{
-    char b[AC_FMT_DOUBLE_BUFSIZE];
-    if (jsonl) {
-        if (isnan(v))
-            return;
-        ac_fmt_double(b, sizeof b, v);
-        fprintf(f, "%s\"%s\": %s", *first ? "" : ", ", key, isfinite(v) ? b : "null");
-    } else {
-        if (!isnan(v)) {
-            ac_fmt_double(b, sizeof b, v);
-            fprintf(f, "%s%s", *first ? "" : ",", b);
-        } else {
-            fprintf(f, "%s", *first ? "" : ",");
-        }
-    }
-    *first = 0;
-}
-
-static const char log_columns[] =
-    "step,lr,loss,grad_norm,accuracy,maxdev,eval_loss,eval_accuracy,eval_maxdev,tokens_per_s,"
-    "seconds";
-
-static void log_row(run_state *rs, const ac_step_info *si, const ac_eval_info *ev, double tps,
-                    double secs)
-{
-    if (!rs->log)
-        return;
-    FILE *f = rs->log;
-    int first = 1;
-    if (rs->jsonl)
-        fputc('{', f);
-    log_num(f, rs->jsonl, "step", (double)si->step, &first);
-    log_num(f, rs->jsonl, "lr", si->lr, &first);
-    log_num(f, rs->jsonl, "loss", si->loss, &first);
-    log_num(f, rs->jsonl, "grad_norm", si->grad_norm, &first);
-    log_num(f, rs->jsonl, "accuracy", si->accuracy, &first);
-    log_num(f, rs->jsonl, "maxdev", si->maxdev, &first);
-    log_num(f, rs->jsonl, "eval_loss", ev ? ev->loss : NAN, &first);
-    log_num(f, rs->jsonl, "eval_accuracy", ev ? ev->accuracy : NAN, &first);
-    log_num(f, rs->jsonl, "eval_maxdev", ev ? ev->maxdev : NAN, &first);
-    log_num(f, rs->jsonl, "tokens_per_s", tps, &first);
-    log_num(f, rs->jsonl, "seconds", secs, &first);
-    fputs(rs->jsonl ? "}\n" : "\n", f);
-}
-
-/* ---- fit-p certificate ---- */
-
-static int fitp_certify(const ac_trainer *tr, double tol, long max_prec, ac_cert *cert,
-                        ac_err *err)
-{
-    ac_mat X = {0}, P = {0}, Wq = {0}, Wk = {0};
-    int st = ac_trainer_fitp_instance(tr, &X, &P, &Wq, &Wk, err);
-    if (!st) {
-        ac_schedule s = ac_schedule_upto(max_prec);
-        st = ac_head_certify(cert, &X, &Wk, &Wq, &P, tol, &s, err);
-        strncat(cert->quantity, " of the learned weights",
-                sizeof cert->quantity - strlen(cert->quantity) - 1);
-    }
-    ac_mat_free(&X);
-    ac_mat_free(&P);
-    ac_mat_free(&Wq);
-    ac_mat_free(&Wk);
-    return st;
-}
-
-/* ---- the command ---- */
-
-typedef struct {
-    size_t step;
-    ac_eval_info ev;
-} eval_rec;
-
-static void print_eval_line(const ac_trainer *tr, const ac_step_info *si, const ac_eval_info *ev,
-                            double tps)
-{
-    printf("step %zu/%zu  loss %.6f  lr %.3g", si->step, tr->cfg.steps, si->loss, si->lr);
-    printf("  eval loss %.6f", ev->loss);
-    if (!isnan(ev->accuracy))
-        printf("  accuracy %.4f", ev->accuracy);
-    if (!isnan(ev->maxdev))
-        printf("  max dev %.3g", ev->maxdev);
-    printf("  %.0f tok/s\n", tps);
-    fflush(stdout);
-}
-
-int cmd_train(int argc, char **argv)
-{
-    train_args a;
-    ac_train_config cfg;
-    ac_trainer tr;
     ac_err err;
-    int st;
-    eval_rec *evals = NULL;
-    size_t nevals = 0;
-    run_state rs;
-    memset(&tr, 0, sizeof tr);
-    memset(&rs, 0, sizeof rs);
-    ac_err_clear(&err);
-    if ((st = collect(&a, argc, argv)))
-        return st;
-    /* the base configuration: the checkpoint's, or the task's defaults */
     size_t ck_step = 0;
-    ac_task_kind task;
-    if (a.given[OPT_RESUME]) {
-        if ((st = ac_train_config_read(a.val[OPT_RESUME], &cfg, &ck_step, &err)))
+    ac_err_clear(&err);
+    if (a->given[OPT_RESUME]) {
+        if (ac_train_config_read(a->val[OPT_RESUME], cfg, &ck_step, &err))
             return cli_fail_err(&err);
-        task = cfg.task;
-        if (a.given[OPT_TASK]) {
+        *task = cfg->task;
+        if (a->given[OPT_TASK]) {
             ac_task_kind t;
-            if (ac_task_parse(a.val[OPT_TASK], &t))
+            if (ac_task_parse(a->val[OPT_TASK], &t))
                 return cli_usage("--task: '%s' is not one of fit-p, teacher, listops, text",
-                                 a.val[OPT_TASK]);
-            if (t != task)
+                                 a->val[OPT_TASK]);
+            if (t != *task)
                 return cli_usage("--task %s contradicts the checkpoint %s (task %s)",
-                                 a.val[OPT_TASK], a.val[OPT_RESUME], ac_task_name(task));
+                                 a->val[OPT_TASK], a->val[OPT_RESUME], ac_task_name(*task));
         }
-    } else {
-        if (!a.given[OPT_TASK])
-            return cli_usage("--task is required (fit-p, teacher, listops or text)");
-        if (ac_task_parse(a.val[OPT_TASK], &task))
-            return cli_usage("--task: '%s' is not one of fit-p, teacher, listops, text",
-                             a.val[OPT_TASK]);
-        ac_train_config_default(&cfg, task);
-        if (task == AC_TASK_TEACHER)
-            cfg.model.heads = 0; /* the teacher's, resolved with the data */
+        return AC_OK;
     }
-    if ((st = check_task_options(&a, task)))
-        return st;
-    ac_train_config base = cfg;
-    if ((st = apply(&a, &cfg)))
-        return st;
-    if (!a.given[OPT_RESUME]) {
-        /* defaults that follow other options */
-        if (!a.given[OPT_FFNMULT])
-            cfg.model.ffn = 4 * cfg.model.width;
-        if (!a.given[OPT_WARMUP])
-            cfg.warmup = cfg.steps / 10;
-        if (!a.given[OPT_MINLR])
-            cfg.min_lr = cfg.lr / 10;
-        if (!a.given[OPT_EVALEVERY])
-            cfg.eval_every = cfg.steps / 10 ? cfg.steps / 10 : 1;
-        if (!a.given[OPT_POSITIONS] && cfg.model.arch == AC_NN_ARCH_TRANSFORMER &&
-            task == AC_TASK_TEACHER)
-            cfg.model.positions = 0;
-        if (task == AC_TASK_TEACHER && cfg.model.heads == 0 &&
-            cfg.model.arch == AC_NN_ARCH_TRANSFORMER)
-            cfg.model.heads = 4;
-        if (cfg.model.arch == AC_NN_ARCH_TRANSFORMER && cfg.model.kind == AC_NN_ATTN_FIXED &&
-            cfg.model.head_dim == 0 && cfg.model.heads)
-            cfg.model.head_dim = cfg.model.width / cfg.model.heads;
-        if (cfg.model.arch == AC_NN_ARCH_TRANSFORMER && task == AC_TASK_TEACHER) {
-            cfg.model.input = AC_NN_INPUT_VECTORS;
-            cfg.init_std = a.given[OPT_INITSTD] ? cfg.init_std : 0.02;
+    if (!a->given[OPT_TASK])
+        return cli_usage("--task is required (fit-p, teacher, listops or text)");
+    if (ac_task_parse(a->val[OPT_TASK], task))
+        return cli_usage("--task: '%s' is not one of fit-p, teacher, listops, text",
+                         a->val[OPT_TASK]);
+    ac_train_config_default(cfg, *task);
+    if (*task == AC_TASK_TEACHER)
+        cfg->model.heads = 0; /* the teacher's, resolved with the data */
+    return AC_OK;
+}
+
+/* A new run: the defaults that follow other options. */
+static void derived_defaults(const train_args *a, ac_train_config *cfg, ac_task_kind task)
+{
+    ac_nn_config *m = &cfg->model;
+    if (!a->given[OPT_FFNMULT])
+        m->ffn = 4 * m->width;
+    if (!a->given[OPT_WARMUP])
+        cfg->warmup = cfg->steps / 10;
+    if (!a->given[OPT_MINLR])
+        cfg->min_lr = cfg->lr / 10;
+    if (!a->given[OPT_EVALEVERY])
+        cfg->eval_every = cfg->steps / 10 ? cfg->steps / 10 : 1;
+    if (!a->given[OPT_POSITIONS] && m->arch == AC_NN_ARCH_TRANSFORMER && task == AC_TASK_TEACHER)
+        m->positions = 0;
+    if (task == AC_TASK_TEACHER && m->heads == 0 && m->arch == AC_NN_ARCH_TRANSFORMER)
+        m->heads = 4;
+    if (m->arch == AC_NN_ARCH_TRANSFORMER && m->kind == AC_NN_ATTN_FIXED && m->head_dim == 0 &&
+        m->heads)
+        m->head_dim = m->width / m->heads;
+    if (m->arch == AC_NN_ARCH_TRANSFORMER && task == AC_TASK_TEACHER) {
+        m->input = AC_NN_INPUT_VECTORS;
+        cfg->init_std = a->given[OPT_INITSTD] ? cfg->init_std : 0.02;
+    }
+}
+
+/* A resumed run may change only --steps and the evaluation: compare the
+ * configuration with the options applied (paths made absolute, as the
+ * checkpoint stores them) with the checkpoint's. */
+static int check_resume(const train_args *a, const ac_train_config *base,
+                        const ac_train_config *cfg)
+{
+    ac_train_config mine = *cfg;
+    char *paths[] = {mine.x_path, mine.p_path, mine.teacher_dir, mine.text_path};
+    const int popts[] = {OPT_X, OPT_P, OPT_TEACHER, OPT_TEXT};
+    for (int i = 0; i < 4; i++)
+        if (a->given[popts[i]]) {
+            char buf[PATH_MAX];
+            if (!realpath(paths[i], buf) || strlen(buf) >= AC_TRAIN_PATH_MAX)
+                return cli_fail(AC_ENOINPUT, "%s: cannot open", paths[i]);
+            strcpy(paths[i], buf);
         }
-    } else {
-        /* a resumed run may change only --steps and the evaluation */
-        ac_train_config mine = cfg;
-        char *paths[] = {mine.x_path, mine.p_path, mine.teacher_dir, mine.text_path};
-        const int popts[] = {OPT_X, OPT_P, OPT_TEACHER, OPT_TEXT};
-        for (int i = 0; i < 4; i++)
-            if (a.given[popts[i]]) {
-                char buf[PATH_MAX];
-                if (!realpath(paths[i], buf) || strlen(buf) >= AC_TRAIN_PATH_MAX)
-                    return cli_fail(AC_ENOINPUT, "%s: cannot open", paths[i]);
-                strcpy(paths[i], buf);
-            }
-        mine.steps = base.steps;
-        mine.eval_every = base.eval_every;
-        mine.eval_batches = base.eval_batches;
-        const char *f = ac_train_config_diff(&base, &mine);
-        if (f)
-            return cli_usage("%s contradicts the checkpoint %s; a resumed run may change only "
-                             "--steps, --eval-every and --eval-batches", f, a.val[OPT_RESUME]);
+    mine.steps = base->steps;
+    mine.eval_every = base->eval_every;
+    mine.eval_batches = base->eval_batches;
+    const char *f = ac_train_config_diff(base, &mine);
+    if (f) {
+        ac_err e;
+        char buf[2 * AC_ERR_MSG_MAX];
+        ac_err_set_field(&e, AC_EUSAGE, f, "%s contradicts the checkpoint %s; a resumed run may "
+                         "change only --steps, --eval-every and --eval-batches", f,
+                         a->val[OPT_RESUME]);
+        return cli_usage("%s", cli_err_message(buf, sizeof buf, &e));
     }
-    if (task == AC_TASK_TEACHER && cfg.model.arch == AC_NN_ARCH_ATTENTION) {
+    return AC_OK;
+}
+
+/* Options the configuration cannot honour. */
+static int check_consistent(const train_args *a, const ac_train_config *cfg, ac_task_kind task)
+{
+    if (task == AC_TASK_TEACHER && cfg->model.arch == AC_NN_ARCH_ATTENTION) {
         static const struct {
             int opt;
             const char *name;
@@ -622,285 +511,42 @@ int cmd_train(int argc, char **argv)
                        {OPT_FFNMULT, "--ffn-mult"}, {OPT_LN, "--ln"},
                        {OPT_POSITIONS, "--positions"}};
         for (size_t i = 0; i < sizeof tf_only / sizeof *tf_only; i++)
-            if (a.given[tf_only[i].opt])
+            if (a->given[tf_only[i].opt])
                 return cli_usage("%s does not apply to the bare attention layer (--arch "
                                  "attention, whose width is the teacher's d); use --arch "
                                  "transformer", tf_only[i].name);
     }
-    if (a.have_stop && a.stop_at > cfg.steps)
-        return cli_usage("--stop-at %zu is beyond --steps %zu", a.stop_at, cfg.steps);
-    if (cfg.warmup > cfg.steps)
-        return cli_usage("--warmup %zu exceeds --steps %zu", cfg.warmup, cfg.steps);
-
-    /* threads: OpenMP over chunks; BLAS single-threaded inside */
-    ac_blas_set_threads(1);
-#ifdef _OPENMP
-    if (a.threads > 0)
-        omp_set_num_threads(a.threads);
-    int nthreads = omp_get_max_threads();
-#else
-    int nthreads = 1;
-#endif
-
-    if ((st = ac_trainer_init(&tr, &cfg, &err))) {
-        st = cli_fail_err(&err);
-        goto out;
-    }
-    if (a.resume && (st = ac_trainer_load(&tr, a.resume, &err))) {
-        st = cli_fail_err(&err);
-        goto out;
-    }
-    if (a.dump) {
-        double loss;
-        if ((st = ac_trainer_dump_grads(&tr, a.dump, &loss, &err))) {
-            st = cli_fail_err(&err);
-            goto out;
-        }
-        if (a.json) {
-            ac_json *j = cli_json_stdout();
-            ac_json_begin_object(j);
-            ac_json_kv_string(j, "command", "train");
-            ac_json_kv_string(j, "dump", a.dump);
-            ac_json_kv_int(j, "step", (long long)tr.step + 1);
-            ac_json_kv_number(j, "loss", loss);
-            ac_json_kv_int(j, "params", (long long)tr.model.nparams);
-            ac_json_end_object(j);
-            st = cli_json_finish(j);
-        } else {
-            printf("wrote %s: weights, the batch of step %zu, loss %.17g and %zu gradients\n",
-                   a.dump, tr.step + 1, loss, tr.model.ntensors);
-        }
-        goto out;
-    }
-
-    const ac_train_config *c = &tr.cfg;
-    size_t last = a.have_stop ? a.stop_at : c->steps;
-    if (!a.quiet && !a.json) {
-        printf("task       %s: %s\n", ac_task_name(c->task), ac_trainer_data_summary(&tr));
-        const ac_nn_config *m = &c->model;
-        if (m->arch == AC_NN_ARCH_TRANSFORMER)
-            printf("model      %zu %s-LN layers, width %zu, %zu %s heads of size %zu, FFN %zu, "
-                   "%s; %zu parameters\n", m->layers, m->ln == AC_NN_LN_PRE ? "pre" : "post",
-                   m->width, m->heads, m->kind == AC_NN_ATTN_STANDARD ? "standard" : "fixed",
-                   tr.model.S, m->ffn, m->causal ? "causal" : "bidirectional",
-                   tr.model.nparams);
-        else
-            printf("model      %s: %zu %s heads of size %zu on d = %zu; %zu parameters\n",
-                   m->arch == AC_NN_ARCH_ATTENTION ? "one attention layer" : "attention scores",
-                   m->heads, m->kind == AC_NN_ATTN_STANDARD ? "standard" : "fixed", tr.model.S,
-                   m->width, tr.model.nparams);
-        printf("training   steps %zu..%zu of %zu, batch %zu x %zu tokens, AdamW lr %g (warm-up "
-               "%zu, %s), %d thread%s\n", tr.step + 1, last, c->steps, c->batch, c->seq, c->lr,
-               c->warmup, c->schedule == AC_SCHED_COSINE ? "cosine" :
-               c->schedule == AC_SCHED_LINEAR ? "linear" : "constant", nthreads,
-               nthreads == 1 ? "" : "s");
-        fflush(stdout);
-    }
-    if (a.log) {
-        int append = a.resume != NULL && access(a.log, F_OK) == 0;
-        rs.log = fopen(a.log, append ? "a" : "w");
-        if (!rs.log) {
-            st = cli_fail(AC_ECANTCREAT, "%s: cannot create: %s", a.log, strerror(errno));
-            goto out;
-        }
-        rs.jsonl = a.log_jsonl;
-        if (!rs.jsonl && (!append || ftell(rs.log) == 0))
-            fprintf(rs.log, "%s\n", log_columns);
-    }
-    rs.bar = !a.quiet && isatty(2);
-    rs.t_start = ac_seconds();
-    rs.first_step = tr.step;
-    size_t maxe = (last - tr.step) / (c->eval_every ? c->eval_every : 1) + 2;
-    evals = calloc(maxe, sizeof *evals);
-    if (!evals) {
-        st = cli_fail(AC_EINTERNAL, "out of memory");
-        goto out;
-    }
-    ac_step_info si;
-    memset(&si, 0, sizeof si);
-    si.loss = NAN;
-    si.step = tr.step;
-    ac_eval_info last_ev = {NAN, NAN, NAN, 0};
-    while (tr.step < last) {
-        double t0 = ac_seconds();
-        if ((st = ac_trainer_step(&tr, &si, &err))) {
-            if (rs.bar)
-                fputc('\n', stderr);
-            st = cli_fail_err(&err);
-            goto out;
-        }
-        double t1 = ac_seconds();
-        rs.tokens += (double)si.tokens;
-        ac_eval_info ev, *evp = NULL;
-        if (si.step % c->eval_every == 0 || si.step == last) {
-            if ((st = ac_trainer_eval(&tr, &ev, &err))) {
-                st = cli_fail_err(&err);
-                goto out;
-            }
-            evp = &ev;
-            last_ev = ev;
-            if (nevals < maxe)
-                evals[nevals++] = (eval_rec){si.step, ev};
-        }
-        double tps = t1 > t0 ? (double)si.tokens / (t1 - t0) : 0;
-        log_row(&rs, &si, evp, tps, ac_seconds() - rs.t_start);
-        if (evp && !a.quiet && !a.json) {
-            if (rs.bar)
-                fprintf(stderr, "\r%*s\r", 100, "");
-            print_eval_line(&tr, &si, evp, rs.tokens / (ac_seconds() - rs.t_start));
-        }
-        draw_bar(&rs, &si, last, &last_ev, ac_seconds(), 0);
-        if (a.save && a.save_every && si.step % a.save_every == 0 && si.step != last &&
-            (st = ac_trainer_save(&tr, a.save, &err))) {
-            st = cli_fail_err(&err);
-            goto out;
-        }
-    }
-    double secs = ac_seconds() - rs.t_start;
-    if (rs.bar) {
-        draw_bar(&rs, &si, last, &last_ev, ac_seconds(), 1);
-        fputc('\n', stderr);
-    }
-    if (rs.log) {
-        int bad = ferror(rs.log) | (fclose(rs.log) != 0);
-        rs.log = NULL;
-        if (bad) {
-            st = cli_fail(AC_ECANTCREAT, "%s: cannot write", a.log);
-            goto out;
-        }
-    }
-    if (a.save && (st = ac_trainer_save(&tr, a.save, &err))) {
-        st = cli_fail_err(&err);
-        goto out;
-    }
-    /* fit-p: certify the learned weights */
-    ac_cert cert;
-    int have_cert = 0;
-    if (c->task == AC_TASK_FIT_P) {
-        if ((st = fitp_certify(&tr, a.tol, a.max_prec, &cert, &err))) {
-            st = cli_fail_err(&err);
-            goto out;
-        }
-        have_cert = 1;
-    }
-    double tps = secs > 0 ? rs.tokens / secs : 0;
-    if (a.json) {
-        ac_json *j = cli_json_stdout();
-        ac_json_begin_object(j);
-        ac_json_kv_string(j, "command", "train");
-        ac_json_kv_string(j, "version", PACKAGE_VERSION);
-        ac_json_kv_string(j, "task", ac_task_name(c->task));
-        ac_json_kv_string(j, "data", ac_trainer_data_summary(&tr));
-        if (have_cert) {
-            ac_json_kv_string(j, "verdict", ac_verdict_name(cert.verdict));
-            ac_json_kv_string(j, "claim", "the learned head has max|Softmax - P| <= tol");
-            ac_json_kv_number(j, "tol", a.tol);
-            ac_json_key(j, "certificate");
-            cli_json_cert(j, &cert);
-        }
-        ac_json_kv_int(j, "params", (long long)tr.model.nparams);
-        ac_json_kv_int(j, "step", (long long)tr.step);
-        ac_json_kv_int(j, "steps", (long long)c->steps);
-        ac_json_kv_number(j, "loss", si.loss);
-        ac_json_kv_number(j, "eval_loss", last_ev.loss);
-        if (!isnan(last_ev.accuracy))
-            ac_json_kv_number(j, "eval_accuracy", last_ev.accuracy);
-        if (!isnan(last_ev.maxdev))
-            ac_json_kv_number(j, "eval_maxdev", last_ev.maxdev);
-        ac_json_kv_number(j, "tokens_per_s", tps);
-        ac_json_kv_number(j, "seconds", secs);
-        ac_json_kv_int(j, "threads", nthreads);
-        if (a.save)
-            ac_json_kv_string(j, "checkpoint", a.save);
-        ac_json_key(j, "evals");
-        ac_json_begin_array(j);
-        for (size_t i = 0; i < nevals; i++) {
-            ac_json_begin_object(j);
-            ac_json_kv_int(j, "step", (long long)evals[i].step);
-            ac_json_kv_number(j, "loss", evals[i].ev.loss);
-            if (!isnan(evals[i].ev.accuracy))
-                ac_json_kv_number(j, "accuracy", evals[i].ev.accuracy);
-            if (!isnan(evals[i].ev.maxdev))
-                ac_json_kv_number(j, "maxdev", evals[i].ev.maxdev);
-            ac_json_end_object(j);
-        }
-        ac_json_end_array(j);
-        ac_json_end_object(j);
-        if ((st = cli_json_finish(j)))
-            goto out;
-    } else {
-        printf("done       %zu steps in %.2f s, %.0f tokens/s; train loss %.6f, eval loss %.6f",
-               tr.step - rs.first_step, secs, tps, si.loss, last_ev.loss);
-        if (!isnan(last_ev.accuracy))
-            printf(", accuracy %.4f", last_ev.accuracy);
-        if (!isnan(last_ev.maxdev))
-            printf(", max dev %.3g", last_ev.maxdev);
-        printf("\n");
-        if (a.save)
-            printf("checkpoint %s (step %zu)\n", a.save, tr.step);
-        if (have_cert) {
-            char b1[32], b2[32], b3[32], sb[64];
-            printf("verdict    %s: max|Softmax - P| <= %s for the learned weights; certified "
-                   "[%s, %s], %s\n", ac_verdict_name(cert.verdict), cli_num(b1, sizeof b1, a.tol),
-                   cli_num(b2, sizeof b2, cert.lo), cli_num(b3, sizeof b3, cert.hi),
-                   cli_stage_name(sb, sizeof sb, cert.stage, cert.prec));
-        }
-    }
-    st = have_cert ? cli_exit_of(cert.verdict) : AC_OK;
-out:
-    if (rs.log)
-        fclose(rs.log);
-    free(evals);
-    ac_trainer_free(&tr);
-    return st;
+    if (a->run.have_stop && a->run.stop_at > cfg->steps)
+        return cli_usage("--stop-at %zu is beyond --steps %zu", a->run.stop_at, cfg->steps);
+    if (cfg->warmup > cfg->steps)
+        return cli_usage("--warmup %zu exceeds --steps %zu", cfg->warmup, cfg->steps);
+    return AC_OK;
 }
 
-/* ---- report rows ---------------------------------------------------------- */
-
-/* Theorem 1 on learned weights: AdamW trains one head of size dk = d = 2n on
- * a random instance (Gaussian X, Dirichlet P); the theorem says some head
- * reaches P exactly, so the claim "the learned head is within 1e-3 of P" is
- * expected to be PROVED (certified on the learned doubles, not assumed).
- * d = 2n keeps X well conditioned (sigma_min ~ sqrt(d) - sqrt(n)), which
- * plain gradient training needs: with d = n, Gaussian X is often nearly
- * singular and 3000 steps do not always get there (5 of 40 seeds). */
-void report_rows_train(cli_report *rep)
+/* The configuration of the run from the options. */
+static int configure(train_args *a, ac_train_config *cfg)
 {
-    cli_report_row *row = cli_report_add(rep);
-    ac_train_config c;
-    ac_trainer tr;
-    ac_err err;
-    ac_cert cert;
-    char b1[32];
-    const double tol = 1e-3;
-    if (!row)
-        return;
-    size_t n = 6;
-    snprintf(row->claim, sizeof row->claim, "Thm 1 on learned weights (AdamW)");
-    snprintf(row->instance, sizeof row->instance, "n = %zu, d = dk = %zu, 3000 steps", n, 2 * n);
-    row->expected = AC_PROVED;
-    row->verdict = AC_UNDECIDED;
-    double t0 = ac_seconds();
-    ac_err_clear(&err);
-    ac_train_config_default(&c, AC_TASK_FIT_P);
-    c.fitp_n = n;
-    c.fitp_d = 2 * n;
-    c.seed = rep->seed;
-    int st = ac_trainer_init(&tr, &c, &err);
-    for (size_t s = 0; !st && s < tr.cfg.steps; s++)
-        st = ac_trainer_step(&tr, NULL, &err);
-    if (!st)
-        st = fitp_certify(&tr, tol, 512, &cert, &err);
-    row->seconds = ac_seconds() - t0;
-    if (st) {
-        row->error = st;
-        snprintf(row->detail, sizeof row->detail, "%.250s", err.msg);
-    } else {
-        row->verdict = cert.verdict;
-        snprintf(row->bound, sizeof row->bound, "dev <= %s", cli_num(b1, sizeof b1, cert.hi));
-        snprintf(row->detail, sizeof row->detail,
-                 "learned Wq, Wk certified: max|Softmax - P| in [%.3g, %.3g] (tol %g)", cert.lo,
-                 cert.hi, tol);
-    }
-    ac_trainer_free(&tr);
+    ac_task_kind task;
+    int st;
+    if ((st = base_config(a, cfg, &task)) || (st = check_task_options(a, task)))
+        return st;
+    ac_train_config base = *cfg;
+    if ((st = apply(a, cfg)))
+        return st;
+    if (!a->given[OPT_RESUME])
+        derived_defaults(a, cfg, task);
+    else if ((st = check_resume(a, &base, cfg)))
+        return st;
+    return check_consistent(a, cfg, task);
+}
+
+int cmd_train(int argc, char **argv)
+{
+    train_args a;
+    ac_train_config cfg;
+    int st;
+    cli_set_flags(train_flags);
+    if ((st = collect(&a, argc, argv)) || (st = configure(&a, &cfg)))
+        return st;
+    return train_run(&a.run, &cfg);
 }

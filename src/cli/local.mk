@@ -33,7 +33,10 @@ attncheck_SOURCES += \
 
 # attncheck train
 attncheck_SOURCES += \
-	src/cli/cmd_train.c
+	src/cli/cmd_train.c \
+	src/cli/train_cli.h \
+	src/cli/train_run.c \
+	src/cli/train_progress.c
 
 # attncheck report
 attncheck_SOURCES += \

@@ -204,81 +204,26 @@ ac_schedule cli_schedule(const cli_common *c)
 
 /* ---- staged output directory ---------------------------------------------- */
 
+/* The merge mode of the library's staged directories (attncheck/fileio.h). */
+
 int cli_outdir_begin(cli_outdir *o, const char *dir, ac_err *err)
 {
-    int st;
-    memset(o, 0, sizeof *o);
-    if ((st = ac_mkdir_p(dir, err)))
-        return st;
-    size_t len = strlen(dir) + 32;
-    o->dir = strdup(dir);
-    o->tmp = malloc(len);
-    if (!o->dir || !o->tmp) {
-        cli_outdir_abort(o);
-        return ac_err_set(err, AC_EINTERNAL, "out of memory");
-    }
-    snprintf(o->tmp, len, "%s/.attncheck-XXXXXX", dir);
-    if (!mkdtemp(o->tmp)) {
-        int e = errno;
-        free(o->tmp);
-        o->tmp = NULL;
-        cli_outdir_abort(o);
-        return ac_err_set(err, AC_ECANTCREAT, "%s: cannot create files there: %s", dir, strerror(e));
-    }
-    return AC_OK;
+    return ac_stagedir_begin(&o->stage, dir, err);
 }
 
 const char *cli_outdir_path(cli_outdir *o, const char *name)
 {
-    static char buf[4096];
-    if (o->n == o->cap) {
-        size_t cap = o->cap ? 2 * o->cap : 8;
-        char **nn = realloc(o->names, cap * sizeof(char *));
-        if (!nn)
-            return NULL;
-        o->names = nn;
-        o->cap = cap;
-    }
-    o->names[o->n] = strdup(name);
-    if (!o->names[o->n])
-        return NULL;
-    o->n++;
-    snprintf(buf, sizeof buf, "%s/%s", o->tmp, name);
-    return buf;
+    return ac_stagedir_path(&o->stage, name);
 }
 
 int cli_outdir_commit(cli_outdir *o, ac_err *err)
 {
-    char a[4096], b[4096];
-    int st = AC_OK;
-    for (size_t i = 0; i < o->n; i++) {
-        snprintf(a, sizeof a, "%s/%s", o->tmp, o->names[i]);
-        snprintf(b, sizeof b, "%s/%s", o->dir, o->names[i]);
-        if (rename(a, b) != 0) {
-            st = ac_err_set(err, AC_ECANTCREAT, "%s: cannot create: %s", b, strerror(errno));
-            break;
-        }
-    }
-    cli_outdir_abort(o); /* removes what is left and the staging directory */
-    return st;
+    return ac_stagedir_commit(&o->stage, err);
 }
 
 void cli_outdir_abort(cli_outdir *o)
 {
-    char a[4096];
-    if (o->tmp) {
-        for (size_t i = 0; i < o->n; i++) {
-            snprintf(a, sizeof a, "%s/%s", o->tmp, o->names[i]);
-            unlink(a);
-        }
-        rmdir(o->tmp);
-    }
-    for (size_t i = 0; i < o->n; i++)
-        free(o->names[i]);
-    free(o->names);
-    free(o->dir);
-    free(o->tmp);
-    memset(o, 0, sizeof *o);
+    ac_stagedir_abort(&o->stage);
 }
 
 /* ---- verdicts, numbers, JSON ---------------------------------------------- */

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attncheck/fileio.h"
 #include "io/jsonparse.h"
 
 typedef struct {
@@ -351,44 +352,15 @@ int ac_jparse(ac_jv **out, const char *text, size_t len, const char *name, ac_er
 
 int ac_jparse_file(ac_jv **out, const char *path, ac_err *err)
 {
+    unsigned char *buf;
+    size_t n;
     *out = NULL;
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return ac_err_set(err, AC_ENOINPUT, "%s: cannot open: %s", path, strerror(errno));
-    size_t cap = 4096, n = 0;
-    char *buf = malloc(cap);
-    if (!buf) {
-        fclose(f);
-        return ac_err_set(err, AC_EINTERNAL, "out of memory");
-    }
-    for (;;) {
-        if (n == cap) {
-            if (cap > ((size_t)1 << 28)) {
-                free(buf);
-                fclose(f);
-                return ac_err_set(err, AC_EDATA, "%s: too large for a configuration file", path);
-            }
-            char *nb = realloc(buf, cap * 2);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return ac_err_set(err, AC_EINTERNAL, "out of memory");
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t r = fread(buf + n, 1, cap - n, f);
-        n += r;
-        if (r == 0)
-            break;
-    }
-    int bad = ferror(f);
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return ac_err_set(err, AC_ENOINPUT, "%s: cannot read", path);
-    }
-    int st = ac_jparse(out, buf, n, path, err);
+    int st = ac_file_read(path, AC_JSON_PARSE_MAX_BYTES, &buf, &n, err);
+    if (st == AC_EDATA)
+        return ac_err_set(err, AC_EDATA, "%s: too large for a configuration file", path);
+    if (st)
+        return st;
+    st = ac_jparse(out, (const char *)buf, n, path, err);
     free(buf);
     return st;
 }

@@ -16,6 +16,8 @@
 #include "attncheck/common.h"
 
 #define AC_JSON_PARSE_DEPTH 64
+/* The largest file ac_jparse_file reads (512 MiB - 1). */
+#define AC_JSON_PARSE_MAX_BYTES (((size_t)1 << 29) - 1)
 
 typedef enum { AC_JV_NULL, AC_JV_BOOL, AC_JV_NUMBER, AC_JV_STRING, AC_JV_ARRAY, AC_JV_OBJECT } ac_jv_type;
 
@@ -33,7 +35,8 @@ struct ac_jv {
  * name is used in messages ("NAME: line 3, column 7: expected ':'").
  * Returns AC_OK and *out, or AC_EDATA (malformed), AC_EINTERNAL (memory). */
 int ac_jparse(ac_jv **out, const char *text, size_t len, const char *name, ac_err *err);
-/* Read and parse the file path (AC_ENOINPUT if it cannot be read). */
+/* Read (ac_file_read) and parse the file path: AC_ENOINPUT if it cannot be
+ * read, AC_EDATA if larger than AC_JSON_PARSE_MAX_BYTES. */
 int ac_jparse_file(ac_jv **out, const char *path, ac_err *err);
 void ac_jv_free(ac_jv *v);
 

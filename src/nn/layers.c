@@ -1,6 +1,7 @@
-/* nn.c — layers of the trainable attention stack (attncheck/nn.h): each a
+/* layers.c — layers of the trainable attention stack (attncheck/nn.h): each a
  * forward/backward pair on flat arrays, outputs first, shapes at the top.
- * The model that strings them together is in nnmodel.c.
+ * The model that strings them together is in model.c, forward.c and
+ * backward.c.
  *
  * Dimension letters: B batch, T tokens, N = B*T rows, C width, V vocabulary,
  * H heads, S head size, D = H*S, F feed-forward width (see nn.h).

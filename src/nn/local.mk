@@ -2,9 +2,19 @@
 ## (included by the top-level Makefile.am)
 
 src_libattncheck_la_SOURCES += \
+	src/nn/nn_impl.h \
 	src/nn/layers.c \
 	src/nn/model.c \
-	src/nn/train.c
+	src/nn/forward.c \
+	src/nn/backward.c \
+	src/nn/adamw.c \
+	src/nn/config.c \
+	src/nn/data_text.c \
+	src/nn/data_listops.c \
+	src/nn/data_teacher.c \
+	src/nn/data_fitp.c \
+	src/nn/trainer.c \
+	src/nn/checkpoint.c
 
 # unit tests of this module
 check_PROGRAMS += tests/test_nn tests/test_train

@@ -1,0 +1,141 @@
+/* train_progress.c — what `attncheck train` shows while it runs: the
+ * header lines, the progress bar, the per-step log (CSV or JSON lines) and
+ * the evaluation lines (train_cli.h). */
+#include <config.h>
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "train_cli.h"
+
+void train_print_header(const ac_trainer *tr, size_t last, int nthreads)
+{
+    const ac_train_config *c = &tr->cfg;
+    const ac_nn_config *m = &c->model;
+    printf("task       %s: %s\n", ac_task_name(c->task), ac_trainer_data_summary(tr));
+    if (m->arch == AC_NN_ARCH_TRANSFORMER)
+        printf("model      %zu %s-LN layers, width %zu, %zu %s heads of size %zu, FFN %zu, "
+               "%s; %zu parameters\n", m->layers, m->ln == AC_NN_LN_PRE ? "pre" : "post",
+               m->width, m->heads, m->kind == AC_NN_ATTN_STANDARD ? "standard" : "fixed",
+               tr->model.S, m->ffn, m->causal ? "causal" : "bidirectional",
+               tr->model.nparams);
+    else
+        printf("model      %s: %zu %s heads of size %zu on d = %zu; %zu parameters\n",
+               m->arch == AC_NN_ARCH_ATTENTION ? "one attention layer" : "attention scores",
+               m->heads, m->kind == AC_NN_ATTN_STANDARD ? "standard" : "fixed", tr->model.S,
+               m->width, tr->model.nparams);
+    printf("training   steps %zu..%zu of %zu, batch %zu x %zu tokens, AdamW lr %g (warm-up "
+           "%zu, %s), %d thread%s\n", tr->step + 1, last, c->steps, c->batch, c->seq, c->lr,
+           c->warmup, c->schedule == AC_SCHED_COSINE ? "cosine" :
+           c->schedule == AC_SCHED_LINEAR ? "linear" : "constant", nthreads,
+           nthreads == 1 ? "" : "s");
+    fflush(stdout);
+}
+
+static void fmt_time(char *buf, size_t n, double s)
+{
+    if (!isfinite(s) || s < 0)
+        snprintf(buf, n, "--:--");
+    else if (s >= 3600)
+        snprintf(buf, n, "%d:%02d:%02d", (int)(s / 3600), (int)fmod(s / 60, 60), (int)fmod(s, 60));
+    else
+        snprintf(buf, n, "%d:%02d", (int)(s / 60), (int)fmod(s, 60));
+}
+
+void train_draw_bar(train_progress *rs, const ac_step_info *si, size_t steps,
+                    const ac_eval_info *ev, double now, int force)
+{
+    if (!rs->bar || (!force && now - rs->t_last_draw < 0.1))
+        return;
+    rs->t_last_draw = now;
+    double el = now - rs->t_start;
+    double tps = el > 0 ? rs->tokens / el : 0;
+    double done = (double)(si->step - rs->first_step);
+    double eta = done > 0 ? el / done * (double)(steps - si->step) : NAN;
+    char eb[32], bar[31];
+    int w = 30, fill = (int)((double)w * (double)si->step / (double)steps);
+    for (int i = 0; i < w; i++)
+        bar[i] = i < fill ? '#' : '.';
+    bar[w] = 0;
+    fmt_time(eb, sizeof eb, eta);
+    fprintf(stderr, "\r  step %zu/%zu [%s] loss %.4f", si->step, steps, bar, si->loss);
+    if (ev && !isnan(ev->loss))
+        fprintf(stderr, " eval %.4f", ev->loss);
+    fprintf(stderr, " %.0f tok/s ETA %s  ", tps, eb);
+    fflush(stderr);
+}
+
+static void log_num(FILE *f, int jsonl, const char *key, double v, int *first)
+{
+    char b[AC_FMT_DOUBLE_BUFSIZE];
+    if (jsonl) {
+        if (isnan(v))
+            return;
+        ac_fmt_double(b, sizeof b, v);
+        fprintf(f, "%s\"%s\": %s", *first ? "" : ", ", key, isfinite(v) ? b : "null");
+    } else {
+        if (!isnan(v)) {
+            ac_fmt_double(b, sizeof b, v);
+            fprintf(f, "%s%s", *first ? "" : ",", b);
+        } else {
+            fprintf(f, "%s", *first ? "" : ",");
+        }
+    }
+    *first = 0;
+}
+
+static const char log_columns[] =
+    "step,lr,loss,grad_norm,accuracy,maxdev,eval_loss,eval_accuracy,eval_maxdev,tokens_per_s,"
+    "seconds";
+
+void train_log_row(train_progress *rs, const ac_step_info *si, const ac_eval_info *ev,
+                   double tps, double secs)
+{
+    if (!rs->log)
+        return;
+    FILE *f = rs->log;
+    int first = 1;
+    if (rs->jsonl)
+        fputc('{', f);
+    log_num(f, rs->jsonl, "step", (double)si->step, &first);
+    log_num(f, rs->jsonl, "lr", si->lr, &first);
+    log_num(f, rs->jsonl, "loss", si->loss, &first);
+    log_num(f, rs->jsonl, "grad_norm", si->grad_norm, &first);
+    log_num(f, rs->jsonl, "accuracy", si->accuracy, &first);
+    log_num(f, rs->jsonl, "maxdev", si->maxdev, &first);
+    log_num(f, rs->jsonl, "eval_loss", ev ? ev->loss : NAN, &first);
+    log_num(f, rs->jsonl, "eval_accuracy", ev ? ev->accuracy : NAN, &first);
+    log_num(f, rs->jsonl, "eval_maxdev", ev ? ev->maxdev : NAN, &first);
+    log_num(f, rs->jsonl, "tokens_per_s", tps, &first);
+    log_num(f, rs->jsonl, "seconds", secs, &first);
+    fputs(rs->jsonl ? "}\n" : "\n", f);
+}
+
+int train_log_open(train_progress *rs, const train_run_opts *o)
+{
+    int append = o->resume != NULL && access(o->log, F_OK) == 0;
+    rs->log = fopen(o->log, append ? "a" : "w");
+    if (!rs->log)
+        return cli_fail(AC_ECANTCREAT, "%s: cannot create: %s", o->log, strerror(errno));
+    rs->jsonl = o->log_jsonl;
+    if (!rs->jsonl && (!append || ftell(rs->log) == 0))
+        fprintf(rs->log, "%s\n", log_columns);
+    return AC_OK;
+}
+
+void train_print_eval(const ac_trainer *tr, const ac_step_info *si, const ac_eval_info *ev,
+                      double tps)
+{
+    printf("step %zu/%zu  loss %.6f  lr %.3g", si->step, tr->cfg.steps, si->loss, si->lr);
+    printf("  eval loss %.6f", ev->loss);
+    if (!isnan(ev->accuracy))
+        printf("  accuracy %.4f", ev->accuracy);
+    if (!isnan(ev->maxdev))
+        printf("  max dev %.3g", ev->maxdev);
+    printf("  %.0f tok/s\n", tps);
+    fflush(stdout);
+}

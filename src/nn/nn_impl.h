@@ -1,0 +1,223 @@
+/* nn_impl.h — internals of src/nn shared between its files (not installed).
+ *
+ *   the trainer (attncheck/train.h): config.c (defaults, names, schedule),
+ *     one file per data source — data_text.c, data_listops.c,
+ *     data_teacher.c, data_fitp.c: each opens its data (completing the
+ *     configuration) and fills batches —, trainer.c (init, steps,
+ *     evaluation) and checkpoint.c (config.json, the staged directory swap,
+ *     loading);
+ *   the model (attncheck/nn.h): model.c (configuration check, tensor table,
+ *     allocation, initial weights), forward.c, backward.c, adamw.c.
+ */
+#ifndef AC_NN_IMPL_H
+#define AC_NN_IMPL_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "attncheck/blas.h"
+#include "attncheck/linalg.h"
+#include "attncheck/nn.h"
+#include "attncheck/train.h"
+
+/* ================================================================ trainer */
+
+/* Random stream ids (stream_a of ac_rng_init), one per use. */
+#define STREAM_TEXT 0x74657874ull          /* "text": training windows */
+#define STREAM_LISTOPS 0x6c6f7073ull       /* "lops": training examples */
+#define STREAM_LISTOPS_EVAL 0x6c6f7065ull  /* "lope": held-out examples */
+#define STREAM_TEACH 0x74636872ull         /* "tchr": teacher inputs / samples */
+#define STREAM_TEACH_EVAL 0x74636865ull    /* "tche": teacher held-out inputs */
+
+/* The task's data and the buffers of one batch. */
+struct ac_train_data {
+    char summary[2 * AC_TRAIN_PATH_MAX + 320];
+    uint64_t checksum;      /* of the input files / instance (0: generated on the fly) */
+    /* one batch (B x T), in the row layout of nn.h */
+    size_t B, T;
+    int32_t *tokens, *targets;
+    double *x, *y;
+    /* text */
+    int32_t *ids;
+    size_t nids, ntrain;
+    size_t nvocab;
+    unsigned char vocab[256];
+    /* listops */
+    int32_t *expr;
+    /* teacher */
+    int gen;                /* generator mode */
+    ac_nn_model teacher;
+    double *tx, *ty;        /* dataset mode: (m, n, d), (m, n, e) */
+    size_t tm, td, te, ttrain;
+    /* fit-p */
+    ac_mat X, P;
+};
+
+/* Each data source: *_open reads or generates the data and completes c
+ * (sizes the data fix: vocabulary, widths, n and d, ...); *_batch fills b
+ * (whose B and T are set, the rest zeroed) with split 0 = the training
+ * batch of step `index` (1-based), split 1 = evaluation batch `index`
+ * (0-based), drawing from the streams above keyed by the seed. */
+int train_text_open(ac_train_data *d, ac_train_config *c, ac_err *err);
+void train_text_batch(ac_train_data *d, const ac_train_config *c, int split, size_t index,
+                      ac_nn_batch *b);
+int train_listops_open(ac_train_data *d, ac_train_config *c, ac_err *err);
+int train_listops_batch(ac_train_data *d, const ac_train_config *c, int split, size_t index,
+                        ac_nn_batch *b, ac_err *err);
+int train_teacher_open(ac_train_data *d, ac_train_config *c, ac_err *err);
+int train_teacher_batch(ac_train_data *d, const ac_train_config *c, int split, size_t index,
+                        ac_nn_batch *b, ac_err *err);
+int train_fitp_open(ac_train_data *d, ac_train_config *c, ac_err *err);
+void train_fitp_batch(ac_train_data *d, const ac_train_config *c, ac_nn_batch *b);
+
+/* The batch of (split, index) for the trainer's task (trainer.c). */
+int train_fill_batch(ac_trainer *tr, int split, size_t index, ac_nn_batch *b, ac_err *err);
+
+/* Head size of a configuration: width/heads (standard) or head_dim (fixed). */
+size_t train_head_size(const ac_nn_config *m);
+
+/* ---- checksums: FNV-1a, 64 bits, over bytes (Fowler, Noll, Vo); doubles
+ * are hashed as their little-endian IEEE bytes. */
+#define FNV_INIT 0xcbf29ce484222325ull
+
+static inline uint64_t fnv1a(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+
+static inline uint64_t fnv_doubles(uint64_t h, const double *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint64_t u;
+        memcpy(&u, &x[i], sizeof u);
+        unsigned char b[8];
+        for (int k = 0; k < 8; k++)
+            b[k] = (unsigned char)(u >> (8 * k));
+        h = fnv1a(h, b, 8);
+    }
+    return h;
+}
+
+/* ================================================================ model */
+
+/* Parallel structure (deterministic for any thread count;
+ * doc/mathematics.md §6.3)
+ * -------------------------------------------------------
+ * Everything except the parameter gradients is local to a sequence, so the
+ * batch is cut into fixed chunks of whole sequences (about CHUNK_ROWS rows;
+ * the cut depends only on B and T) and OpenMP runs the chunks:
+ *   forward:  all layers of a chunk, its head and per-row losses;
+ *   backward: per layer, phase 1 runs the chunks through the layer's
+ *             activation gradients; phase 2 computes the layer's parameter
+ *             gradients as fixed tiles (TILE x TILE blocks of each weight
+ *             gradient, one dgemm over all N rows each; LayerNorm and
+ *             embedding gradients as single tasks).
+ * Each number is produced by one fixed piece of code on fixed data, and
+ * scalar reductions (loss, gradient norm) are summed in a fixed order, so
+ * the results are bit-identical whatever the number of threads.
+ */
+
+#define CHUNK_ROWS 256
+#define TILE_O 128
+#define TILE_I 256
+#define NORM_BLOCK 4096
+
+/* Slots of a transformer layer's tensors, in table order. */
+enum {
+    L_LN1W, L_LN1B, L_QKVW, L_QKVB, L_PROJW, L_PROJB, L_LN2W, L_LN2B, L_FCW, L_FCB, L_FCPW,
+    L_FCPB, L_NTENSORS
+};
+
+/* Activations of one transformer layer (rows of the whole batch). */
+typedef struct {
+    double *ln1, *ln1_mean, *ln1_rstd, *qkv, *att, *atty, *res2, *ln2, *ln2_mean, *ln2_rstd, *fch,
+        *fchg, *res3;
+} layer_acts;
+
+typedef enum { TK_LINEAR, TK_LN, TK_EMBED, TK_HEADPROJ } task_kind;
+
+/* One piece of phase 2: a weight-gradient tile, a LayerNorm's parameters,
+ * the embedding, or one head of the per-head output projection. */
+typedef struct {
+    task_kind kind;
+    double *dw, *db;
+    const double *dout, *inp, *mean, *rstd;
+    size_t N, IC, OC, o0, o1, i0, i1;
+    double cost;
+} nn_task;
+
+struct ac_nn_work {
+    size_t B, T;              /* of the last forward */
+    size_t spc;               /* sequences per chunk (for the last forward's T) */
+    int have_forward;
+    /* tensor indices */
+    long i_wte, i_win, i_bin, i_wpe, i_layer0, i_lnfw, i_lnfb, i_headw, i_headb, i_wq, i_wo;
+    /* inputs copied from the batch */
+    int32_t *tokens, *targets;
+    double *x, *y;
+    /* activations */
+    double *acts;
+    double *enc;              /* (N,C) embedding output / layer-0 input */
+    layer_acts *layers;
+    double *lnf, *lnf_mean, *lnf_rstd, *pooled, *logits, *losses;
+    /* ARCH_ATTENTION / ARCH_SCORES */
+    double *qkv, *att, *pre, *atty, *out;
+    /* gradient scratch (one layer) */
+    double *gacts;
+    double *gout, *gx, *gres2, *gln, *gln1, *gf, *gatty, *gqkv, *glnf, *gpool;
+    double *scratch;          /* per chunk: T*T */
+    size_t nchunks_max;
+    size_t *chunk_correct;
+    double *chunk_maxdev;
+    double *norm_part;
+    nn_task *tasks;
+    size_t ntasks_cap;
+};
+
+/* The parameters and the gradient of tensor i. */
+#define PAR(m, i) ((m)->params + (m)->tensors[(i)].offset)
+#define GRD(m, i) ((m)->grads + (m)->tensors[(i)].offset)
+
+/* The kernels call BLAS from OpenMP threads: BLAS itself runs one thread
+ * for the duration of a forward or backward pass. */
+static inline int blas_single(void)
+{
+    int t = ac_blas_get_threads();
+    if (t != 1)
+        ac_blas_set_threads(1);
+    return t;
+}
+
+static inline void blas_restore(int t)
+{
+    if (t != 1)
+        ac_blas_set_threads(t);
+}
+
+static inline size_t seqs_per_chunk(size_t T)
+{
+    size_t s = CHUNK_ROWS / T;
+    return s ? s : 1;
+}
+
+/* The input and the output of transformer layer l (rows of the batch). */
+static inline const double *layer_input(const ac_nn_model *m, size_t l)
+{
+    const ac_nn_work *w = m->w;
+    if (l == 0)
+        return w->enc;
+    return m->cfg.ln == AC_NN_LN_PRE ? w->layers[l - 1].res3 : w->layers[l - 1].ln2;
+}
+
+static inline const double *layer_output(const ac_nn_model *m, size_t l)
+{
+    const ac_nn_work *w = m->w;
+    return m->cfg.ln == AC_NN_LN_PRE ? w->layers[l].res3 : w->layers[l].ln2;
+}
+
+#endif /* AC_NN_IMPL_H */
