@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "attncheck/multihead.h"
 #include "attncheck/npy.h"
 #include "attncheck/rng.h"
 #include "nn/nn_impl.h"
@@ -24,11 +25,9 @@ static int file_exists(const char *dir, const char *name)
     return stat(p, &sb) == 0;
 }
 
-/* Read DIR/NAME.npy as a stack (h, a, b) (a 2-D array counts as h = 1).
- * The same stacks are read by ac_mh_load_dir (attention/multihead.c), which
- * does not yet accept the 2-D forms; this reader is to be replaced by the
- * public multihead.h reader of both forms (the one remaining duplicate). */
-static int read_stack(const char *dir, const char *name, ac_array *a, size_t *h, size_t *r,
+/* Read DIR/NAME.npy as an array (m, a, b) (a 2-D array counts as m = 1):
+ * the X.npy, Y.npy pairs of the dataset mode. */
+static int read_pairs_array(const char *dir, const char *name, ac_array *a, size_t *h, size_t *r,
                       size_t *c, ac_err *err)
 {
     char p[PATH_MAX];
@@ -54,33 +53,17 @@ static int read_stack(const char *dir, const char *name, ac_array *a, size_t *h,
 }
 
 /* Generator mode: the layer of the stacks LETTERq.npy ... LETTERo.npy in
- * dir, (h, s, d) for q, k, v and (h, d, s) for o, becomes d->teacher. */
+ * dir, (h, s, d) for q, k, v and (h, d, s) for o (2-D arrays for one
+ * head), read by the one reader of such stacks (ac_mh_load_dir_flex),
+ * becomes d->teacher. */
 static int teacher_from_weights(ac_train_data *d, ac_train_config *c, const char *dir, char L,
                                 ac_err *err)
 {
-    char fq[8], fk[8], fv[8], fo[8];
-    snprintf(fq, sizeof fq, "%cq.npy", L);
-    snprintf(fk, sizeof fk, "%ck.npy", L);
-    snprintf(fv, sizeof fv, "%cv.npy", L);
-    snprintf(fo, sizeof fo, "%co.npy", L);
-    ac_array q = {0}, k = {0}, v = {0}, o = {0};
-    size_t hq, sq, dq, hk, sk, dk, hv, sv, dv, ho, dO, so;
+    ac_mh layer = {0};
     int st;
     c->teacher_stack = L;
-    if ((st = read_stack(dir, fq, &q, &hq, &sq, &dq, err)) ||
-        (st = read_stack(dir, fk, &k, &hk, &sk, &dk, err)) ||
-        (st = read_stack(dir, fv, &v, &hv, &sv, &dv, err)) ||
-        (st = read_stack(dir, fo, &o, &ho, &dO, &so, err)))
-        goto out;
-    if (hq != hk || hq != hv || hq != ho || sq != sk || sq != sv || sq != so || dq != dk ||
-        dq != dv || dq != dO || hq == 0 || sq == 0 || dq == 0) {
-        st = ac_err_set(err, AC_EDATA,
-                        "%s: shapes do not form one attention layer: %cq, %ck, %cv must be "
-                        "(h, s, d) and %co (h, d, s); got (%zu, %zu, %zu), (%zu, %zu, %zu), "
-                        "(%zu, %zu, %zu), (%zu, %zu, %zu)",
-                        dir, L, L, L, L, hq, sq, dq, hk, sk, dk, hv, sv, dv, ho, dO, so);
-        goto out;
-    }
+    if ((st = ac_mh_load_dir_flex(&layer, dir, L, 1, err)))
+        return st;
     if (c->seq == 0)
         c->seq = 8;
     ac_nn_config tc;
@@ -88,33 +71,34 @@ static int teacher_from_weights(ac_train_data *d, ac_train_config *c, const char
     tc.arch = AC_NN_ARCH_ATTENTION;
     tc.input = AC_NN_INPUT_VECTORS;
     tc.max_seq = c->seq;
-    tc.width = dq;
-    tc.heads = hq;
-    tc.kind = hq * sq == dq ? AC_NN_ATTN_STANDARD : AC_NN_ATTN_FIXED;
-    tc.head_dim = sq;
+    tc.width = layer.d;
+    tc.heads = layer.h;
+    tc.kind = layer.h * layer.hs == layer.d ? AC_NN_ATTN_STANDARD : AC_NN_ATTN_FIXED;
+    tc.head_dim = layer.hs;
     tc.head = AC_NN_HEAD_REGRESS;
     if ((st = ac_nn_model_init(&d->teacher, &tc, c->batch, c->seq, err)))
         goto out;
-    const ac_array *src[4] = {&q, &k, &v, &o};
-    const char *names[4] = {"Wq", "Wk", "Wv", "Wo"};
+    static const char *const names[4] = {"Wq", "Wk", "Wv", "Wo"};
+    static const ac_mh_param which[4] = {AC_MH_Q, AC_MH_K, AC_MH_V, AC_MH_O};
     uint64_t h = FNV_INIT;
     for (int i = 0; i < 4; i++) {
+        ac_array a = {0};
+        if ((st = ac_mh_get_array(&layer, which[i], &a, err)))
+            goto out;
         const ac_nn_tensor *t = ac_nn_tensor_find(&d->teacher, names[i]);
-        memcpy(d->teacher.params + t->offset, src[i]->data, t->size * sizeof(double));
-        h = fnv_doubles(h, src[i]->data, src[i]->size);
+        memcpy(d->teacher.params + t->offset, a.data, t->size * sizeof(double));
+        h = fnv_doubles(h, a.data, a.size);
+        ac_array_free(&a);
     }
     d->checksum = h;
     d->gen = 1;
-    d->td = d->te = dq;
+    d->td = d->te = layer.d;
     snprintf(d->summary, sizeof d->summary,
              "teacher %s (%c stack): %zu heads of size %zu on d = %zu (%s); inputs X ~ "
-             "N(0,1), %zu tokens", dir, L, hq, sq, dq,
+             "N(0,1), %zu tokens", dir, L, layer.h, layer.hs, layer.d,
              tc.kind == AC_NN_ATTN_STANDARD ? "standard" : "fixed", c->seq);
 out:
-    ac_array_free(&q);
-    ac_array_free(&k);
-    ac_array_free(&v);
-    ac_array_free(&o);
+    ac_mh_free(&layer);
     return st;
 }
 
@@ -127,8 +111,8 @@ static int teacher_from_pairs(ac_train_data *d, ac_train_config *c, const char *
     ac_array X = {0}, Y = {0};
     size_t mx, dx, nx, my, ey, ny;
     int st;
-    if ((st = read_stack(dir, "X.npy", &X, &mx, &dx, &nx, err)) ||
-        (st = read_stack(dir, "Y.npy", &Y, &my, &ey, &ny, err)))
+    if ((st = read_pairs_array(dir, "X.npy", &X, &mx, &dx, &nx, err)) ||
+        (st = read_pairs_array(dir, "Y.npy", &Y, &my, &ey, &ny, err)))
         goto out;
     if (mx != my || nx != ny || mx == 0 || nx == 0 || dx == 0 || ey == 0) {
         st = ac_err_set(err, AC_EDATA,
