@@ -66,6 +66,19 @@ static int word_char(char c)
            c == '_' || c == '-';
 }
 
+/* s[0 .. len-1] stands alone as a word: not part of a longer word, nor of a
+ * path or file name ("vocab/ck", "ck/vocab", "vocab.npy"); a full stop
+ * that ends the sentence is fine. */
+static int whole_word(const char *msg, const char *s, size_t len)
+{
+    char before = s > msg ? s[-1] : ' ', after = s[len];
+    if (word_char(before) || before == '/' || before == '.')
+        return 0;
+    if (word_char(after) || after == '/')
+        return 0;
+    return !(after == '.' && word_char(s[len + 1]));
+}
+
 const char *cli_err_message(char *buf, size_t n, const ac_err *err)
 {
     const char *msg = err->msg[0] ? err->msg : "internal error";
@@ -79,8 +92,7 @@ const char *cli_err_message(char *buf, size_t n, const ac_err *err)
         fields += fl + (fields[fl] == ',');
         /* the first whole-word occurrence of the field from p on */
         const char *hit = p;
-        while ((hit = strstr(hit, field)) &&
-               ((hit > msg && word_char(hit[-1])) || word_char(hit[fl])))
+        while ((hit = strstr(hit, field)) && !whole_word(msg, hit, fl))
             hit++;
         if (!hit || !fl)
             continue;
