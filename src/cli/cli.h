@@ -95,6 +95,13 @@ int cli_outdir_begin(cli_outdir *o, const char *dir, ac_err *err);
 const char *cli_outdir_path(cli_outdir *o, const char *name);
 int cli_outdir_commit(cli_outdir *o, ac_err *err);
 void cli_outdir_abort(cli_outdir *o);
+/* Write the matrix as NAME (.npy) into the staging area. */
+int cli_outdir_write_mat(cli_outdir *o, const char *name, const ac_mat *m, ac_err *err);
+/* Write NAME as a JSON document (2-space indent) produced by write(j, ctx),
+ * atomically, into the staging area; AC_ECANTCREAT "NAME: cannot write the
+ * certificate" if the JSON writer failed. */
+int cli_outdir_write_json(cli_outdir *o, const char *name, void (*write)(ac_json *, const void *),
+                          const void *ctx, ac_err *err);
 
 /* Exit status of a verdict. */
 int cli_exit_of(ac_verdict v);

@@ -331,6 +331,22 @@ static void print_text(const t1_args *a, const char *instance, const ac_t1_resul
            cli_num(b1, sizeof b1, a->tol), r->cert.method, r->cert.seconds);
 }
 
+/* What certificate.json is written from. */
+typedef struct {
+    const t1_args *a;
+    const char *instance;
+    const ac_t1_result *r;
+    int gen_x, gen_p;
+} t1_json_ctx;
+
+static void write_json_cb(ac_json *j, const void *ctx)
+{
+    const t1_json_ctx *c = ctx;
+    write_json(j, c->a, c->instance, c->r, c->gen_x, c->gen_p);
+}
+
+/* --out-dir: Wq.npy, Wk.npy, the generated X.npy and P.npy, and
+ * certificate.json, staged so that all appear or none. */
 static int write_outputs(const t1_args *a, const ac_mat *X, const ac_mat *P,
                          const ac_t1_result *r, int gen_x, int gen_p, const char *instance)
 {
@@ -340,43 +356,17 @@ static int write_outputs(const t1_args *a, const ac_mat *X, const ac_mat *P,
     ac_err_clear(&err);
     if ((st = cli_outdir_begin(&o, a->common.out_dir, &err)))
         return cli_fail_err(&err);
-    const char *path;
-    if (r->Wq.data) {
-        if (!(path = cli_outdir_path(&o, "Wq.npy")) || (st = ac_npy_write_mat(path, &r->Wq, &err)))
-            goto fail;
-        if (!(path = cli_outdir_path(&o, "Wk.npy")) || (st = ac_npy_write_mat(path, &r->Wk, &err)))
-            goto fail;
-    }
-    if (gen_x && (!(path = cli_outdir_path(&o, "X.npy")) || (st = ac_npy_write_mat(path, X, &err))))
-        goto fail;
-    if (gen_p && (!(path = cli_outdir_path(&o, "P.npy")) || (st = ac_npy_write_mat(path, P, &err))))
-        goto fail;
-    if (!(path = cli_outdir_path(&o, "certificate.json")))
-        goto fail;
-    {
-        ac_atomic f;
-        if ((st = ac_atomic_open(&f, path, &err)))
-            goto fail;
-        ac_json *j = ac_json_new(f.fp, 2);
-        write_json(j, a, instance, r, gen_x, gen_p);
-        int jst = ac_json_error(j);
-        ac_json_free(j);
-        if (jst) {
-            ac_atomic_abort(&f);
-            st = ac_err_set(&err, AC_ECANTCREAT, "%s: cannot write the certificate", path);
-            goto fail;
-        }
-        if ((st = ac_atomic_commit(&f, &err)))
-            goto fail;
-    }
-    if ((st = cli_outdir_commit(&o, &err)))
+    t1_json_ctx c = {a, instance, r, gen_x, gen_p};
+    if ((r->Wq.data && ((st = cli_outdir_write_mat(&o, "Wq.npy", &r->Wq, &err)) ||
+                        (st = cli_outdir_write_mat(&o, "Wk.npy", &r->Wk, &err)))) ||
+        (gen_x && (st = cli_outdir_write_mat(&o, "X.npy", X, &err))) ||
+        (gen_p && (st = cli_outdir_write_mat(&o, "P.npy", P, &err))) ||
+        (st = cli_outdir_write_json(&o, "certificate.json", write_json_cb, &c, &err)) ||
+        (st = cli_outdir_commit(&o, &err))) {
+        cli_outdir_abort(&o);
         return cli_fail_err(&err);
+    }
     return AC_OK;
-fail:
-    cli_outdir_abort(&o);
-    if (!st)
-        st = ac_err_set(&err, AC_EINTERNAL, "out of memory");
-    return cli_fail_err(&err);
 }
 
 int cmd_rep_theorem(int argc, char **argv)

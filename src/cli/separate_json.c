@@ -207,27 +207,13 @@ static int write_layer(cli_outdir *o, const ac_mh *L, char prefix, ac_err *err)
 }
 
 /* certificate.json: the object of the separation or of the embedding check */
-static int write_json_file(cli_outdir *o, const sep_out *c, ac_err *err)
+static void write_json_cb(ac_json *j, const void *ctx)
 {
-    const char *path = cli_outdir_path(o, "certificate.json");
-    ac_atomic f;
-    int st;
-    if (!path)
-        return ac_err_set(err, AC_EINTERNAL, "out of memory");
-    if ((st = ac_atomic_open(&f, path, err)))
-        return st;
-    ac_json *j = ac_json_new(f.fp, 2);
+    const sep_out *c = ctx;
     if (c->e)
         sep_json_embed(j, c);
     else
         sep_json(j, c);
-    int jst = ac_json_error(j);
-    ac_json_free(j);
-    if (jst) {
-        ac_atomic_abort(&f);
-        return ac_err_set(err, AC_ECANTCREAT, "%s: cannot write the certificate", path);
-    }
-    return ac_atomic_commit(&f, err);
 }
 
 int sep_write_outputs(const sep_out *c, const ac_mat *X, const ac_array *samples)
@@ -247,7 +233,7 @@ int sep_write_outputs(const sep_out *c, const ac_mat *X, const ac_array *samples
         goto fail;
     if ((st = write_layer(&o, c->W, 'W', &err)) || (st = write_layer(&o, c->V, 'V', &err)))
         goto fail;
-    if ((st = write_json_file(&o, c, &err)))
+    if ((st = cli_outdir_write_json(&o, "certificate.json", write_json_cb, c, &err)))
         goto fail;
     if ((st = cli_outdir_commit(&o, &err)))
         return cli_fail_err(&err);

@@ -17,6 +17,7 @@
 
 #include "attncheck/blas.h"
 #include "attncheck/fileio.h"
+#include "attncheck/npy.h"
 #include "cli.h"
 
 const char *cli_cmd_name = "attncheck";
@@ -236,6 +237,35 @@ int cli_outdir_commit(cli_outdir *o, ac_err *err)
 void cli_outdir_abort(cli_outdir *o)
 {
     ac_stagedir_abort(&o->stage);
+}
+
+int cli_outdir_write_mat(cli_outdir *o, const char *name, const ac_mat *m, ac_err *err)
+{
+    const char *path = cli_outdir_path(o, name);
+    if (!path)
+        return ac_err_set(err, AC_EINTERNAL, "out of memory");
+    return ac_npy_write_mat(path, m, err);
+}
+
+int cli_outdir_write_json(cli_outdir *o, const char *name, void (*write)(ac_json *, const void *),
+                          const void *ctx, ac_err *err)
+{
+    const char *path = cli_outdir_path(o, name);
+    ac_atomic f;
+    int st;
+    if (!path)
+        return ac_err_set(err, AC_EINTERNAL, "out of memory");
+    if ((st = ac_atomic_open(&f, path, err)))
+        return st;
+    ac_json *j = ac_json_new(f.fp, 2);
+    write(j, ctx);
+    int jst = ac_json_error(j);
+    ac_json_free(j);
+    if (jst) {
+        ac_atomic_abort(&f);
+        return ac_err_set(err, AC_ECANTCREAT, "%s: cannot write the certificate", path);
+    }
+    return ac_atomic_commit(&f, err);
 }
 
 /* ---- verdicts, numbers, JSON ---------------------------------------------- */
