@@ -4,7 +4,7 @@
 # second, in one run.  Run by `make bench` (needs bench/bench_t2 built).
 #
 # Both sides use the same OpenBLAS with the same kernels (OPENBLAS_CORETYPE as
-# chosen by attncheck, MATH.md 5) and the same thread count, set through
+# chosen by attncheck, doc/mathematics.md §7) and the same thread count, set through
 # OPENBLAS_NUM_THREADS = 1 and 2.  The C driver and the NumPy peer run back to
 # back, REPS times (default 5), so that each repetition gives a paired ratio
 # under the same machine load.  Reported per thread count: the median over

@@ -129,7 +129,7 @@ def transformer_loss(cfg, P, batch):
 
 
 def attention_layer_loss(cfg, P, batch):
-    """f(X) = sum_h Wo_h Wv_h X Softmax(...), MATH.md section 2, row layout."""
+    """f(X) = sum_h Wo_h Wv_h X Softmax(...), doc/mathematics.md §4.1, row layout."""
     m = cfg["model"]
     x = t(batch["x"])
     Wq, Wk, Wv, Wo = P["Wq"], P["Wk"], P["Wv"], P["Wo"]  # (H,S,C) x3, (H,C,S)

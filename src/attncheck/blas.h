@@ -2,7 +2,7 @@
  *
  * Debian's OpenBLAS 0.3.21 (a DYNAMIC_ARCH build) picks its kernels when it is
  * loaded; on some virtual machines it misidentifies a modern CPU as an old
- * generic core ("Prescott") and runs ~5x slower (MATH.md §5).  The choice can
+ * generic core ("Prescott") and runs ~5x slower (doc/mathematics.md §7).  The choice can
  * only be overridden by the environment variable OPENBLAS_CORETYPE, read when
  * the library loads, so a program must set it and restart itself:
  * ac_blas_fix_core() does exactly that (the attncheck program calls it first

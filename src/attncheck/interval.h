@@ -3,7 +3,7 @@
  * Everything here runs in the default rounding mode (round to nearest) and
  * obtains rigorous bounds from a-priori error analysis, never by switching the
  * rounding mode: threaded BLAS ignores the mode of the calling thread
- * (MATH.md §4).  u = 2^-53 is the unit roundoff, eta = 2^-1074 the smallest
+ * (doc/mathematics.md §2.7).  u = 2^-53 is the unit roundoff, eta = 2^-1074 the smallest
  * subnormal, realmin = 2^-1022.
  *
  * Scalar rule used throughout: if c = fl(a op b) for op in {+,-,*,/,sqrt} in
@@ -134,7 +134,7 @@ double ac_imat_maxdev_up(const ac_imat *A, const double *B, int identity);
 /* Upper bound on the Frobenius norm of A - B over the interval (same conventions). */
 double ac_imat_fro_dev_up(const ac_imat *A, const double *B, int identity);
 
-/* Column-wise softmax enclosure (MATH.md §4): given logit intervals
+/* Column-wise softmax enclosure (doc/mathematics.md §2.4): given logit intervals
  * [lo_ij, hi_ij] for an n x m matrix (columns are the softmax groups),
  * fill plo, phi with rigorous bounds on Softmax(L)_ij for every L in the box:
  *   p_ij in [E-_i/(E-_i + sum_{k!=i} E+_k), E+_i/(E+_i + sum_{k!=i} E-_k)],

@@ -46,7 +46,7 @@ int ac_approx_svd(const ac_mat *A, ac_mat *U, double *s, ac_mat *Vt, ac_err *err
 
 /* Certified enclosures lo[i] <= sigma_i(A') <= hi[i], i < min(m,n), for every
  * A' in the interval matrix A (Weyl's inequality around an approximate SVD,
- * MATH.md §4): with eps >= ||U S V^T - A'||_2, alpha >= ||U^T U - I||_2,
+ * doc/mathematics.md §2.5): with eps >= ||U S V^T - A'||_2, alpha >= ||U^T U - I||_2,
  * beta >= ||V^T V - I||_2 (all bounded by Frobenius norms in interval
  * arithmetic), sigma_i in [s_i sqrt((1-alpha)(1-beta)) - eps,
  * s_i sqrt((1+alpha)(1+beta)) + eps].  lo[i] is clamped at 0.  If alpha or

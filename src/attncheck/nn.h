@@ -99,7 +99,7 @@ void ac_nn_linear_backward_weight(double *dw, double *dbias, const double *dout,
 void ac_nn_linear_backward_weight_ref(double *dw, double *dbias, const double *dout,
                                       const double *inp, size_t N, size_t IC, size_t OC);
 
-/* Per-head output projection of the bare attention layer (MATH.md §2):
+/* Per-head output projection of the bare attention layer (doc/mathematics.md §4.1):
  * out (N,C) = sum_h y_h Wo_h^T, y (N,D) with head h in columns h*S..,
  * Wo (H,C,S) (the stack Wo_1..Wo_H of the paper, Wo_h in R^{C x S}).
  * One dgemm per head. */
@@ -221,7 +221,7 @@ typedef enum { AC_NN_POOL_FIRST = 0, AC_NN_POOL_LAST = 1, AC_NN_POOL_MEAN = 2 } 
  *     FFN(x) = W2 gelu(W1 x + b1) + b2; then a final LayerNorm and the head.
  *     Inputs: tokens (embedding V x C) or vectors (linear I -> C), plus
  *     learned positions (maxT x C) when positions != 0.
- *   ARCH_ATTENTION: f(X) = sum_h Wo_h Wv_h X Softmax(...) (MATH.md §2), no
+ *   ARCH_ATTENTION: f(X) = sum_h Wo_h Wv_h X Softmax(...) (doc/mathematics.md §4.1), no
  *     biases, no residual, no LayerNorm; input vectors of size C = I,
  *     output C, head REGRESS.
  *   ARCH_SCORES: Softmax((Wk X)^T (Wq X)/sqrt(S)) only (Theorem 1); input

@@ -2,7 +2,7 @@
  *
  * Every check attncheck makes is a claim "q REL tau" about a real quantity q
  * (REL one of <, <=, >, >=).  ac_decide settles it like a filtered geometric
- * predicate (Shewchuk 1997; CGAL's filtered kernels), MATH.md §4:
+ * predicate (Shewchuk 1997; CGAL's filtered kernels), doc/mathematics.md §2.2:
  *
  *   stage 0   double precision with an a-priori rounding-error bound:
  *             the quantity's stage0 callback returns [lo, hi] containing q;

@@ -20,7 +20,7 @@ const char cmd_rep_theorem_help[] =
     "Decides the claim \"some head has max|Softmax - P| <= TOL\": PROVED with\n"
     "weights whose error is certified, REFUTED with a certified lower bound on\n"
     "the distance, or UNDECIDED.  rank X = n <= dk uses the paper's construction\n"
-    "(eqs. 4-7); every other case is decided as in MATH.md 1.3.\n"
+    "(eqs. 4-7); every other case is decided as in doc/mathematics.md §3.4.\n"
     "\n"
     "Input (X is d x n, one column per token; P is n x n, positive and\n"
     "column-stochastic, columns summing to 1 within 16*n*u):\n"
@@ -303,7 +303,7 @@ static void print_text(const t1_args *a, const char *instance, const ac_t1_resul
     printf("instance   %s, dk = %zu\n", instance, r->dk);
     printf("route      %s\n", r->route == AC_T1_ROUTE_CONSTRUCT
                                   ? "Theorem 1 construction, eqs. (4)-(7)"
-                                  : "decision procedure (MATH.md 1.3)");
+                                  : "decision procedure (doc/mathematics.md §3.4)");
     if (r->rank >= 0)
         printf("rank X     %ld (%s)\n", r->rank, r->rank_method);
     else

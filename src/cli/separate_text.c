@@ -82,7 +82,7 @@ static void print_trace(const ac_t2_result *r)
 static void print_audit(const ac_t2_result *r)
 {
     const ac_t2_audit *au = &r->audit;
-    printf("audit (gaps of the paper's proof, MATH.md 2)\n");
+    printf("audit (gaps of the paper's proof, doc/mathematics.md §4.7)\n");
     printf("  gap 1    %-9s  ", ac_verdict_name(au->dep));
     if (au->dep == AC_PROVED) {
         printf("v != 0 with Wv_%zu v = 0 exactly (integer v, %ld-bit entries; v/|v| starts",

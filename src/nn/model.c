@@ -161,7 +161,7 @@ static int build_table(ac_nn_model *m, ac_err *err)
         if (c->head != AC_NN_HEAD_LM)
             w->i_headb = add_tensor(&tb, "head.bias", 1, K, 0, 0, AC_NN_INIT_ZERO, 0, 1.0);
     } else if (c->arch == AC_NN_ARCH_ATTENTION) {
-        /* the stacks of MATH.md §2: Wq, Wk, Wv (H,S,C) consecutive = one
+        /* the stacks of doc/mathematics.md §4.1: Wq, Wk, Wv (H,S,C) consecutive = one
          * (3D, C) matrix; Wo (H,C,S) */
         w->i_wq = add_tensor(&tb, "Wq", 3, H, S, C, AC_NN_INIT_NORMAL, C, 1.0);
         add_tensor(&tb, "Wk", 3, H, S, C, AC_NN_INIT_NORMAL, C, 1.0);

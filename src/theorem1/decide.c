@@ -455,7 +455,7 @@ static int certify_rho(ac_t1_result *res, ac_t1_basis *basis, double *obstructio
         return st;
     res->rho_lo = rc.lo;
     res->rho_hi = rc.hi;
-    ac_t1_add_step(res, "log-domain residual (MATH.md 1.3)",
+    ac_t1_add_step(res, "log-domain residual (doc/mathematics.md §3.4)",
                    "rho = min_c ||M(c) - Pi M(c) Pi||_F", rc.lo, rc.hi, rc.stage, rc.prec,
                    rc.verdict == AC_PROVED ? "> 0: log P + 1c' never lies in {X'AX}"
                                            : "not certified positive");
