@@ -306,30 +306,15 @@ static int read_data(const char *path, FILE *fp, int known_size, uintmax_t avail
     return AC_OK;
 }
 
-static int npy_read_fp(const char *path, FILE *fp, ac_array *a, ac_err *err)
+/* The preamble: magic, version, header length.  *prelen receives its
+ * length (10 or 12 bytes), *hlen the announced header length, checked
+ * against the file size when it is known (fsize, for a regular file). */
+static int read_preamble(const char *path, FILE *fp, int known_size, uintmax_t fsize,
+                         size_t *prelen, size_t *hlen, ac_err *err)
 {
-    struct stat sb;
     unsigned char pre[12];
-    size_t got, prelen, hlen, size, nbytes;
+    size_t got = read_full(fp, pre, 10);
     unsigned major, minor;
-    int known_size, st;
-    uintmax_t fsize = 0;
-    char *hdr = NULL;
-    double *data = NULL;
-    hparse p;
-
-    if (fstat(fileno(fp), &sb) != 0) {
-        int e = errno;
-        return ac_err_set(err, AC_ENOINPUT, "%s: cannot open: %s", path, strerror(e));
-    }
-    if (S_ISDIR(sb.st_mode))
-        return ac_err_set(err, AC_ENOINPUT, "%s: is a directory, not a .npy file", path);
-    known_size = S_ISREG(sb.st_mode);
-    if (known_size)
-        fsize = sb.st_size > 0 ? (uintmax_t)sb.st_size : 0;
-
-    /* Magic, version, header length. */
-    got = read_full(fp, pre, 10);
     if (ferror(fp))
         return read_error(path, fp, err);
     if (got == 0)
@@ -346,37 +331,42 @@ static int npy_read_fp(const char *path, FILE *fp, ac_array *a, ac_err *err)
         return ac_err_set(err, AC_EDATA,
                           "%s: unsupported .npy format version %u.%u (supported: 1.0, 2.0, 3.0)",
                           path, major, minor);
-    prelen = major == 1 ? 10 : 12;
-    if (got == 10 && prelen == 12) {
+    *prelen = major == 1 ? 10 : 12;
+    if (got == 10 && *prelen == 12) {
         got += read_full(fp, pre + 10, 2);
         if (ferror(fp))
             return read_error(path, fp, err);
     }
-    if (got < prelen)
+    if (got < *prelen)
         return ac_err_set(err, AC_EDATA,
                           "%s: truncated header: file ends after %zu bytes, inside the preamble",
                           path, got);
     if (major == 1)
-        hlen = (size_t)pre[8] | (size_t)pre[9] << 8;
+        *hlen = (size_t)pre[8] | (size_t)pre[9] << 8;
     else
-        hlen = (size_t)pre[8] | (size_t)pre[9] << 8 | (size_t)pre[10] << 16 |
-               (size_t)pre[11] << 24;
-    if (hlen == 0)
+        *hlen = (size_t)pre[8] | (size_t)pre[9] << 8 | (size_t)pre[10] << 16 |
+                (size_t)pre[11] << 24;
+    if (*hlen == 0)
         return ac_err_set(err, AC_EDATA, "%s: empty header", path);
-    if (known_size && (uintmax_t)hlen > (fsize > prelen ? fsize - prelen : 0))
+    if (known_size && (uintmax_t)*hlen > (fsize > *prelen ? fsize - *prelen : 0))
         return ac_err_set(err, AC_EDATA,
                           "%s: truncated header: header of %zu bytes announced, file has %ju "
                           "bytes after the preamble",
-                          path, hlen, fsize > prelen ? fsize - prelen : 0);
-    if (hlen > NPY_HEADER_MAX)
+                          path, *hlen, fsize > *prelen ? fsize - *prelen : 0);
+    if (*hlen > NPY_HEADER_MAX)
         return ac_err_set(err, AC_EDATA, "%s: header of %zu bytes is too large (limit %zu)",
-                          path, hlen, NPY_HEADER_MAX);
+                          path, *hlen, NPY_HEADER_MAX);
+    return AC_OK;
+}
 
-    /* Header. */
-    hdr = malloc(hlen);
+/* The header dict of hlen bytes, parsed into p (npy_header.c). */
+static int read_header(const char *path, FILE *fp, size_t hlen, hparse *p, ac_err *err)
+{
+    char *hdr = malloc(hlen);
+    int st;
     if (!hdr)
         return ac_err_set(err, AC_EINTERNAL, "%s: out of memory for the header", path);
-    got = read_full(fp, hdr, hlen);
+    size_t got = read_full(fp, hdr, hlen);
     if (ferror(fp)) {
         free(hdr);
         return read_error(path, fp, err);
@@ -391,17 +381,38 @@ static int npy_read_fp(const char *path, FILE *fp, ac_array *a, ac_err *err)
         free(hdr);
         return ac_err_set(err, AC_EDATA, "%s: header is not terminated by a newline", path);
     }
-    memset(&p, 0, sizeof p);
-    p.path = path;
-    p.s = hdr;
-    p.n = hlen - 1;
-    p.err = err;
-    st = npy_parse_header(&p);
+    memset(p, 0, sizeof *p);
+    p->path = path;
+    p->s = hdr;
+    p->n = hlen - 1;
+    p->err = err;
+    st = npy_parse_header(p);
     free(hdr);
-    p.s = NULL;
-    if (st)
-        return st;
+    p->s = NULL;
+    return st;
+}
 
+static int npy_read_fp(const char *path, FILE *fp, ac_array *a, ac_err *err)
+{
+    struct stat sb;
+    size_t prelen = 0, hlen = 0, size, nbytes;
+    int known_size, st;
+    uintmax_t fsize = 0;
+    double *data = NULL;
+    hparse p;
+
+    if (fstat(fileno(fp), &sb) != 0) {
+        int e = errno;
+        return ac_err_set(err, AC_ENOINPUT, "%s: cannot open: %s", path, strerror(e));
+    }
+    if (S_ISDIR(sb.st_mode))
+        return ac_err_set(err, AC_ENOINPUT, "%s: is a directory, not a .npy file", path);
+    known_size = S_ISREG(sb.st_mode);
+    if (known_size)
+        fsize = sb.st_size > 0 ? (uintmax_t)sb.st_size : 0;
+    if ((st = read_preamble(path, fp, known_size, fsize, &prelen, &hlen, err)) ||
+        (st = read_header(path, fp, hlen, &p, err)))
+        return st;
     if (!shape_size(p.ndim, p.shape, &size)) {
         char buf[SHAPE_BUF];
         format_tuple(buf, sizeof buf, p.ndim, p.shape);
