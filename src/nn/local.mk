@@ -14,7 +14,8 @@ src_libattncheck_la_SOURCES += \
 	src/nn/data_teacher.c \
 	src/nn/data_fitp.c \
 	src/nn/trainer.c \
-	src/nn/checkpoint.c
+	src/nn/checkpoint.c \
+	src/nn/checkpoint_load.c
 
 # unit tests of this module
 check_PROGRAMS += tests/test_nn tests/test_train

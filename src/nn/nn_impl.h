@@ -220,4 +220,14 @@ static inline const double *layer_output(const ac_nn_model *m, size_t l)
     return m->cfg.ln == AC_NN_LN_PRE ? w->layers[l].res3 : w->layers[l].ln2;
 }
 
+/* ---- checkpoints (checkpoint.c writes, checkpoint_load.c reads) ---- */
+#define AC_CKPT_FORMAT "attncheck-train-checkpoint"
+#define AC_CKPT_VERSION 1
+/* The spellings of the enums in config.json, in enum order. */
+extern const char *const ck_sched_names[3], *const ck_arch_names[3], *const ck_input_names[2],
+    *const ck_kind_names[2], *const ck_ln_names[2], *const ck_head_names[4],
+    *const ck_pool_names[3];
+/* Index of s in names[0 .. n-1], or -1. */
+int ck_name_index(const char *s, const char *const *names, int n);
+
 #endif /* AC_NN_IMPL_H */
