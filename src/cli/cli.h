@@ -59,6 +59,13 @@ int cli_usage(const char *fmt, ...)
 #endif
     ;
 
+/* The end of every command's getopt_long loop (optstring starting with ':'):
+ * cli_bad_option is the usage error for getopt's ':' (a missing value) or
+ * '?' (an unknown option) result c; cli_no_operands the usage error for an
+ * argument left after the options (AC_OK if none). */
+int cli_bad_option(int c, char **argv);
+int cli_no_operands(int argc, char **argv);
+
 /* Strict number parsing for option values; on error print a usage error and
  * return AC_EUSAGE. */
 int cli_parse_size(const char *opt, const char *s, size_t min, size_t max, size_t *out);

@@ -222,14 +222,13 @@ static int parse_args(cond_args *a, int argc, char **argv)
         case OPT_PLOT: a->plot = optarg; break;
         case OPT_TRACE: a->trace = 1; break;
         case OPT_THREADS: st = cli_parse_threads(optarg, &a->common.threads); break;
-        case ':': return cli_usage("option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage("unknown option '%s'", argv[optind - 1]);
+        default: return cli_bad_option(c, argv);
         }
         if (st)
             return st;
     }
-    if (optind < argc)
-        return cli_usage("unexpected argument '%s'", argv[optind]);
+    if ((st = cli_no_operands(argc, argv)))
+        return st;
     return finish_args(a, mode, have_input_dim, input_dim);
 }
 

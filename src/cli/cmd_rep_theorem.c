@@ -140,14 +140,13 @@ static int parse_args(t1_args *a, int argc, char **argv)
         case OPT_JSON: a->common.json = 1; break;
         case OPT_OUTDIR: a->common.out_dir = optarg; break;
         case OPT_THREADS: st = cli_parse_threads(optarg, &a->common.threads); break;
-        case ':': return cli_usage("option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage("unknown option '%s'", argv[optind - 1]);
+        default: return cli_bad_option(c, argv);
         }
         if (st)
             return st;
     }
-    if (optind < argc)
-        return cli_usage("unexpected argument '%s'", argv[optind]);
+    if ((st = cli_no_operands(argc, argv)))
+        return st;
     if (a->example && (a->xfile || a->pfile || a->have_n || a->have_d || a->representable))
         return cli_usage("--example paper fixes X and P; it cannot be combined with --x, --p, "
                          "--n, --d or --representable");

@@ -61,14 +61,13 @@ int cmd_report(int argc, char **argv)
         case OPT_QUICK: rep.quick = 1; break;
         case OPT_JSON: json = 1; break;
         case OPT_THREADS: st = cli_parse_threads(optarg, &common.threads); break;
-        case ':': return cli_usage("option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage("unknown option '%s'", argv[optind - 1]);
+        default: return cli_bad_option(c, argv);
         }
         if (st)
             return st;
     }
-    if (optind < argc)
-        return cli_usage("unexpected argument '%s'", argv[optind]);
+    if ((st = cli_no_operands(argc, argv)))
+        return st;
     cli_common_apply(&common);
 
     double t0 = ac_seconds();

@@ -152,14 +152,13 @@ static int parse_args(sep_args *a, int argc, char **argv)
         case OPT_JSON: a->common.json = 1; break;
         case OPT_OUTDIR: a->common.out_dir = optarg; break;
         case OPT_THREADS: st = cli_parse_threads(optarg, &a->common.threads); break;
-        case ':': return cli_usage("option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage("unknown option '%s'", argv[optind - 1]);
+        default: return cli_bad_option(c, argv);
         }
         if (st)
             return st;
     }
-    if (optind < argc)
-        return cli_usage("unexpected argument '%s'", argv[optind]);
+    if ((st = cli_no_operands(argc, argv)))
+        return st;
     if (a->embed && a->kase)
         return cli_usage("--embed builds g_V from f_W; it cannot be combined with --case");
     if (a->embed && (a->audit || a->common.trace))

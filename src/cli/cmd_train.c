@@ -213,16 +213,12 @@ static int collect(train_args *a, int argc, char **argv)
     optind = 1;
     opterr = 0;
     while ((c = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
-        if (c == ':')
-            return cli_usage("option '%s' needs a value", argv[optind - 1]);
         if (c < 256 || c >= OPT_COUNT)
-            return cli_usage("unknown option '%s'", argv[optind - 1]);
+            return cli_bad_option(c, argv);
         a->val[c] = optarg;
         a->given[c] = 1;
     }
-    if (optind < argc)
-        return cli_usage("unexpected argument '%s'", argv[optind]);
-    return AC_OK;
+    return cli_no_operands(argc, argv);
 }
 
 static int parse_choice(const char *opt, const char *s, const char *const *names, int n, int *out)

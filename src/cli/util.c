@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <getopt.h>
 #include <unistd.h>
 
 #ifdef _OPENMP
@@ -126,6 +127,20 @@ int cli_usage(const char *fmt, ...)
     else
         fprintf(stderr, "Try 'attncheck %s --help'.\n", cli_cmd_name);
     return AC_EUSAGE;
+}
+
+int cli_bad_option(int c, char **argv)
+{
+    if (c == ':')
+        return cli_usage("option '%s' needs a value", argv[optind - 1]);
+    return cli_usage("unknown option '%s'", argv[optind - 1]);
+}
+
+int cli_no_operands(int argc, char **argv)
+{
+    if (optind < argc)
+        return cli_usage("unexpected argument '%s'", argv[optind]);
+    return AC_OK;
 }
 
 int cli_parse_u64(const char *opt, const char *s, uint64_t *out)
