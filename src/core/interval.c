@@ -365,20 +365,28 @@ done:
     return st;
 }
 
+/* An upper bound on |a - b| over the entry i of A, b = B[i], the identity's
+ * entry or 0: |a - b| <= |mid - b| + rad, and c = fl(mid - b) gives
+ * |mid - b| <= up(|c|). */
+static double entry_dev_up(const ac_imat *A, size_t i, const double *B, int identity)
+{
+    double b = 0.0;
+    if (identity)
+        b = (i / A->cols == i % A->cols) ? 1.0 : 0.0;
+    else if (B)
+        b = B[i];
+    double d = ac_up(fabs(A->mid[i] - b));
+    if (A->rad)
+        d = ac_add_up(d, A->rad[i]);
+    return d;
+}
+
 double ac_imat_maxdev_up(const ac_imat *A, const double *B, int identity)
 {
     size_t n = A->rows * A->cols;
     double m = 0.0;
     for (size_t i = 0; i < n; i++) {
-        double b = 0.0;
-        if (identity)
-            b = (i / A->cols == i % A->cols) ? 1.0 : 0.0;
-        else if (B)
-            b = B[i];
-        /* |a - b| <= |mid - b| + rad; c = fl(mid - b) gives |mid - b| <= up(|c|) */
-        double d = ac_up(fabs(A->mid[i] - b));
-        if (A->rad)
-            d = ac_add_up(d, A->rad[i]);
+        double d = entry_dev_up(A, i, B, identity);
         if (!(d <= DBL_MAX))
             return INFINITY;
         if (d > m)
@@ -393,17 +401,8 @@ double ac_imat_fro_dev_up(const ac_imat *A, const double *B, int identity)
     double *d = malloc((n ? n : 1) * sizeof(double));
     if (!d)
         return INFINITY;
-    for (size_t i = 0; i < n; i++) {
-        double b = 0.0;
-        if (identity)
-            b = (i / A->cols == i % A->cols) ? 1.0 : 0.0;
-        else if (B)
-            b = B[i];
-        double v = ac_up(fabs(A->mid[i] - b));
-        if (A->rad)
-            v = ac_add_up(v, A->rad[i]);
-        d[i] = v;
-    }
+    for (size_t i = 0; i < n; i++)
+        d[i] = entry_dev_up(A, i, B, identity);
     double r = ac_norm2_up(d, n);
     free(d);
     return r;

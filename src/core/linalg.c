@@ -358,13 +358,20 @@ static int min_exponent(const ac_mat *A, int *emin, int *emax)
     return have;
 }
 
+static int all_finite(const ac_mat *A)
+{
+    for (size_t i = 0; i < A->rows * A->cols; i++)
+        if (!isfinite(A->data[i]))
+            return 0;
+    return 1;
+}
+
 int ac_rank_lower_modp(const ac_mat *A, long *rank, ac_err *err)
 {
     size_t r = A->rows, c = A->cols;
     int emin = 0, emax = 0;
-    for (size_t i = 0; i < r * c; i++)
-        if (!isfinite(A->data[i]))
-            return ac_err_set(err, AC_EDATA, "matrix has a non-finite entry");
+    if (!all_finite(A))
+        return ac_err_set(err, AC_EDATA, "matrix has a non-finite entry");
     if (!min_exponent(A, &emin, &emax)) {
         *rank = 0;
         return AC_OK;
@@ -398,9 +405,8 @@ int ac_rank_exact(const ac_mat *A, double max_work, long *rank, size_t *pivot_ro
     size_t r = A->rows, c = A->cols;
     int emin = 0, emax = 0;
     *rank = -1;
-    for (size_t i = 0; i < r * c; i++)
-        if (!isfinite(A->data[i]))
-            return ac_err_set(err, AC_EDATA, "matrix has a non-finite entry");
+    if (!all_finite(A))
+        return ac_err_set(err, AC_EDATA, "matrix has a non-finite entry");
     if (!min_exponent(A, &emin, &emax)) {
         *rank = 0;
         return AC_OK;
