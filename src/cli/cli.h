@@ -163,6 +163,10 @@ typedef struct {
 } cli_report;
 
 cli_report_row *cli_report_add(cli_report *r);
+/* The row's check failed with status st: verdict UNDECIDED, the error, and
+ * the library's message (parameters spelled by flags, or by the default
+ * spelling when NULL) as the detail. */
+void cli_report_fail(cli_report_row *row, int st, const ac_err *err, const cli_flag *flags);
 void report_rows_theorem1(cli_report *r);
 void report_rows_theorem2(cli_report *r);
 void report_rows_condition(cli_report *r);

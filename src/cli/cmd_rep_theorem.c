@@ -445,11 +445,7 @@ static void t1_row(cli_report *rep, const char *claim, const char *instance, ac_
     int st = ac_t1_check(&r, X, P, &o, &err);
     row->seconds = ac_seconds() - t0;
     if (st) {
-        row->error = st;
-        row->verdict = AC_UNDECIDED;
-        char msg[2 * AC_ERR_MSG_MAX];
-        snprintf(row->detail, sizeof row->detail, "%.255s",
-                 cli_err_message(msg, sizeof msg, &err));
+        cli_report_fail(row, st, &err, t1_flags);
     } else {
         row->verdict = r.verdict;
         if (r.verdict == AC_REFUTED)

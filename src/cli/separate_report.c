@@ -36,9 +36,7 @@ static void t2_row(cli_report *rep, int kase, size_t d, size_t h, size_t dp, siz
         st = ac_t2_separate(&r, &W, &V, n, &o, &err);
     row->seconds = ac_seconds() - t0;
     if (st) {
-        row->error = st;
-        row->verdict = AC_UNDECIDED;
-        snprintf(row->detail, sizeof row->detail, "%.255s", err.msg);
+        cli_report_fail(row, st, &err, NULL);
     } else {
         /* the row is about the case's own construction of the paper; the
          * generator must land in its case: anything else is a failure */
@@ -81,9 +79,7 @@ static void t2_embed_row(cli_report *rep, size_t d, size_t h, size_t dp, size_t 
         st = ac_t2_embed_check(&e, &W, &V, n, 3, rep->seed, AC_T2_EMBED_TOL_DEFAULT, &sched, &err);
     row->seconds = ac_seconds() - t0;
     if (st) {
-        row->error = st;
-        row->verdict = AC_UNDECIDED;
-        snprintf(row->detail, sizeof row->detail, "%.255s", err.msg);
+        cli_report_fail(row, st, &err, NULL);
     } else {
         row->verdict = e.verdict;
         if (e.exact)

@@ -335,12 +335,7 @@ void report_rows_train(cli_report *rep)
         st = fitp_certify(&tr, tol, 512, &cert, &err);
     row->seconds = ac_seconds() - t0;
     if (st) {
-        row->error = st;
-        char msg[2 * AC_ERR_MSG_MAX];
-        cli_set_flags(train_flags);
-        cli_err_message(msg, sizeof msg, &err);
-        cli_set_flags(NULL);
-        snprintf(row->detail, sizeof row->detail, "%.250s", msg);
+        cli_report_fail(row, st, &err, train_flags);
     } else {
         row->verdict = cert.verdict;
         snprintf(row->bound, sizeof row->bound, "dev <= %s", cli_num(b1, sizeof b1, cert.hi));
