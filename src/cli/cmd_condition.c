@@ -18,7 +18,7 @@
 
 #include "attncheck/condition.h"
 #include "attncheck/fileio.h"
-#include "cmd_condition.h"
+#include "condition_cli.h"
 #include "plot.h"
 
 const char cmd_condition_help[] =
@@ -270,20 +270,6 @@ static void progress_clear(progress_state *p)
  * others are "--" + the field name (trials, rtol, max_prec, bins). */
 static const cli_flag cond_flags[] = {
     {"N", "--seq"}, {"h", "--heads"}, {"d", "--head-dim"}, {NULL, NULL}};
-
-cond_times cond_sum_times(const ac_cond_result *res, size_t nh)
-{
-    cond_times t = {0, 0, 0, 0, 0, 0};
-    for (size_t i = 0; i < nh; i++) {
-        t.sample += res[i].t_sample;
-        t.reduce += res[i].t_reduce;
-        t.solve += res[i].t_solve;
-        t.mpfr += res[i].t_mpfr;
-        t.certify += res[i].t_certify;
-        t.flops += res[i].flops;
-    }
-    return t;
-}
 
 /* --trace: one line per sample of r. */
 static void print_trace(const ac_cond_result *r, int certify)

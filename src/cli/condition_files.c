@@ -7,7 +7,7 @@
 #include <stdio.h>
 
 #include "attncheck/fileio.h"
-#include "cmd_condition.h"
+#include "condition_cli.h"
 #include "plot.h"
 
 /* ---- CSV ----------------------------------------------------------------------------------- */

@@ -4,7 +4,7 @@
 
 #include <math.h>
 
-#include "cmd_condition.h"
+#include "condition_cli.h"
 
 static void jnum_or_null(ac_json *j, const char *k, double x)
 {

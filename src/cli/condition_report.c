@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cmd_condition.h"
+#include "condition_cli.h"
 
 static void cond_row(cli_report *rep, const char *claim, const char *instance, ac_verdict expected,
                      ac_verdict verdict, const char *bound, const char *detail, double seconds,

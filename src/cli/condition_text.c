@@ -6,7 +6,22 @@
 #include <stdio.h>
 
 #include "attncheck/rmt.h"
-#include "cmd_condition.h"
+#include "condition_cli.h"
+
+/* The thread-seconds of every part, summed over the results. */
+cond_times cond_sum_times(const ac_cond_result *res, size_t nh)
+{
+    cond_times t = {0, 0, 0, 0, 0, 0};
+    for (size_t i = 0; i < nh; i++) {
+        t.sample += res[i].t_sample;
+        t.reduce += res[i].t_reduce;
+        t.solve += res[i].t_solve;
+        t.mpfr += res[i].t_mpfr;
+        t.certify += res[i].t_certify;
+        t.flops += res[i].flops;
+    }
+    return t;
+}
 
 /* %.4g, "-" for NaN, "inf" */
 static const char *fg(char *b, size_t n, double x)

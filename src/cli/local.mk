@@ -23,7 +23,7 @@ attncheck_SOURCES += \
 # attncheck condition (and the gnuplot helper it uses)
 attncheck_SOURCES += \
 	src/cli/cmd_condition.c \
-	src/cli/cmd_condition.h \
+	src/cli/condition_cli.h \
 	src/cli/condition_text.c \
 	src/cli/condition_json.c \
 	src/cli/condition_files.c \

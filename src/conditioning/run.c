@@ -38,40 +38,7 @@ void ac_cond_result_free(ac_cond_result *r)
 
 /* ---- sizes and memory ------------------------------------------------------------ */
 
-int cond_check_sizes(size_t N, size_t h, size_t d, size_t E, const ac_cond_opts *o,
-                     ac_err *err)
-{
-    if (N == 0)
-        return ac_err_set_field(err, AC_EUSAGE, "N", "N (the sequence length) must be >= 1");
-    if (h == 0)
-        return ac_err_set_field(err, AC_EUSAGE, "h", "h (the number of heads) must be >= 1");
-    if (d == 0)
-        return ac_err_set_field(err, AC_EUSAGE, "d", "d (the head dimension) must be >= 1");
-    if (o->trials == 0)
-        return ac_err_set_field(err, AC_EUSAGE, "trials", "trials must be >= 1");
-    double D = (double)h * (double)d;
-    if (D * (double)N > (double)INT_MAX || D > (double)INT_MAX)
-        return ac_err_set(err, AC_EUSAGE,
-                          "block N x D = %zu x %.0f is too large for LAPACK's 32-bit indices", N,
-                          D);
-    if (o->mode == AC_COND_ATTENTION &&
-        ((double)E * (double)N > (double)INT_MAX || (double)E * (double)d > (double)INT_MAX))
-        return ac_err_set(err, AC_EUSAGE, "input width E = %zu too large", E);
-    if (!(o->rtol >= 1e-14 && o->rtol <= 0.1))
-        return ac_err_set_field(err, AC_EUSAGE, "rtol", "rtol must be in [1e-14, 0.1], not %g",
-                                o->rtol);
-    if (o->max_prec < 128)
-        return ac_err_set_field(err, AC_EUSAGE, "max_prec",
-                                "max_prec must be >= 128 bits, not %ld", o->max_prec);
-    if (o->spectrum && o->bins == 0)
-        return ac_err_set_field(err, AC_EUSAGE, "bins", "bins must be >= 1");
-    return AC_OK;
-}
 
-size_t cond_eff_E(const ac_cond_opts *o, size_t h, size_t d)
-{
-    return o->input_dim ? o->input_dim : h * d;
-}
 
 static int n_threads(const ac_cond_opts *o)
 {

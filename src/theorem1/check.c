@@ -31,19 +31,6 @@ void ac_t1_opts_default(ac_t1_opts *o)
     o->want_weights = 1;
 }
 
-void ac_t1_add_step(ac_t1_result *res, const char *name, const char *quantity, double lo,
-                    double hi, int stage, long prec, const char *note)
-{
-    ac_step_add(res->steps, &res->nsteps, AC_T1_MAX_STEPS, name, quantity, lo, hi, stage, prec,
-                note);
-}
-
-int ac_t1_certify_weights(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
-                          const ac_mat *P, const double *pre, const ac_t1_opts *o, ac_err *err)
-{
-    return ac_head_certify_pre(cert, X, Wk, Wq, P, pre, o->tol, &o->sched, err);
-}
-
 /* An empty result: nothing decided, dist in [0, +inf], no weights. */
 static void result_start(ac_t1_result *res, size_t d, size_t n, size_t dk)
 {
@@ -114,12 +101,4 @@ out:
     ac_imat_free(&YX);
     ac_mat_free(&Y);
     return st;
-}
-
-void ac_t1_result_free(ac_t1_result *res)
-{
-    if (!res)
-        return;
-    ac_mat_free(&res->Wk);
-    ac_mat_free(&res->Wq);
 }

@@ -8,7 +8,8 @@ src_libattncheck_la_SOURCES += \
 	src/theorem1/construct.c \
 	src/theorem1/decide.c \
 	src/theorem1/refine.c \
-	src/theorem1/check.c
+	src/theorem1/check.c \
+	src/theorem1/result.c
 
 # unit tests of this module
 check_PROGRAMS += tests/test_theorem1

@@ -1,4 +1,4 @@
-/* cmd_condition.h — the pieces of `attncheck condition` (Theorem 3.2 of
+/* condition_cli.h — the pieces of `attncheck condition` (Theorem 3.2 of
  * paper 2), shared by its files (not part of the library):
  *   cmd_condition.c     options, the run, the trace, the output files
  *   condition_text.c    the text output, one table per function
@@ -6,8 +6,8 @@
  *   condition_files.c   --csv, and the gnuplot script of --plot (plot.h)
  *   condition_report.c  the rows of `attncheck report`
  * Every verdict comes from the library (attncheck/condition.h). */
-#ifndef AC_CLI_CMD_CONDITION_H
-#define AC_CLI_CMD_CONDITION_H
+#ifndef AC_CLI_CONDITION_CLI_H
+#define AC_CLI_CONDITION_CLI_H
 
 #include <stddef.h>
 #include <stdio.h>
