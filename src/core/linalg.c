@@ -358,21 +358,27 @@ static int min_exponent(const ac_mat *A, int *emin, int *emax)
     return have;
 }
 
-static int all_finite(const ac_mat *A)
+/* The exponents of the nonzero entries of A (x = m 2^e, split_double):
+ * 1 with *emin, *emax set, 0 for a zero matrix, -1 (AC_EDATA in err) if an
+ * entry is not finite. */
+static int exponent_range(const ac_mat *A, int *emin, int *emax, ac_err *err)
 {
     for (size_t i = 0; i < A->rows * A->cols; i++)
-        if (!isfinite(A->data[i]))
-            return 0;
-    return 1;
+        if (!isfinite(A->data[i])) {
+            ac_err_set(err, AC_EDATA, "matrix has a non-finite entry");
+            return -1;
+        }
+    return min_exponent(A, emin, emax);
 }
 
 int ac_rank_lower_modp(const ac_mat *A, long *rank, ac_err *err)
 {
     size_t r = A->rows, c = A->cols;
     int emin = 0, emax = 0;
-    if (!all_finite(A))
-        return ac_err_set(err, AC_EDATA, "matrix has a non-finite entry");
-    if (!min_exponent(A, &emin, &emax)) {
+    int have = exponent_range(A, &emin, &emax, err);
+    if (have < 0)
+        return AC_EDATA;
+    if (have == 0) {
         *rank = 0;
         return AC_OK;
     }
@@ -405,9 +411,10 @@ int ac_rank_exact(const ac_mat *A, double max_work, long *rank, size_t *pivot_ro
     size_t r = A->rows, c = A->cols;
     int emin = 0, emax = 0;
     *rank = -1;
-    if (!all_finite(A))
-        return ac_err_set(err, AC_EDATA, "matrix has a non-finite entry");
-    if (!min_exponent(A, &emin, &emax)) {
+    int have = exponent_range(A, &emin, &emax, err);
+    if (have < 0)
+        return AC_EDATA;
+    if (have == 0) {
         *rank = 0;
         return AC_OK;
     }
