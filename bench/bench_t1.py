@@ -1,6 +1,6 @@
 """bench_t1.py — the plain Theorem 1 construction + check in NumPy, the peer
 of bench_t1.c's "plain" path: X^+ by Householder QR (np.linalg.qr + solve),
-Wkq = sqrt(dk) log P (eq. 6), Wk = X^+, Wq = Wkq X^+ (step 5), then
+Wkq = sqrt(dk) log P (paper 1, eq. (6)), Wk = X^+, Wq = Wkq X^+ (step 5), then
 max|Softmax((Wk X)'(Wq X)/sqrt(dk)) - P| with the column softmax.
 Same instance as the C side is not needed for timing; sizes and distributions
 are the same (Gaussian X, Dirichlet(1) columns of P).

@@ -28,7 +28,7 @@ const char cmd_condition_help[] =
     "A = [A_1 ... A_h] (N x D, D = h d, A_i i.i.d. Gaussian) has\n"
     "kappa(A) = sigma_1/sigma_min ~ (sqrt D + sqrt N)/(sqrt D - sqrt N) -> 1 as h\n"
     "grows.  Samples kappa for each h and compares it with every prediction:\n"
-    "first order (the paper's eq. 6), Tracy-Widom finite-size correction and\n"
+    "first order (paper 2, eq. (6)), Tracy-Widom finite-size correction and\n"
     "5-95% band, the rigorous Gordon bounds, Edelman's law at D = N.\n"
     "All statistics are estimates; --certify adds rigorous enclosures and decides\n"
     "the claim C: every sampled block has full rank and every reported kappa is\n"

@@ -20,13 +20,13 @@ const char cmd_rep_theorem_help[] =
     "Decides the claim \"some head has max|Softmax - P| <= TOL\": PROVED with\n"
     "weights whose error is certified, REFUTED with a certified lower bound on\n"
     "the distance, or UNDECIDED.  rank X = n <= dk uses the paper's construction\n"
-    "(eqs. 4-7); every other case is decided as in doc/mathematics.md §3.4.\n"
+    "(paper 1, eqs. (4)-(7)); every other case is decided as in doc/mathematics.md §3.4.\n"
     "\n"
     "Input (X is d x n, one column per token; P is n x n, positive and\n"
     "column-stochastic, columns summing to 1 within 16*n*u):\n"
     "  --x FILE          X from a float64 .npy file (C or Fortran order)\n"
     "  --p FILE          P from a float64 .npy file\n"
-    "  --d0 FILE         diagonal of D0 in eq. (6): .npy vector of n positive numbers\n"
+    "  --d0 FILE         diagonal of D0 in paper 1, eq. (6): .npy vector of n positive numbers\n"
     "                    (default: the identity)\n"
     "  --normalize       divide each column of P by its sum before checking\n"
     "  --example paper   the paper's counterexample: d = 1, n = 2, X = [1, 0],\n"
@@ -301,7 +301,7 @@ static void print_text(const t1_args *a, const char *instance, const ac_t1_resul
     char b1[32], b2[32], sb[64];
     printf("instance   %s, dk = %zu\n", instance, r->dk);
     printf("route      %s\n", r->route == AC_T1_ROUTE_CONSTRUCT
-                                  ? "Theorem 1 construction, eqs. (4)-(7)"
+                                  ? "Theorem 1 construction, paper 1, eqs. (4)-(7)"
                                   : "decision procedure (doc/mathematics.md §3.4)");
     if (r->rank >= 0)
         printf("rank X     %ld (%s)\n", r->rank, r->rank_method);

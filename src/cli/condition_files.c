@@ -132,7 +132,7 @@ void cond_write_gnuplot_script(FILE *f, const cond_args *a, const ac_cond_result
           "     $data using 1:2 with linespoints pt 7 lw 2 lc rgb '#08519c' "
           "title 'sample median', \\\n"
           "     $data using 1:5 with linespoints pt 4 dt 2 lw 2 lc rgb '#d62728' "
-          "title 'first order (paper, eq. 6)', \\\n"
+          "title 'first order (paper 2, eq. (6))', \\\n"
           "     $data using 1:9 with lines dt 3 lw 2 lc rgb '#7f7f7f' title 'Gordon 95% bound'",
           f);
     if (have_tw)

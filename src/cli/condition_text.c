@@ -265,7 +265,7 @@ static void print_findings_errors(const ac_cond_result *res, size_t nh)
         }
     }
     if (isfinite(lo))
-        printf("  first order (paper, eq. 6): error %s (h = %zu) to %s (h = %zu) against the "
+        printf("  first order (paper 2, eq. (6)): error %s (h = %zu) to %s (h = %zu) against the "
                "sample mean%s\n",
                fpct(b[0], 40, lo), hlo, fpct(b[1], 40, hi), hhi,
                lo > 0 ? "; biased high at every h" : "");

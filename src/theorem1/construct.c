@@ -89,8 +89,8 @@ static int trace_eq4(ac_t1_result *res, double *pre, const ac_mat *X, const ac_m
         if (dlo > e4lo)
             e4lo = dlo;
     }
-    ac_t1_add_step(res, "eq. (4): X'Wk'WqX = Wk~'Wq~", "max|(Wk X)'(Wq X) - Wkq~|", e4lo, e4,
-                   AC_STAGE_DOUBLE, 53, "X^+ cancels X: the logits are the chosen Wkq~ (eq. 4)");
+    ac_t1_add_step(res, "paper 1, eq. (4): X'Wk'WqX = Wk~'Wq~", "max|(Wk X)'(Wq X) - Wkq~|", e4lo, e4,
+                   AC_STAGE_DOUBLE, 53, "X^+ cancels X: the logits are the chosen Wkq~ (paper 1, eq. (4))");
     /* stage 0 of the final identity from the same logits (the softmax bounds
      * overwrite nothing: separate buffers) */
     plo = malloc(N * sizeof(double));
@@ -153,7 +153,7 @@ static int trace_eq7(ac_t1_result *res, const ac_mat *Wt, const double *d0, size
         if (ml > e7lo)
             e7lo = ml;
     }
-    ac_t1_add_step(res, "eq. (7): 1'exp(Wkq~/sqrt(dk)) = 1'D0",
+    ac_t1_add_step(res, "paper 1, eq. (7): 1'exp(Wkq~/sqrt(dk)) = 1'D0",
                    "max_j |1'exp(Wkq~/sqrt(dk))_j / D0_jj - 1|", e7lo, e7, AC_STAGE_DOUBLE, 53,
                    "the softmax normaliser D equals D0, so Softmax(Wkq~/sqrt(dk)) = P D0 D0^-1 = P");
 out:
