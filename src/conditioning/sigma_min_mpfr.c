@@ -15,29 +15,42 @@
 #include "attncheck/rng.h"
 #include "cond_impl.h"
 
+/* f(x, prec) on every working variable of h (G, Lc, x, y, z, g, t, u, v):
+ * all of them are initialised, re-sized and cleared together. */
+static void for_work_vars(hp_ws *h, void (*f)(mpfr_ptr, mpfr_prec_t), mpfr_prec_t prec)
+{
+    size_t m = h->m;
+    for (size_t i = 0; i < m * m; i++) {
+        f(h->G[i], prec);
+        f(h->Lc[i], prec);
+    }
+    for (size_t i = 0; i < m; i++) {
+        f(h->x[i], prec);
+        f(h->y[i], prec);
+        f(h->z[i], prec);
+        f(h->g[i], prec);
+    }
+    f(h->t, prec);
+    f(h->u, prec);
+    f(h->v, prec);
+}
+
+static void var_init(mpfr_ptr x, mpfr_prec_t prec) { mpfr_init2(x, prec); }
+static void var_set_prec(mpfr_ptr x, mpfr_prec_t prec) { mpfr_set_prec(x, prec); }
+static void var_clear(mpfr_ptr x, mpfr_prec_t prec)
+{
+    (void)prec;
+    mpfr_clear(x);
+}
+
 void hp_clear(hp_ws *h)
 {
     size_t m = h->m, M = h->M;
     if (h->a)
         for (size_t i = 0; i < m * M; i++)
             mpfr_clear(h->a[i]);
-    if (h->G)
-        for (size_t i = 0; i < m * m; i++) {
-            mpfr_clear(h->G[i]);
-            mpfr_clear(h->Lc[i]);
-        }
-    if (h->x)
-        for (size_t i = 0; i < m; i++) {
-            mpfr_clear(h->x[i]);
-            mpfr_clear(h->y[i]);
-            mpfr_clear(h->z[i]);
-            mpfr_clear(h->g[i]);
-        }
-    if (h->G) {
-        mpfr_clear(h->t);
-        mpfr_clear(h->u);
-        mpfr_clear(h->v);
-    }
+    if (h->G) /* set only once every array was allocated and initialised */
+        for_work_vars(h, var_clear, 0);
     free(h->a);
     free(h->G);
     free(h->Lc);
@@ -81,39 +94,14 @@ int hp_init(hp_ws *h, const ac_mat *A, long prec)
             double v = (N <= D) ? A->data[i * D + k] : A->data[k * D + i];
             mpfr_set_d(h->a[i * M + k], v, MPFR_RNDN); /* exact */
         }
-    for (size_t i = 0; i < m * m; i++) {
-        mpfr_init2(h->G[i], prec);
-        mpfr_init2(h->Lc[i], prec);
-    }
-    for (size_t i = 0; i < m; i++) {
-        mpfr_init2(h->x[i], prec);
-        mpfr_init2(h->y[i], prec);
-        mpfr_init2(h->z[i], prec);
-        mpfr_init2(h->g[i], prec);
-    }
-    mpfr_init2(h->t, prec);
-    mpfr_init2(h->u, prec);
-    mpfr_init2(h->v, prec);
+    for_work_vars(h, var_init, (mpfr_prec_t)prec);
     return AC_OK;
 }
 
 static void hp_set_prec(hp_ws *h, long prec)
 {
-    size_t m = h->m;
     h->prec = prec;
-    for (size_t i = 0; i < m * m; i++) {
-        mpfr_set_prec(h->G[i], prec);
-        mpfr_set_prec(h->Lc[i], prec);
-    }
-    for (size_t i = 0; i < m; i++) {
-        mpfr_set_prec(h->x[i], prec);
-        mpfr_set_prec(h->y[i], prec);
-        mpfr_set_prec(h->z[i], prec);
-        mpfr_set_prec(h->g[i], prec);
-    }
-    mpfr_set_prec(h->t, prec);
-    mpfr_set_prec(h->u, prec);
-    mpfr_set_prec(h->v, prec);
+    for_work_vars(h, var_set_prec, (mpfr_prec_t)prec);
 }
 
 /* G = a a^T at h->prec (one rounding per fma). */
