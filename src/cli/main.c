@@ -69,6 +69,8 @@ static void print_main_help(FILE *f)
 static void print_version(void)
 {
     printf("attncheck %s\n", PACKAGE_VERSION);
+    printf("License GPL-3.0-or-later <https://gnu.org/licenses/gpl.html>: free software,\n"
+           "you may change and share it; there is NO WARRANTY, to the extent permitted by law.\n");
     printf("BLAS kernels: %s (%d threads)\n", ac_blas_corename(), ac_blas_get_threads());
 }
 
