@@ -9,7 +9,9 @@ NumPy writes a set of arrays (C order, Fortran order, big-endian, 0-size,
   - `NPY_TOOL copy` must write a file that numpy.load reads back equal (bit
     for bit) and that is byte-identical to np.save of the C-order '<f8'
     array.
-Files NumPy writes with other dtypes must be rejected with status 65.
+float32 files (any byte order) are widened to double exactly: they must
+dump as NumPy's astype('<f8').  Files NumPy writes with other dtypes must
+be rejected with status 65.
 Exit status 0 if everything matches, 1 otherwise.  The random values use
 the seed in ATTNCHECK_TEST_SEED (default 20240601).
 """
@@ -86,6 +88,14 @@ def main():
     add("v3", np.asfortranarray(arr((4, 3))), (3, 0))
     add("v1_explicit", arr((2, 2)), (1, 0))
     add("wide_dim", np.zeros((12345678901, 0)))
+    # float32 is widened exactly: the dump must equal NumPy's astype('<f8')
+    add("f32", arr((5, 7)).astype("<f4"))
+    add("f32_be", arr((3, 4)).astype(">f4"))
+    add("f32_fortran", np.asfortranarray(arr((4, 6)).astype("<f4")))
+    add("f32_extremes", np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45,
+                                  np.finfo(np.float32).max, np.finfo(np.float32).tiny,
+                                  0.1, 1 / 3], dtype="<f4"))
+    add("f32_0d", np.array(2.5, dtype="<f4"))
     for k in range(20):
         nd = int(rng.integers(0, 9))
         shape = tuple(int(x) for x in rng.integers(0, 4 if nd > 4 else 6, nd))
@@ -161,7 +171,7 @@ def main():
             continue
 
     # Other dtypes must be refused.
-    for dt in ["<f4", "<i8", "<c16", "|u1", ">i4", "<f2", "|b1"]:
+    for dt in ["<i8", "<c16", "|u1", ">i4", "<f2", "|b1", "<c8"]:
         src = os.path.join(work, "dtype_%s.npy" % dt.replace("<", "l").replace(">", "b")
                            .replace("|", "n"))
         np.save(src, np.zeros((2, 2), dtype=dt))

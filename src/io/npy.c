@@ -392,6 +392,33 @@ static int read_header(const char *path, FILE *fp, size_t hlen, hparse *p, ac_er
     return st;
 }
 
+/* float32 data (size values in the buffer *data, of the file's byte order)
+ * widened to doubles in a new buffer: exact, every float is a double. */
+static int widen_singles(const char *path, double **data, size_t size, int big_endian,
+                         ac_err *err)
+{
+    double *w = malloc(size ? size * sizeof *w : 1);
+    if (!w) {
+        free(*data);
+        *data = NULL;
+        return ac_err_set(err, AC_EINTERNAL, "%s: out of memory for %zu values", path, size);
+    }
+    const unsigned char *b = (const unsigned char *)*data;
+    for (size_t i = 0; i < size; i++) {
+        uint32_t u = 0;
+        for (int k = 0; k < 4; k++) {
+            uint32_t byte = b[4 * i + (size_t)k];
+            u |= byte << (big_endian ? 8 * (3 - k) : 8 * k);
+        }
+        float f;
+        memcpy(&f, &u, sizeof f);
+        w[i] = (double)f;
+    }
+    free(*data);
+    *data = w;
+    return AC_OK;
+}
+
 static int npy_read_fp(const char *path, FILE *fp, ac_array *a, ac_err *err)
 {
     struct stat sb;
@@ -418,14 +445,18 @@ static int npy_read_fp(const char *path, FILE *fp, ac_array *a, ac_err *err)
         format_tuple(buf, sizeof buf, p.ndim, p.shape);
         return ac_err_set(err, AC_EDATA, "%s: bad shape %s: the array size overflows", path, buf);
     }
-    nbytes = size * sizeof(double);
+    nbytes = size * (p.single ? sizeof(float) : sizeof(double));
 
     /* Data. */
     st = read_data(path, fp, known_size, fsize > prelen + hlen ? fsize - prelen - hlen : 0,
                    nbytes, &data, err);
     if (st)
         return st;
-    if (p.big_endian == npy_host_is_little_endian())
+    if (p.single) {
+        if ((st = widen_singles(path, &data, size, p.big_endian, err)))
+            return st;
+        nbytes = size * sizeof(double);
+    } else if (p.big_endian == npy_host_is_little_endian())
         swap_doubles(data, size);
     if (p.fortran && p.ndim >= 2 && size > 1) {
         double *c = malloc(nbytes);

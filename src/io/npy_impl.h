@@ -21,6 +21,7 @@ typedef struct {
     ac_err *err;
     /* results */
     int big_endian;  /* data are big-endian */
+    int single;      /* float32 ('<f4'): widened to double on reading (exactly) */
     int fortran;     /* fortran_order True */
     size_t ndim;
     size_t shape[AC_NPY_MAXDIM];
