@@ -170,6 +170,44 @@ def main():
                             "difference at byte %d)" % (name, len(mine), len(buf.getvalue()), first))
             continue
 
+    # .npz archives: "FILE.npz:NAME" reads array NAME, stored (savez) or deflated
+    # (savez_compressed, with a float32 member), and "-" reads standard input.
+    arrays = {"X": arr((6, 5)), "P": arr((5, 5)).astype("<f4"), "v": arr((7,)),
+              "F": np.asfortranarray(arr((3, 4)))}
+    for kind, save in (("stored", np.savez), ("deflated", np.savez_compressed)):
+        src = os.path.join(work, "arch_%s.npz" % kind)
+        save(src, **arrays)
+        for name, a in arrays.items():
+            r = run(["dump", "%s:%s" % (src, name)])
+            expect = a.astype("<f8", order="C").reshape(-1)
+            got = None
+            if r.returncode == 0:
+                got = np.array([float(x) for x in r.stdout.decode().split("\n")[2:] if x],
+                               dtype="<f8")
+            if got is None or got.view("<u8").tolist() != expect.view("<u8").tolist():
+                failures.append("npz %s member %s: status %d %s" % (
+                    kind, name, r.returncode, r.stderr.decode().strip()))
+        r = run(["dump", src + ":nope"])
+        if r.returncode != EX_DATAERR or "has no array 'nope'" not in r.stderr.decode():
+            failures.append("npz %s: a missing member gives %d %r" % (
+                kind, r.returncode, r.stderr.decode()))
+        blob = open(src, "rb").read()
+        bad_cases = {"truncated": blob[:len(blob) // 2], "not_zip": b"PK" + b"\0" * 100,
+                     "flipped": blob[:60] + bytes([blob[60] ^ 0xff]) + blob[61:]}
+        for bname, data in bad_cases.items():
+            f = os.path.join(work, "bad_%s_%s.npz" % (kind, bname))
+            with open(f, "wb") as fh:
+                fh.write(data)
+            r = run(["dump", f + ":X"])
+            if r.returncode != EX_DATAERR or not r.stderr.decode().startswith("npy_tool: " + f):
+                failures.append("npz %s %s: status %d %r (expected 65 naming the file)" % (
+                    kind, bname, r.returncode, r.stderr.decode()))
+    with open(os.path.join(work, "c2d.npy"), "rb") as fh:
+        r = subprocess.run([tool, "dump", "-"], stdin=fh, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
+    if r.returncode != 0 or not r.stdout.decode().startswith("ndim 2\nshape 5 7"):
+        failures.append("stdin '-': status %d %r" % (r.returncode, r.stderr.decode()))
+
     # Other dtypes must be refused.
     for dt in ["<i8", "<c16", "|u1", ">i4", "<f2", "|b1", "<c8"]:
         src = os.path.join(work, "dtype_%s.npy" % dt.replace("<", "l").replace(">", "b")

@@ -422,11 +422,6 @@ static int widen_singles(const char *path, double **data, size_t size, int big_e
 static int npy_read_fp(const char *path, FILE *fp, ac_array *a, ac_err *err)
 {
     struct stat sb;
-    size_t prelen = 0, hlen = 0, size, nbytes;
-    int known_size, st;
-    uintmax_t fsize = 0;
-    double *data = NULL;
-    hparse p;
 
     if (fstat(fileno(fp), &sb) != 0) {
         int e = errno;
@@ -434,9 +429,19 @@ static int npy_read_fp(const char *path, FILE *fp, ac_array *a, ac_err *err)
     }
     if (S_ISDIR(sb.st_mode))
         return ac_err_set(err, AC_ENOINPUT, "%s: is a directory, not a .npy file", path);
-    known_size = S_ISREG(sb.st_mode);
-    if (known_size)
-        fsize = sb.st_size > 0 ? (uintmax_t)sb.st_size : 0;
+    if (!S_ISREG(sb.st_mode))
+        return npy_read_stream(path, fp, 0, 0, a, err);
+    return npy_read_stream(path, fp, 1, sb.st_size > 0 ? (uintmax_t)sb.st_size : 0, a, err);
+}
+
+int npy_read_stream(const char *path, FILE *fp, int known_size, uintmax_t fsize, ac_array *a,
+                    ac_err *err)
+{
+    size_t prelen = 0, hlen = 0, size, nbytes;
+    int st;
+    double *data = NULL;
+    hparse p;
+
     if ((st = read_preamble(path, fp, known_size, fsize, &prelen, &hlen, err)) ||
         (st = read_header(path, fp, hlen, &p, err)))
         return st;
@@ -485,6 +490,20 @@ int ac_npy_read(const char *path, ac_array *a, ac_err *err)
     memset(a, 0, sizeof *a);
     if (!path)
         return ac_err_set(err, AC_EUSAGE, "no file name given");
+    size_t flen;
+    const char *member;
+    if (npz_split(path, &flen, &member)) {
+        st = npz_read(path, flen, member, a, err);
+        if (st)
+            memset(a, 0, sizeof *a);
+        return st;
+    }
+    if (strcmp(path, "-") == 0) {
+        st = npy_read_fp("-", stdin, a, err);
+        if (st)
+            memset(a, 0, sizeof *a);
+        return st;
+    }
     fp = fopen(path, "rb");
     if (!fp) {
         int e = errno;
