@@ -28,6 +28,8 @@ attncheck_SOURCES += \
 	src/cli/condition_json.c \
 	src/cli/condition_files.c \
 	src/cli/condition_report.c \
+	src/cli/condition_shard.c \
+	src/cli/cmd_merge.c \
 	src/cli/plot.c \
 	src/cli/plot.h
 

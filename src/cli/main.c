@@ -20,6 +20,8 @@ const cli_command cli_commands[] = {
     {"condition", cmd_condition,
      "Theorem 3.2: sampled condition numbers of the multi-head block against every prediction",
      cmd_condition_help},
+    {"merge", cmd_merge, "combine the shard files of a condition sweep into its whole result",
+     cmd_merge_help},
     {"train", cmd_train, "train an attention stack (fit-p, teacher, listops, text) with checkpoints",
      cmd_train_help},
     {"report", cmd_report, "run every check on built-in defaults and print a one-page table",
