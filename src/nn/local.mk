@@ -13,6 +13,7 @@ src_libattncheck_la_SOURCES += \
 	src/nn/data_listops.c \
 	src/nn/data_teacher.c \
 	src/nn/data_fitp.c \
+	src/nn/fitp_opt.c \
 	src/nn/trainer.c \
 	src/nn/checkpoint.c \
 	src/nn/checkpoint_load.c
