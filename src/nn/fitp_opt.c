@@ -293,8 +293,11 @@ int train_fitp_bfgs_step(ac_trainer *tr, ac_step_info *info, ac_err *err)
     ac_nn_model *m = &tr->model;
     ac_nn_stats st;
     int rc = AC_OK;
-    /* GSL's default handler aborts on errors: the library returns instead */
+    /* GSL's default handler aborts on errors: the library returns instead.
+     * BLAS (GSL's vector operations, the preconditioner's dgemm) on one
+     * thread, so that no reduction order depends on the thread count. */
     gsl_error_handler_t *old = gsl_set_error_handler_off();
+    int bt = blas_single();
     if (!s->mz && (rc = bfgs_start(tr, s, err)))
         goto out;
     if (!s->cb_status)
@@ -320,6 +323,7 @@ int train_fitp_bfgs_step(ac_trainer *tr, ac_step_info *info, ac_err *err)
         info->done = s->done;
     }
 out:
+    blas_restore(bt);
     gsl_set_error_handler(old);
     return rc;
 }
