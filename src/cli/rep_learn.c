@@ -256,7 +256,7 @@ int rep_learn_run(const rep_learn_opts *o, const ac_mat *X, const ac_mat *P,
 /* The learned transition on a small instance: n = d = 6 (rank X = n),
  * Dirichlet P, dk = n - 2 and n - 1.  The row's verdict is the comparison's
  * (PROVED: learning reaches tol = 1e-6 at dk = n - 1 and the exact
- * criterion refutes C(tol) at dk = n - 2).  Measured: PROVED for seeds 1..20
+ * criterion refutes C(tol) at dk = n - 2).  Measured: PROVED for seeds 1..30
  * (see doc/mathematics.md §6.1). */
 void report_rows_learn(cli_report *rep)
 {
@@ -268,7 +268,7 @@ void report_rows_learn(cli_report *rep)
     const double tol = 1e-6;
     if (!row)
         return;
-    snprintf(row->claim, sizeof row->claim, "Thm 1 learned transition at dk = n - 1");
+    snprintf(row->claim, sizeof row->claim, "Thm 1 learned: transition dk = n-1");
     snprintf(row->instance, sizeof row->instance, "d = n = %zu, Dirichlet P, dk = %zu, %zu", n,
              n - 2, n - 1);
     row->expected = AC_PROVED;
@@ -286,8 +286,7 @@ void report_rows_learn(cli_report *rep)
         learn_summary s;
         rep_learn_summarise(rows, 2, n, &s);
         row->verdict = s.inconsistent >= 0 ? AC_REFUTED : (ac_verdict)s.outcome;
-        snprintf(row->bound, sizeof row->bound, "learned %.2g at dk = %zu", rows[1].learned.hi,
-                 n - 1);
+        snprintf(row->bound, sizeof row->bound, "dk=%zu: %.2g", n - 1, rows[1].learned.hi);
         snprintf(row->detail, sizeof row->detail,
                  "dk = %zu: learned error %.3g >= certified lower bound %.3g (%s); dk = %zu: "
                  "learned error %.3g (%s at tol %g)", n - 2, rows[0].learned.hi, rows[0].dist_lo,

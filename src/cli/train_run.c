@@ -348,6 +348,7 @@ void report_rows_train(cli_report *rep)
     double t0 = ac_seconds();
     ac_err_clear(&err);
     ac_train_config_default(&c, AC_TASK_FIT_P);
+    c.optimizer = AC_OPT_ADAMW; /* this row is about AdamW; BFGS has the learn row */
     c.fitp_n = n;
     c.fitp_d = 2 * n;
     c.seed = rep->seed;
