@@ -52,7 +52,7 @@ const char cmd_rep_theorem_help[] =
     "  --out-dir DIR     write Wq.npy, Wk.npy (dk x d), certificate.json, and the\n"
     "                    X.npy, P.npy that were checked if generated or changed\n"
     "  --threads N       number of BLAS threads\n"
-    "Learned weights (doc/mathematics.md §6.1):\n"
+    "Learned weights (doc/mathematics.md §6.5):\n"
     "  --learn           for each dk of --dk-range: train one head (BFGS on\n"
     "                    KL(P || Softmax), the best iterate), certify it at --tol\n"
     "                    (default 1e-6 here), and run the exact check beside it;\n"

@@ -66,7 +66,7 @@ const char cmd_train_help[] =
     "  --optimizer O     adamw (default) or bfgs (fit-p only, and its default:\n"
     "                    GSL's BFGS on the whole loss, one iteration per step,\n"
     "                    stopping early when no further progress is possible;\n"
-    "                    --lr, --warmup, --schedule, --beta*, --clip do not apply)\n"
+    "                    the learning-rate, AdamW and clipping options do not apply)\n"
     "  --steps N         optimisation steps (default 1000; listops, teacher 2000;\n"
     "                    fit-p 3000)\n"
     "  --batch B         sequences per step (default 32; fit-p 1)\n"

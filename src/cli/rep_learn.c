@@ -257,7 +257,7 @@ int rep_learn_run(const rep_learn_opts *o, const ac_mat *X, const ac_mat *P,
  * Dirichlet P, dk = n - 2 and n - 1.  The row's verdict is the comparison's
  * (PROVED: learning reaches tol = 1e-6 at dk = n - 1 and the exact
  * criterion refutes C(tol) at dk = n - 2).  Measured: PROVED for seeds 1..30
- * (see doc/mathematics.md §6.1). */
+ * (see doc/mathematics.md §6.5). */
 void report_rows_learn(cli_report *rep)
 {
     cli_report_row *row = cli_report_add(rep);

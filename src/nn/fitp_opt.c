@@ -1,6 +1,6 @@
 /* fitp_opt.c — fit-p's optimisation (attncheck/train.h, "fit-p"): the
  * reported loss KL(P || S), the best iterate kept across evaluations, and
- * the second-order optimiser (BFGS, doc/mathematics.md §6.1).
+ * the second-order optimiser (BFGS, doc/mathematics.md §6.5).
  *
  * Why the best iterate: AdamW with a fixed step size does not settle at a
  * minimum of a nonconvex loss; on fit-p its max|S - P| oscillates over
