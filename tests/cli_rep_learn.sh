@@ -46,6 +46,14 @@ says "dk-range"
 expect 64 "$A" rep-theorem --learn --out-dir o
 expect 64 "$A" rep-theorem --learn --trace
 [ ! -e t.csv ] && [ ! -e o ] || err "a refused run wrote a file"
+# bad input files: one line naming the file (65, 66)
+expect 66 "$A" rep-theorem --learn --x missing.npy
+says "missing.npy"
+if "$PY" -c 'import numpy' 2>/dev/null; then
+    "$PY" -c 'import numpy as np; np.save("badP.npy", np.full((4, 4), 0.3)); np.save("X4.npy", np.eye(4))'
+    expect 65 "$A" rep-theorem --learn --x X4.npy --p badP.npy
+    says "badP.npy: column 0"
+fi
 expect 64 "$A" train --task fit-p --optimizer sgd
 says "adamw, bfgs"
 expect 64 "$A" train --task listops --optimizer bfgs
@@ -94,6 +102,10 @@ expect 0 "$A" rep-theorem --learn --n 6 --d 3 --dk-range 1:4 --json
 import json,sys; d=json.load(sys.stdin)
 assert all(r["learned"]["verdict"] == "REFUTED" and r["exact"]["verdict"] == "REFUTED" for r in d["rows"])
 assert all(r["learned"]["certificate"]["hi"] >= r["exact"]["dist_lo"] for r in d["rows"])' <out.txt || err "--learn d < n"
+
+# the paper's example (rank X = 1 < n = 2): nothing reachable, all refuted
+expect 0 "$A" rep-theorem --learn --example paper
+grep -q "no transition in the range" out.txt || err "--learn --example paper: no agreement sentence"
 
 # ---- CSV shape, plot, threads
 expect 0 "$A" rep-theorem --learn --n 5 --csv t.csv --threads 1 --json

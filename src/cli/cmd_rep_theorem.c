@@ -414,8 +414,9 @@ int cmd_rep_theorem(int argc, char **argv)
     }
     describe_instance(instance, sizeof instance, &a, &X);
     if (a.learn.on) {
-        st = rep_learn_run(&a.learn, &X, &P, instance, a.seed, a.have_tol ? a.tol : 1e-6,
-                           &a.common, (int)a.optimize);
+        st = rep_learn_run(&a.learn, &X, &P, a.xfile ? a.xfile : "X", a.pfile ? a.pfile : "P",
+                           instance, a.seed, a.have_tol ? a.tol : 1e-6, &a.common,
+                           (int)a.optimize);
         goto out;
     }
     ac_t1_opts o;

@@ -189,7 +189,11 @@ void rep_learn_sentence(char *buf, size_t len, const learn_summary *s, double to
         snprintf(cf, sizeof cf, "from dk = %ld", s->criterion_from);
     else
         snprintf(cf, sizeof cf, "at no dk of the range");
-    if (s->outcome == AC_PROVED)
+    if (s->outcome == AC_PROVED && s->learned_from < 0)
+        snprintf(buf, len, "No learned head reaches max|Softmax - P| <= %s, and the exact "
+                 "criterion refutes C(tol) at every dk of the range: they agree, with no "
+                 "transition in the range.%s", t, pred);
+    else if (s->outcome == AC_PROVED)
         snprintf(buf, len, "Learned heads reach max|Softmax - P| <= %s %s, exactly where the exact "
                  "criterion stops refuting C(tol) (%s): the transition appears where the "
                  "criterion puts it.%s", t, lf, cf, pred);
@@ -207,8 +211,8 @@ void rep_learn_sentence(char *buf, size_t len, const learn_summary *s, double to
 /* ---- the run ------------------------------------------------------------------------ */
 
 int rep_learn_run(const rep_learn_opts *o, const ac_mat *X, const ac_mat *P,
-                  const char *instance, uint64_t seed, double tol, const cli_common *common,
-                  int optimize)
+                  const char *xname, const char *pname, const char *instance, uint64_t seed,
+                  double tol, const cli_common *common, int optimize)
 {
     size_t n = X->cols;
     size_t lo = o->have_range ? o->dk_lo : 1, hi = o->have_range ? o->dk_hi : n + 1;
@@ -218,6 +222,10 @@ int rep_learn_run(const rep_learn_opts *o, const ac_mat *X, const ac_mat *P,
     ac_err err;
     int st;
     ac_err_clear(&err);
+    if ((st = ac_t1_validate(X, xname, P, pname, NULL, 0, "D0", 1, &err))) {
+        free(rows);
+        return cli_fail_err(&err);
+    }
     if (!rows)
         return cli_fail(AC_EINTERNAL, "out of memory");
     if ((st = rep_learn_files_open(o, &files))) {

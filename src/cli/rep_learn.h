@@ -36,15 +36,16 @@ int rep_learn_option(rep_learn_opts *o, const char *name, const char *val);
 int rep_learn_check(const rep_learn_opts *o, const char *conflict);
 
 /* Run --learn on the instance: the table (text or --json), --csv, --plot.
- * seed keys the initial weights of every trained head; tol, the schedule
+ * The instance is validated first (messages name it xname, pname, e.g. the
+ * files).  seed keys the initial weights of every trained head; tol, the schedule
  * and optimize are those of the exact check.  The exit status: 0 when
  * learning reaches tol at exactly the head sizes where C(tol) is not
  * refuted, 1 when it misses a head size where the exact criterion proves
  * C(tol), 2 otherwise (some head size decided by neither), 70 if a learned
  * error is below the certified lower bound (a bug: one of them is wrong). */
 int rep_learn_run(const rep_learn_opts *o, const ac_mat *X, const ac_mat *P,
-                  const char *instance, uint64_t seed, double tol, const cli_common *common,
-                  int optimize);
+                  const char *xname, const char *pname, const char *instance, uint64_t seed,
+                  double tol, const cli_common *common, int optimize);
 
 /* `attncheck report`: the learned transition at dk = n - 1 for n = 6. */
 void report_rows_learn(cli_report *rep);

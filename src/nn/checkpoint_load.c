@@ -356,6 +356,7 @@ int ac_trainer_load(ac_trainer *tr, const char *dir, ac_err *err)
     memcpy(m->v, nv, n * sizeof *nv);
     memset(m->grads, 0, n * sizeof *m->grads);
     tr->step = step;
+    train_fitp_reset(tr); /* fit-p: the best iterate and BFGS start again here */
 out:
     free(np);
     free(nm);

@@ -87,6 +87,24 @@ void train_fitp_free(ac_train_data *d)
     d->fitp = NULL;
 }
 
+void train_fitp_reset(ac_trainer *tr)
+{
+    struct train_fitp_state *s = tr->data ? tr->data->fitp : NULL;
+    if (!s)
+        return;
+    s->have_best = 0;
+    if (s->mz)
+        gsl_multimin_fdfminimizer_free(s->mz);
+    if (s->x)
+        gsl_vector_free(s->x);
+    free(s->M);
+    free(s->Minv);
+    s->mz = NULL;
+    s->x = NULL;
+    s->M = s->Minv = NULL;
+    s->restarted = s->done = 0;
+}
+
 /* KL(P || S) summed over the columns, from the logits z of the last
  * forward pass (row t = column t of the logits) and the target rows y
  * (column t of P), in a form accurate near S = P.  With s = sum_j y_j,

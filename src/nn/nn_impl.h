@@ -84,6 +84,7 @@ void train_fitp_batch(ac_train_data *d, const ac_train_config *c, ac_nn_batch *b
  *                       ones before any evaluation). */
 int train_fitp_setup(ac_trainer *tr, ac_err *err);
 void train_fitp_free(ac_train_data *d);
+void train_fitp_reset(ac_trainer *tr); /* after a load: forget the best, restart BFGS */
 double train_fitp_kl(const ac_trainer *tr);
 void train_fitp_note(ac_trainer *tr, double maxdev, double kl);
 int train_fitp_bfgs_step(ac_trainer *tr, ac_step_info *info, ac_err *err);
