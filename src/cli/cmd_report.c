@@ -7,6 +7,7 @@
 
 #include "attncheck/blas.h"
 #include "cli.h"
+#include "rep_learn.h"
 
 const char cmd_report_help[] =
     "Usage: attncheck report [OPTIONS]\n"
@@ -42,6 +43,7 @@ static void (*const row_sources[])(cli_report *) = {
     report_rows_theorem2,
     report_rows_condition,
     report_rows_train,
+    report_rows_learn,
 };
 
 int cmd_report(int argc, char **argv)

@@ -12,6 +12,13 @@ attncheck_SOURCES += \
 attncheck_SOURCES += \
 	src/cli/cmd_rep_theorem.c
 
+# attncheck rep-theorem --learn (Theorem 1 on learned weights)
+attncheck_SOURCES += \
+	src/cli/rep_learn.h \
+	src/cli/rep_learn_impl.h \
+	src/cli/rep_learn.c \
+	src/cli/rep_learn_out.c
+
 # attncheck separate
 attncheck_SOURCES += \
 	src/cli/separate.h \
