@@ -7,6 +7,7 @@
 
 #include "attncheck/blas.h"
 #include "cli.h"
+#include "separate_student.h"
 
 const char cmd_report_help[] =
     "Usage: attncheck report [OPTIONS]\n"
@@ -40,6 +41,7 @@ static const struct option long_opts[] = {
 static void (*const row_sources[])(cli_report *) = {
     report_rows_theorem1,
     report_rows_theorem2,
+    report_rows_student,
     report_rows_condition,
     report_rows_train,
 };
