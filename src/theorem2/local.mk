@@ -21,3 +21,9 @@ UNIT_TESTS += tests/test_theorem2
 tests_test_theorem2_SOURCES = tests/test_theorem2.c tests/testutil.h
 tests_test_theorem2_CFLAGS = $(TEST_CFLAGS)
 tests_test_theorem2_LDADD = $(TEST_LIBS)
+
+check_PROGRAMS += tests/test_headcount
+UNIT_TESTS += tests/test_headcount
+tests_test_headcount_SOURCES = tests/test_headcount.c tests/testutil.h
+tests_test_headcount_CFLAGS = $(TEST_CFLAGS)
+tests_test_headcount_LDADD = $(TEST_LIBS)
