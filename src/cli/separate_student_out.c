@@ -238,7 +238,7 @@ void stu_write_gnuplot(FILE *f, const stu_run *r, const char *out)
 {
     fprintf(f, "set terminal %s\nset output ", cli_plot_terminal(r->a->plot));
     cli_gp_quote(f, out);
-    fprintf(f, "\nset logscale y\nset xlabel 'step'\nset ylabel '|f-g|^2/|g|^2 (held out)'\n"
+    fprintf(f, "\nset logscale y\nset format y '10^{%%L}'\nset xlabel 'step'\nset ylabel '|f-g|^2/|g|^2 (held out)'\n"
                "set key outside right\nset title 'students of g_V: d = %zu, h = %zu, dp = %zu'\n",
             r->V.d, r->V.h, r->V.hs);
     for (size_t i = 0; i < r->nrows; i++) {
@@ -259,7 +259,8 @@ void stu_write_gnuplot(FILE *f, const stu_run *r, const char *out)
         const stu_row *w = &r->rows[i];
         for (size_t s = 0; s < w->nseeds; s++) {
             char t[64];
-            snprintf(t, sizeof t, "%s h'=%zu", kind_name(w), w->heads);
+            snprintf(t, sizeof t, "%s %s=%zu (size %zu)", kind_name(w), w->fixed ? "h" : "h'",
+                     w->heads, w->hs);
             fprintf(f, "%s $d%zu_%zu using 1:2 with lines lc %zu dt %zu title ", i || s ? "," : "",
                     i, s, i + 1, s + 1);
             cli_gp_quote(f, s == 0 ? t : "");
