@@ -87,8 +87,9 @@ typedef struct {
     char x_path[AC_TRAIN_PATH_MAX], p_path[AC_TRAIN_PATH_MAX];
     size_t fitp_n, fitp_d, fitp_dk;
     /* teacher: the directory, and the letter of its weight files (W for
-     * Wq.npy ... Wo.npy, V for Vq.npy ... Vo.npy; 0 = W if Wq.npy exists,
-     * else V) */
+     * Wq.npy ... Wo.npy, V for Vq.npy ... Vo.npy; 0 = V if Vq.npy exists --
+     * the fixed-head layer g_V of a directory written by `attncheck
+     * separate`, which holds both -- else W) */
     char teacher_dir[AC_TRAIN_PATH_MAX];
     char teacher_stack;
     /* text */
@@ -170,6 +171,8 @@ typedef struct {
     double loss;        /* mean over the evaluation data */
     double accuracy;    /* LM / classification (else NaN) */
     double maxdev;      /* fit-p, teacher (else NaN) */
+    double rel_mse;     /* teacher: sum (output - target)^2 / sum target^2 over the
+                           evaluation data, the relative error |f - g|^2/|g|^2 (else NaN) */
     size_t count;       /* rows or sequences evaluated */
 } ac_eval_info;
 

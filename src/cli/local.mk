@@ -25,7 +25,11 @@ attncheck_SOURCES += \
 	src/cli/cmd_separate.c \
 	src/cli/separate_text.c \
 	src/cli/separate_json.c \
-	src/cli/separate_report.c
+	src/cli/separate_report.c \
+	src/cli/separate_student.h \
+	src/cli/separate_student.c \
+	src/cli/separate_student_out.c \
+	src/cli/separate_student_report.c
 
 # attncheck condition (and the gnuplot helper it uses)
 attncheck_SOURCES += \

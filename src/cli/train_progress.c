@@ -147,6 +147,8 @@ void train_print_eval(const ac_trainer *tr, const ac_step_info *si, const ac_eva
         printf("  accuracy %.4f", ev->accuracy);
     if (!isnan(ev->maxdev))
         printf("  max dev %.3g", ev->maxdev);
+    if (!isnan(ev->rel_mse))
+        printf("  rel MSE %.3g", ev->rel_mse);
     printf("  %.0f tok/s\n", tps);
     fflush(stdout);
 }

@@ -165,6 +165,8 @@ static int print_json(const ac_trainer *tr, const train_run_opts *o, const run_s
         ac_json_kv_number(j, "eval_accuracy", ev->accuracy);
     if (!isnan(ev->maxdev))
         ac_json_kv_number(j, "eval_maxdev", ev->maxdev);
+    if (!isnan(ev->rel_mse))
+        ac_json_kv_number(j, "eval_rel_mse", ev->rel_mse);
     ac_json_kv_number(j, "tokens_per_s", tps);
     ac_json_kv_number(j, "seconds", secs);
     ac_json_kv_int(j, "threads", run->nthreads);
@@ -181,6 +183,8 @@ static int print_json(const ac_trainer *tr, const train_run_opts *o, const run_s
             ac_json_kv_number(j, "accuracy", e->ev.accuracy);
         if (!isnan(e->ev.maxdev))
             ac_json_kv_number(j, "maxdev", e->ev.maxdev);
+        if (!isnan(e->ev.rel_mse))
+            ac_json_kv_number(j, "rel_mse", e->ev.rel_mse);
         ac_json_end_object(j);
     }
     ac_json_end_array(j);
@@ -203,6 +207,8 @@ static void print_text(const ac_trainer *tr, const train_run_opts *o, const run_
         printf(", accuracy %.4f", ev->accuracy);
     if (!isnan(ev->maxdev))
         printf(", max dev %.3g", ev->maxdev);
+    if (!isnan(ev->rel_mse))
+        printf(", relative MSE |f-g|^2/|g|^2 %.3g", ev->rel_mse);
     printf("\n");
     if (o->save)
         printf("checkpoint %s (step %zu)\n", o->save, tr->step);
@@ -291,7 +297,7 @@ static int run_steps(ac_trainer *tr, const train_run_opts *o, run_state *run)
         return cli_fail(AC_EINTERNAL, "out of memory");
     run->si.loss = NAN;
     run->si.step = tr->step;
-    run->last_ev = (ac_eval_info){NAN, NAN, NAN, 0};
+    run->last_ev = (ac_eval_info){NAN, NAN, NAN, NAN, 0};
     if ((st = train_loop(tr, o, run)))
         return st;
     return finish(tr, o, run);

@@ -66,6 +66,9 @@ int train_listops_open(ac_train_data *d, ac_train_config *c, ac_err *err);
 int train_listops_batch(ac_train_data *d, const ac_train_config *c, int split, size_t index,
                         ac_nn_batch *b, ac_err *err);
 int train_teacher_open(ac_train_data *d, ac_train_config *c, ac_err *err);
+/* Add sum (output - target)^2 and sum target^2 of the last forward pass of a
+ * regression model on b to *sse, *syy (data_teacher.c). */
+void train_regress_sums(const ac_nn_model *m, const ac_nn_batch *b, double *sse, double *syy);
 int train_teacher_batch(ac_train_data *d, const ac_train_config *c, int split, size_t index,
                         ac_nn_batch *b, ac_err *err);
 int train_fitp_open(ac_train_data *d, ac_train_config *c, const ac_mat *X, const ac_mat *P,

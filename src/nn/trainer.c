@@ -262,7 +262,7 @@ int ac_trainer_step(ac_trainer *tr, ac_step_info *info, ac_err *err)
 int ac_trainer_eval(ac_trainer *tr, ac_eval_info *ev, ac_err *err)
 {
     size_t nb = eval_batch_count(tr), count = 0, correct = 0;
-    double sum = 0, md = 0;
+    double sum = 0, md = 0, sse = 0, syy = 0;
     int rc;
     for (size_t i = 0; i < nb; i++) {
         ac_nn_batch b;
@@ -282,6 +282,8 @@ int ac_trainer_eval(ac_trainer *tr, ac_eval_info *ev, ac_err *err)
         count += st.count;
         correct += st.correct;
         md = st.maxdev > md ? st.maxdev : md;
+        if (tr->cfg.model.head == AC_NN_HEAD_REGRESS)
+            train_regress_sums(&tr->model, &b, &sse, &syy);
     }
     ev->loss = count ? sum / (double)count : NAN;
     if (tr->cfg.task == AC_TASK_FIT_P) /* KL summed over the columns */
@@ -289,6 +291,7 @@ int ac_trainer_eval(ac_trainer *tr, ac_eval_info *ev, ac_err *err)
     ev->count = count;
     ev->accuracy = ratio_or_nan(tr, correct, count);
     ev->maxdev = maxdev_or_nan(tr, md);
+    ev->rel_mse = tr->cfg.model.head == AC_NN_HEAD_REGRESS && syy > 0 ? sse / syy : NAN;
     return AC_OK;
 }
 
