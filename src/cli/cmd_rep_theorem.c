@@ -1,6 +1,7 @@
 /* cmd_rep_theorem.c — `attncheck rep-theorem`: Theorem 1 on one instance. */
 #include <config.h>
 
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
@@ -105,6 +106,22 @@ typedef struct {
     cli_common common;
 } t1_args;
 
+/* --tol: a number in [0, 1] that double represents; one that underflows to
+ * 0 (e.g. 1e-400) is an error, not silently the exact claim tol = 0. */
+static int parse_tol(const char *arg, double *tol)
+{
+    int st = cli_parse_double("--tol", arg, 0.0, 1.0, tol);
+    if (st == AC_OK && *tol == 0.0) {
+        errno = 0;
+        double v = strtod(arg, NULL);
+        if (v == 0.0 && errno == ERANGE)
+            return cli_usage("--tol: %s underflows to 0 in double precision (the smallest "
+                                 "positive double is 4.9e-324); pass 0 for exact equality",
+                                 arg);
+    }
+    return st;
+}
+
 static int parse_args(t1_args *a, int argc, char **argv)
 {
     int c, st;
@@ -133,7 +150,7 @@ static int parse_args(t1_args *a, int argc, char **argv)
         case OPT_SEED: st = cli_parse_u64("--seed", optarg, &a->seed); break;
         case OPT_REPRESENTABLE: a->representable = 1; break;
         case OPT_DK: st = cli_parse_size("--dk", optarg, 1, MAX_DIM, &a->dk); a->have_dk = 1; break;
-        case OPT_TOL: st = cli_parse_double("--tol", optarg, 0.0, 1.0, &a->tol); break;
+        case OPT_TOL: st = parse_tol(optarg, &a->tol); break;
         case OPT_MAXPREC: st = cli_parse_int("--max-prec", optarg, 0, 1L << 20, &a->common.max_prec); break;
         case OPT_OPTIMIZE: st = cli_parse_int("--optimize", optarg, 0, 1000000, &a->optimize); break;
         case OPT_TRACE: a->common.trace = 1; break;
@@ -227,6 +244,50 @@ static void describe_instance(char *buf, size_t n, const t1_args *a, const ac_ma
                  (unsigned long long)a->seed);
 }
 
+/* "threshold": the smallest head size representing P, certified range. */
+static void json_threshold(ac_json *j, const ac_t1_threshold *t)
+{
+    ac_json_key(j, "threshold");
+    ac_json_begin_object(j);
+    ac_json_key(j, "lo");
+    if (t->lo >= 0)
+        ac_json_int(j, t->lo);
+    else
+        ac_json_null(j);
+    ac_json_key(j, "hi");
+    if (t->hi >= 0)
+        ac_json_int(j, t->hi);
+    else
+        ac_json_null(j);
+    ac_json_kv_bool(j, "exact", t->exact);
+    ac_json_kv_bool(j, "none", t->none);
+    ac_json_kv_bool(j, "if_representable", t->if_any);
+    ac_json_kv_string(j, "method", t->method);
+    ac_json_end_object(j);
+}
+
+/* The threshold line: "smallest dk that represents P: ...". */
+static void format_threshold(char *buf, size_t len, const ac_t1_threshold *t, size_t n)
+{
+    char hi[48] = "";
+    if (t->none)
+        snprintf(buf, len, "none: no head size represents P");
+    else if (t->lo < 0)
+        snprintf(buf, len, "not determined");
+    else {
+        if (t->hi >= 0 && (size_t)t->hi + 1 == n)
+            snprintf(hi, sizeof hi, " (n - 1)");
+        if (t->hi >= 0 && t->lo == t->hi)
+            snprintf(buf, len, "%ld%s%s", t->hi, hi,
+                     t->if_any ? ", if P is representable at all" : "");
+        else if (t->hi >= 0)
+            snprintf(buf, len, ">= %ld and <= %ld%s%s", t->lo, t->hi, hi,
+                     t->if_any ? ", if P is representable at all" : "");
+        else
+            snprintf(buf, len, ">= %ld", t->lo);
+    }
+}
+
 static void write_json(ac_json *j, const t1_args *a, const char *instance, const ac_t1_result *r,
                        int gen_x, int gen_p)
 {
@@ -255,6 +316,12 @@ static void write_json(ac_json *j, const t1_args *a, const char *instance, const
     ac_json_end_object(j);
     ac_json_kv_string(j, "route", r->route == AC_T1_ROUTE_CONSTRUCT ? "construct" : "decide");
     ac_json_kv_string(j, "exact", ac_verdict_name(r->exact));
+    ac_json_kv_string(j, "exact_claim",
+                      "the column-normalised P is exactly representable by a head of size dk");
+    ac_json_kv_string(j, "exact_method", r->exact_method);
+    json_threshold(j, &r->threshold);
+    ac_json_kv_int(j, "x_scale_pow2", r->x_scale);
+    ac_json_kv_bool(j, "weights_unusable", r->weights_unusable);
     ac_json_kv_string(j, "summary", r->summary);
     ac_json_key(j, "rank");
     ac_json_begin_object(j);
@@ -313,12 +380,21 @@ static void print_text(const t1_args *a, const char *instance, const ac_t1_resul
     if (!isnan(r->lowrank_lo))
         printf("rank cond. sigma_{dk+1} in [%s, %s]\n", cli_num(b1, sizeof b1, r->lowrank_lo),
                cli_num(b2, sizeof b2, r->lowrank_hi));
-    printf("exact      %s\n", r->exact == AC_PROVED ? "P (column-normalised) is exactly representable"
-                              : r->exact == AC_REFUTED ? "P is not exactly representable"
-                                                       : "not decided");
-    printf("weights    max|Softmax - P| in [%s, %s], %s\n",
-           cli_num(b1, sizeof b1, r->weights_cert.lo), cli_num(b2, sizeof b2, r->weights_cert.hi),
-           cli_stage_name(sb, sizeof sb, r->weights_cert.stage, r->weights_cert.prec));
+    char thr[128];
+    format_threshold(thr, sizeof thr, &r->threshold, r->n);
+    printf("exact      %s (%s)\n",
+           r->exact == AC_PROVED    ? "PROVED: P (column-normalised) is exactly representable"
+           : r->exact == AC_REFUTED ? "REFUTED: P is not exactly representable"
+                                    : "UNDECIDED: exact representability not decided",
+           r->exact_method[0] ? r->exact_method : "no criterion applies");
+    printf("threshold  smallest dk that represents P: %s\n", thr);
+    if (r->weights_unusable)
+        printf("weights    none written: they exist in exact arithmetic but overflow double at "
+               "this scale of X\n");
+    else
+        printf("weights    max|Softmax - P| in [%s, %s], %s\n",
+               cli_num(b1, sizeof b1, r->weights_cert.lo), cli_num(b2, sizeof b2, r->weights_cert.hi),
+               cli_stage_name(sb, sizeof sb, r->weights_cert.stage, r->weights_cert.prec));
     printf("distance   inf over heads of max|Softmax - P| in [%s, %s]\n",
            cli_num(b1, sizeof b1, r->dist_lo), cli_num(b2, sizeof b2, r->dist_hi));
     if (a->common.trace) {
@@ -326,6 +402,8 @@ static void print_text(const t1_args *a, const char *instance, const ac_t1_resul
         cli_print_steps(r->steps, r->nsteps);
     }
     printf("summary    %s\n", r->summary);
+    printf("approx.    %s: some head of size %zu has max|Softmax - P| <= tol = %s\n",
+           ac_verdict_name(r->verdict), r->dk, cli_num(b1, sizeof b1, a->tol));
     printf("verdict    %s: dist <= tol = %s  [%s, %.3g s]\n", ac_verdict_name(r->verdict),
            cli_num(b1, sizeof b1, a->tol), r->cert.method, r->cert.seconds);
 }
