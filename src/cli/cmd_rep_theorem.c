@@ -271,7 +271,7 @@ static void format_threshold(char *buf, size_t len, const ac_t1_threshold *t, si
 {
     char hi[48] = "";
     if (t->none)
-        snprintf(buf, len, "none: no head size represents P");
+        snprintf(buf, len, "none (no head size represents P)");
     else if (t->lo < 0)
         snprintf(buf, len, "not determined");
     else {

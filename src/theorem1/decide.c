@@ -33,7 +33,7 @@
 
 /* The threshold head size is computed without a verdict to decide only up
  * to this n (one Arb evaluation of K log P and an SVD). */
-#define AC_T1_THRESHOLD_MAX_N 512
+#define AC_T1_THRESHOLD_MAX_N 256
 
 typedef struct {
     const ac_mat *X, *P;
@@ -547,8 +547,8 @@ void ac_t1_decide_summary(ac_t1_result *res, const ac_t1_opts *o)
     if (r == 0 && res->exact == AC_PROVED)
         snprintf(res->summary, sizeof res->summary,
                  "X = 0: every head gives uniform columns and P's columns are constant, so "
-                 "the column-normalised P is exactly representable; P itself is within "
-                 "[%.3g, %.3g] of it",
+                 "the column-normalised P is exactly representable; every head is "
+                 "[%.3g, %.3g] away from P itself (0 iff its column sums are exactly 1)",
                  res->dist_lo, res->dist_hi);
     else if (r == 0)
         snprintf(res->summary, sizeof res->summary,
@@ -557,9 +557,12 @@ void ac_t1_decide_summary(ac_t1_result *res, const ac_t1_opts *o)
                  res->dist_lo, res->dist_hi);
     else if (res->exact == AC_PROVED)
         snprintf(res->summary, sizeof res->summary,
-                 "%s >= n - 1: P is exactly representable (doc/mathematics.md §3.5); the "
-                 "constructed weights reach max|Softmax - P| <= %.3g",
-                 rk, res->weights_cert.hi);
+                 "%s >= n - 1: P is exactly representable (doc/mathematics.md §3.5); %s%.3g",
+                 rk,
+                 res->weights_unusable ? "no double weights at this scale of X, "
+                                         "max|Softmax - P| <= "
+                                       : "the constructed weights reach max|Softmax - P| <= ",
+                 res->weights_unusable ? res->dist_hi : res->weights_cert.hi);
     else if (res->exact == AC_REFUTED && res->dist_hi <= o->tol)
         snprintf(res->summary, sizeof res->summary,
                  "%s: P itself is not exactly representable (every head is >= %.3g away), "
@@ -570,11 +573,16 @@ void ac_t1_decide_summary(ac_t1_result *res, const ac_t1_opts *o)
                  "%s: P is not representable by a head of size %zu; every head is at least "
                  "%.3g away in max-abs",
                  rk, dk, res->dist_lo);
-    else
+    else if (isfinite(res->dist_hi))
         snprintf(res->summary, sizeof res->summary,
                  "%s: exact representability not decided (no obstruction certified); the "
                  "written weights reach max|Softmax - P| <= %.3g",
                  rk, res->dist_hi);
+    else
+        snprintf(res->summary, sizeof res->summary,
+                 "%s: exact representability not decided (no obstruction certified), and no "
+                 "weights were certified",
+                 rk);
 }
 
 /* Weights for route DECIDE: the family K Pi log(P) Pi truncated to rank dk

@@ -18,3 +18,9 @@ UNIT_TESTS += tests/test_theorem1
 tests_test_theorem1_SOURCES = tests/test_theorem1.c tests/testutil.h
 tests_test_theorem1_CFLAGS = $(TEST_CFLAGS)
 tests_test_theorem1_LDADD = $(TEST_LIBS) $(LAPACKE_LIBS)
+
+check_PROGRAMS += tests/test_theorem1_decide
+UNIT_TESTS += tests/test_theorem1_decide
+tests_test_theorem1_decide_SOURCES = tests/test_theorem1_decide.c tests/testutil.h
+tests_test_theorem1_decide_CFLAGS = $(TEST_CFLAGS)
+tests_test_theorem1_decide_LDADD = $(TEST_LIBS)
