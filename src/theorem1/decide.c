@@ -43,6 +43,8 @@ typedef struct {
     int one_in_row;    /* 1 in the row space of X: 1 yes, 0 no, -1 unknown */
     int one_perp;      /* X 1 = 0 exactly (Pi 1 = 0) */
     long famrank_lo;   /* certified lower bound on rank(K Pi log(P) Pi) (-1: none yet) */
+    long famrank_hi;   /* proved upper bound on it when r = n (-1: none) */
+    const char *famrank_why; /* where famrank_hi comes from */
 } decide_ctx;
 
 /* ---- the exact criterion in balls ---------------------------------------- */
@@ -349,6 +351,81 @@ static double dist_lower_bound(double m, size_t n, double pmin)
     return t > 0 ? t : 0.0;
 }
 
+/* ---- exact upper bounds on rank(K log P) (rank X = n) ------------------- */
+
+/* Number of distinct columns (cols = 1) or rows (cols = 0) of P, compared
+ * exactly. */
+static size_t distinct_lines(const ac_mat *P, int cols)
+{
+    size_t n = P->rows, q = 0;
+    for (size_t a = 0; a < n; a++) {
+        int seen = 0;
+        for (size_t b = 0; b < a && !seen; b++) {
+            int eq = 1;
+            for (size_t k = 0; k < n && eq; k++)
+                eq = cols ? AC_MAT(P, k, a) == AC_MAT(P, k, b) : AC_MAT(P, a, k) == AC_MAT(P, b, k);
+            seen = eq;
+        }
+        q += !seen;
+    }
+    return q;
+}
+
+/* If every entry of P is a power of two, log P = E log 2 with E integer and
+ * rank(K log P) = rank([E 1]) - 1 exactly (doc/mathematics.md §3.5); returns
+ * that, or -1 (not all powers of two, or beyond the exact-rank budget). */
+static long pow2_family_rank(const ac_mat *P, double budget)
+{
+    size_t n = P->rows;
+    ac_mat E = {0};
+    long rk = -1;
+    for (size_t i = 0; i < n * n; i++) {
+        int e;
+        if (frexp(P->data[i], &e) != 0.5)
+            return -1;
+    }
+    if (ac_mat_init(&E, n, n + 1, NULL))
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        for (size_t j = 0; j < n; j++) {
+            int e;
+            frexp(AC_MAT(P, i, j), &e);
+            AC_MAT(&E, i, j) = (double)(e - 1);
+        }
+        AC_MAT(&E, i, n) = 1.0;
+    }
+    if (ac_rank_exact(&E, budget, &rk, NULL, NULL) != AC_OK || rk < 1)
+        rk = -1;
+    else
+        rk -= 1;
+    ac_mat_free(&E);
+    return rk;
+}
+
+/* A proved upper bound on rank(K log P) = rank([log P 1]) - 1 (rank X = n;
+ * doc/mathematics.md §3.5): n - 1; the number of distinct columns of P;
+ * the number of distinct rows minus 1; the exact rank when P's entries are
+ * powers of two.  *why receives the source of the bound. */
+static long family_rank_upper(const ac_mat *P, double budget, const char **why)
+{
+    size_t n = P->rows;
+    long u = n > 1 ? (long)n - 1 : 0, q;
+    *why = "n - 1";
+    if ((q = (long)distinct_lines(P, 1)) < u) {
+        u = q;
+        *why = "the number of distinct columns of P";
+    }
+    if ((q = (long)distinct_lines(P, 0) - 1) < u) {
+        u = q;
+        *why = "the number of distinct rows of P minus 1";
+    }
+    if ((q = pow2_family_rank(P, budget)) >= 0 && q <= u) {
+        u = q;
+        *why = "exact rank of [log2 P 1] minus 1 (P's entries are powers of two)";
+    }
+    return u;
+}
+
 /* ---- route DECIDE ---------------------------------------------------------- */
 
 /* The facts about X the criterion needs: Pi = I (r == n), a row basis, is 1
@@ -357,9 +434,11 @@ static int decide_setup(decide_ctx *c, const ac_mat *X, const ac_mat *P, size_t 
                         const size_t *piv, const ac_t1_opts *o, ac_err *err)
 {
     size_t d = X->rows, n = X->cols;
-    decide_ctx c0 = {X, P, n, r, dk, NULL, 0, -1, 0, -1};
+    decide_ctx c0 = {X, P, n, r, dk, NULL, 0, -1, 0, -1, -1, NULL};
     *c = c0;
     c->pi_identity = (r == n);
+    if (r == n)
+        c->famrank_hi = family_rank_upper(P, o->max_rank_work, &c->famrank_why);
     if (!c->pi_identity && r < d && !piv) {
         /* full row rank certified without pivots only when r == d */
         return ac_err_set(err, AC_EINTERNAL, "rank %zu < d without a row basis", r);
@@ -492,6 +571,11 @@ static void decide_exact(ac_t1_result *res, const decide_ctx *c, const ac_mat *P
         snprintf(res->exact_method, sizeof res->exact_method,
                  "doc/mathematics.md §3.5: rank X = n and dk >= n - 1, so log P + 1c' with "
                  "c = -log(P)'1/n has rank <= n - 1 <= dk");
+    } else if (r == n && c->famrank_hi >= 0 && (long)dk >= c->famrank_hi) {
+        res->exact = AC_PROVED;
+        snprintf(res->exact_method, sizeof res->exact_method,
+                 "doc/mathematics.md §3.5: rank X = n and rank(K log P) <= %ld <= dk (%s)",
+                 c->famrank_hi, c->famrank_why);
     } else if (r == n) {
         snprintf(res->exact_method, sizeof res->exact_method,
                  "needs rank(K log P) <= dk: sigma_{dk+1}(K log P) is not certified positive, "
@@ -519,11 +603,12 @@ static void decide_threshold(ac_t1_result *res, const decide_ctx *c, int rho_pos
         snprintf(t.method, sizeof t.method, "rho > 0: no head size represents P");
     } else if (r == n) {
         t.lo = lo;
-        t.hi = n > 1 ? (long)n - 1 : 1;
+        t.hi = c->famrank_hi >= 1 ? c->famrank_hi : 1;
         t.exact = t.lo == t.hi;
         snprintf(t.method, sizeof t.method,
-                 "lo: %s; hi: n - 1 (rank X = n, doc/mathematics.md §3.5)",
-                 c->famrank_lo >= 0 ? "certified sigma_k(K log P) > 0" : "not computed");
+                 "lo: %s; hi: rank(K log P) <= %s (rank X = n, doc/mathematics.md §3.5)",
+                 c->famrank_lo >= 0 ? "certified sigma_k(K log P) > 0" : "not computed",
+                 c->famrank_why ? c->famrank_why : "n - 1");
     } else {
         t.lo = lo;
         t.hi = c->one_in_row == 1 ? (r > 1 ? (long)r - 1 : 1) : (long)r;
@@ -557,7 +642,7 @@ void ac_t1_decide_summary(ac_t1_result *res, const ac_t1_opts *o)
                  res->dist_lo, res->dist_hi);
     else if (res->exact == AC_PROVED)
         snprintf(res->summary, sizeof res->summary,
-                 "%s >= n - 1: P is exactly representable (doc/mathematics.md §3.5); %s%.3g",
+                 "%s: P is exactly representable (doc/mathematics.md §3.5); %s%.3g",
                  rk,
                  res->weights_unusable ? "no double weights at this scale of X, "
                                          "max|Softmax - P| <= "
@@ -641,7 +726,8 @@ int ac_t1_route_decide(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X, c
         int rho_positive = obstruction > 0;
         /* K Pi log(P) Pi has rank <= r - 1 when 1 is in the row space of X
          * (always when r = n): sigma_{dk+1} = 0 for dk >= r - 1 */
-        int no_gap = dk + 1 >= r && (r == res->n || c.one_in_row == 1);
+        int no_gap = (dk + 1 >= r && (r == res->n || c.one_in_row == 1)) ||
+                     (c.famrank_hi >= 0 && (long)dk >= c.famrank_hi);
         if (dk < r && !no_gap &&
             (st = certify_lowrank(res, basis, &obstruction, &c, o, err)))
             return st;
@@ -653,7 +739,7 @@ int ac_t1_route_decide(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X, c
             basis->stage = AC_STAGE_DOUBLE;
             basis->prec = 53;
             snprintf(basis->method, sizeof basis->method,
-                     "exact representability: rank X = n certified, dk >= n - 1 "
+                     "exact representability: rank X = n certified, rank(K log P) <= dk "
                      "(doc/mathematics.md §3.5)");
         }
     }
@@ -671,7 +757,8 @@ int ac_t1_route_decide(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X, c
 void ac_t1_threshold_full_rank(ac_t1_result *res, const ac_mat *P, const ac_t1_opts *o)
 {
     size_t n = P->rows;
-    decide_ctx c = {NULL, P, n, n, n, NULL, 1, 1, 0, -1};
+    decide_ctx c = {NULL, P, n, n, n, NULL, 1, 1, 0, -1, -1, NULL};
+    c.famrank_hi = family_rank_upper(P, o->max_rank_work, &c.famrank_why);
     family_rank_only(&c, o);
     decide_threshold(res, &c, 0);
 }
