@@ -15,6 +15,9 @@ Classes (each instance seeded; X and P written as .npy and passed as files):
   zero        X = 0, P with constant / non-constant columns, tol = 0
   dyadic      integer X, P with dyadic entries whose columns sum to exactly 1,
               tol = 0
+  dyadic_low  as dyadic, with dk < n - 1 (P's entries are powers of two)
+  rowdup      rank X = n, P with two equal rows (rank K log P <= n - 2)
+  low_exact   rank X < n (two equal tokens), P exactly representable
   equalcols   rank X = n, P with all columns equal (rank K log P = 1)
 
 Oracles (none uses attncheck's code):
@@ -252,6 +255,30 @@ def instances(full):
         if n >= 3:
             out.append(("dyadic", X, P, n - 2, 0.0))
         out.append(("dyadic", X, P, n, 0.0))
+    for n in ((4, 5, 6, 8) if full else (5,)):
+        X = rng.integers(-3, 4, (n + 1, n)).astype(float)
+        P = dyadic_p(rng, n)
+        for dk in sorted(set(int(k) for k in rng.integers(1, n - 1, 2))):
+            out.append(("dyadic_low", X, P, dk, 0.0))
+    for k in range(4 if full else 1):
+        # rank X < n, exactly representable: tokens 0 and 1 equal, P with
+        # equal dyadic columns whose first two entries agree (log P = l 1',
+        # l in the row space of X, which contains 1)
+        n = 3 + k
+        Xe = np.vstack([np.r_[1.0, 1.0, np.zeros(n - 2)], np.c_[np.zeros((n - 2, 2)), np.eye(n - 2)]])
+        col = np.r_[0.25, 0.25, np.full(n - 2, 0.5 / (n - 2))] if n - 2 in (1, 2, 4) else \
+            np.r_[0.125, 0.125, np.full(n - 3, 0.0), 0.0]
+        if n - 2 not in (1, 2, 4):
+            col = np.r_[0.125, 0.125, 0.25, 0.25, 0.25][:n]
+        P = np.tile(col[:, None], (1, n))
+        out.append(("low_exact", Xe, P, 1, None))
+    for n in ((5, 6, 7) if full else (5,)):
+        X = rng.standard_normal((n, n))
+        P = dirichlet(rng, n)
+        P[1, :] = P[0, :]  # two equal rows: rank(K log P) <= n - 2
+        P = P / P.sum(axis=0)
+        out.append(("rowdup", X, P, n - 2, None))
+        out.append(("rowdup", X, P, n - 3, None))
     for n in ((3, 5, 8) if full else (5,)):
         X = rng.standard_normal((n, n))
         p = rng.dirichlet(np.ones(n))

@@ -23,12 +23,14 @@
 #include <string.h>
 
 #include <mpfr.h>
+#include <flint/fmpq_mat.h>
 
 #include "attncheck/interval.h"
 #include "attncheck/linalg.h"
 #include "attncheck/theorem1.h"
 #include "core/ac_arb.h"
 #include "core/ball.h"
+#include "core/dyadic.h"
 #include "theorem1/t1_impl.h"
 
 /* The threshold head size is computed without a verdict to decide only up
@@ -48,6 +50,57 @@ typedef struct {
 } decide_ctx;
 
 /* ---- the exact criterion in balls ---------------------------------------- */
+
+/* Pi = B'(BB')^-1 B exactly (B the r independent rows of X, as one integer
+ * matrix 2^e M: Pi depends only on M), into balls at prec.  For X whose
+ * entries span so many binades that the ball Cholesky cannot separate its
+ * Gram matrix from singular (e.g. columns scaled by 2^+-1000).  Returns 0
+ * beyond the size budget. */
+#define AC_T1_EXACT_PI_MAX_N 64
+#define AC_T1_EXACT_PI_MAX_BITS 8192
+static int exact_pi(arb_mat_t Pi, const decide_ctx *c, slong prec)
+{
+    slong n = (slong)c->n, r = (slong)c->r;
+    if (n > AC_T1_EXACT_PI_MAX_N)
+        return 0;
+    double *rows = malloc((size_t)(r * n) * sizeof(double));
+    if (!rows)
+        return 0;
+    for (slong i = 0; i < r; i++)
+        memcpy(rows + i * n, c->X->data + (c->piv ? c->piv[i] : (size_t)i) * (size_t)n,
+               (size_t)n * sizeof(double));
+    ac_xmat B;
+    int ok = ac_xmat_from_d(&B, rows, (size_t)r, (size_t)n, (size_t)n, 0,
+                            AC_T1_EXACT_PI_MAX_BITS) == AC_XMAT_OK;
+    free(rows);
+    if (!ok)
+        return 0;
+    fmpz_mat_t Bt, G;
+    fmpq_mat_t Z, Q;
+    fmpz_mat_init(Bt, n, r);
+    fmpz_mat_init(G, r, r);
+    fmpq_mat_init(Z, r, n);
+    fmpq_mat_init(Q, n, n);
+    fmpz_mat_transpose(Bt, B.m);
+    fmpz_mat_mul(G, B.m, Bt);
+    ok = fmpq_mat_solve_fmpz_mat(Z, G, B.m); /* Z = (BB')^-1 B */
+    if (ok) {
+        fmpq_mat_t Btq;
+        fmpq_mat_init(Btq, n, r);
+        fmpq_mat_set_fmpz_mat(Btq, Bt);
+        fmpq_mat_mul(Q, Btq, Z);
+        fmpq_mat_clear(Btq);
+        for (slong i = 0; i < n; i++)
+            for (slong j = 0; j < n; j++)
+                arb_set_fmpq(arb_mat_entry(Pi, i, j), fmpq_mat_entry(Q, i, j), prec);
+    }
+    fmpz_mat_clear(Bt);
+    fmpz_mat_clear(G);
+    fmpq_mat_clear(Z);
+    fmpq_mat_clear(Q);
+    ac_xmat_clear(&B);
+    return ok;
+}
 
 /* Pi (projector on the row space of X) and L = log P in balls. Returns 0 if
  * the Gram matrix of the basis rows could not be proved positive definite at
@@ -79,6 +132,8 @@ static int ball_pi_L(arb_mat_t Pi, arb_mat_t L, const decide_ctx *c, slong prec)
     int ok = arb_mat_spd_solve(Z, G, B, prec); /* Z = (B B')^-1 B */
     if (ok)
         arb_mat_mul(Pi, Bt, Z, prec); /* Pi = B' (B B')^-1 B */
+    else
+        ok = exact_pi(Pi, c, prec);
     arb_mat_clear(B);
     arb_mat_clear(Bt);
     arb_mat_clear(G);
