@@ -23,14 +23,12 @@
 #include <string.h>
 
 #include <mpfr.h>
-#include <flint/fmpq_mat.h>
 
 #include "attncheck/interval.h"
 #include "attncheck/linalg.h"
 #include "attncheck/theorem1.h"
 #include "core/ac_arb.h"
 #include "core/ball.h"
-#include "core/dyadic.h"
 #include "theorem1/t1_impl.h"
 
 /* The threshold head size is computed without a verdict to decide only up
@@ -50,57 +48,6 @@ typedef struct {
 } decide_ctx;
 
 /* ---- the exact criterion in balls ---------------------------------------- */
-
-/* Pi = B'(BB')^-1 B exactly (B the r independent rows of X, as one integer
- * matrix 2^e M: Pi depends only on M), into balls at prec.  For X whose
- * entries span so many binades that the ball Cholesky cannot separate its
- * Gram matrix from singular (e.g. columns scaled by 2^+-1000).  Returns 0
- * beyond the size budget. */
-#define AC_T1_EXACT_PI_MAX_N 64
-#define AC_T1_EXACT_PI_MAX_BITS 8192
-static int exact_pi(arb_mat_t Pi, const decide_ctx *c, slong prec)
-{
-    slong n = (slong)c->n, r = (slong)c->r;
-    if (n > AC_T1_EXACT_PI_MAX_N)
-        return 0;
-    double *rows = malloc((size_t)(r * n) * sizeof(double));
-    if (!rows)
-        return 0;
-    for (slong i = 0; i < r; i++)
-        memcpy(rows + i * n, c->X->data + (c->piv ? c->piv[i] : (size_t)i) * (size_t)n,
-               (size_t)n * sizeof(double));
-    ac_xmat B;
-    int ok = ac_xmat_from_d(&B, rows, (size_t)r, (size_t)n, (size_t)n, 0,
-                            AC_T1_EXACT_PI_MAX_BITS) == AC_XMAT_OK;
-    free(rows);
-    if (!ok)
-        return 0;
-    fmpz_mat_t Bt, G;
-    fmpq_mat_t Z, Q;
-    fmpz_mat_init(Bt, n, r);
-    fmpz_mat_init(G, r, r);
-    fmpq_mat_init(Z, r, n);
-    fmpq_mat_init(Q, n, n);
-    fmpz_mat_transpose(Bt, B.m);
-    fmpz_mat_mul(G, B.m, Bt);
-    ok = fmpq_mat_solve_fmpz_mat(Z, G, B.m); /* Z = (BB')^-1 B */
-    if (ok) {
-        fmpq_mat_t Btq;
-        fmpq_mat_init(Btq, n, r);
-        fmpq_mat_set_fmpz_mat(Btq, Bt);
-        fmpq_mat_mul(Q, Btq, Z);
-        fmpq_mat_clear(Btq);
-        for (slong i = 0; i < n; i++)
-            for (slong j = 0; j < n; j++)
-                arb_set_fmpq(arb_mat_entry(Pi, i, j), fmpq_mat_entry(Q, i, j), prec);
-    }
-    fmpz_mat_clear(Bt);
-    fmpz_mat_clear(G);
-    fmpq_mat_clear(Z);
-    fmpq_mat_clear(Q);
-    ac_xmat_clear(&B);
-    return ok;
-}
 
 /* Pi (projector on the row space of X) and L = log P in balls. Returns 0 if
  * the Gram matrix of the basis rows could not be proved positive definite at
@@ -133,7 +80,7 @@ static int ball_pi_L(arb_mat_t Pi, arb_mat_t L, const decide_ctx *c, slong prec)
     if (ok)
         arb_mat_mul(Pi, Bt, Z, prec); /* Pi = B' (B B')^-1 B */
     else
-        ok = exact_pi(Pi, c, prec);
+        ok = ac_t1_exact_pi(Pi, c->X, c->piv, c->r, prec);
     arb_mat_clear(B);
     arb_mat_clear(Bt);
     arb_mat_clear(G);
@@ -329,58 +276,6 @@ done:
     return st;
 }
 
-/* Exactly: is X 1 = 0 (each row sums to 0)?  MPFR's sum is correctly rounded,
- * so it is zero iff the exact sum is. */
-static int rows_sum_to_zero(const ac_mat *X)
-{
-    size_t d = X->rows, n = X->cols;
-    mpfr_t s;
-    mpfr_ptr *tab = malloc(n * sizeof(mpfr_ptr));
-    mpfr_t *vals = malloc(n * sizeof(mpfr_t));
-    int zero = 1;
-    mpfr_init2(s, 64);
-    for (size_t j = 0; j < n; j++) {
-        mpfr_init2(vals[j], 53);
-        tab[j] = vals[j];
-    }
-    for (size_t i = 0; i < d && zero; i++) {
-        for (size_t j = 0; j < n; j++)
-            mpfr_set_d(vals[j], AC_MAT(X, i, j), MPFR_RNDN);
-        mpfr_sum(s, tab, n, MPFR_RNDN);
-        if (!mpfr_zero_p(s))
-            zero = 0;
-    }
-    for (size_t j = 0; j < n; j++)
-        mpfr_clear(vals[j]);
-    mpfr_clear(s);
-    free(tab);
-    free(vals);
-    return zero;
-}
-
-/* Is 1 in the row space of X?  1 if proved yes (exact rank), 0 if proved no
- * (rank mod p of [B; 1'] is r + 1), -1 unknown. */
-static int one_in_row_space(const ac_mat *X, const size_t *piv, size_t r, double budget)
-{
-    size_t n = X->cols;
-    ac_mat B = {0};
-    int ans = -1;
-    if (ac_mat_init(&B, r + 1, n, NULL))
-        return -1;
-    for (size_t i = 0; i < r; i++)
-        memcpy(B.data + i * n, X->data + (piv ? piv[i] : i) * n, n * sizeof(double));
-    for (size_t j = 0; j < n; j++)
-        AC_MAT(&B, r, j) = 1.0;
-    long rk;
-    if (ac_rank_lower_modp(&B, &rk, NULL) == AC_OK && rk == (long)r + 1)
-        ans = 0;
-    else if (ac_rank_exact(&B, budget, &rk, NULL, NULL) == AC_OK && rk >= 0)
-        ans = (rk == (long)r) ? 1 : 0;
-    ac_mat_free(&B);
-    return ans;
-}
-
-
 /* ---- the distance lower bound --------------------------------------------- */
 
 /* t* = p_min (1 - exp(-m/n)) rounded down (MPFR, directed rounding): if some
@@ -406,81 +301,6 @@ static double dist_lower_bound(double m, size_t n, double pmin)
     return t > 0 ? t : 0.0;
 }
 
-/* ---- exact upper bounds on rank(K log P) (rank X = n) ------------------- */
-
-/* Number of distinct columns (cols = 1) or rows (cols = 0) of P, compared
- * exactly. */
-static size_t distinct_lines(const ac_mat *P, int cols)
-{
-    size_t n = P->rows, q = 0;
-    for (size_t a = 0; a < n; a++) {
-        int seen = 0;
-        for (size_t b = 0; b < a && !seen; b++) {
-            int eq = 1;
-            for (size_t k = 0; k < n && eq; k++)
-                eq = cols ? AC_MAT(P, k, a) == AC_MAT(P, k, b) : AC_MAT(P, a, k) == AC_MAT(P, b, k);
-            seen = eq;
-        }
-        q += !seen;
-    }
-    return q;
-}
-
-/* If every entry of P is a power of two, log P = E log 2 with E integer and
- * rank(K log P) = rank([E 1]) - 1 exactly (doc/mathematics.md §3.5); returns
- * that, or -1 (not all powers of two, or beyond the exact-rank budget). */
-static long pow2_family_rank(const ac_mat *P, double budget)
-{
-    size_t n = P->rows;
-    ac_mat E = {0};
-    long rk = -1;
-    for (size_t i = 0; i < n * n; i++) {
-        int e;
-        if (frexp(P->data[i], &e) != 0.5)
-            return -1;
-    }
-    if (ac_mat_init(&E, n, n + 1, NULL))
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        for (size_t j = 0; j < n; j++) {
-            int e;
-            frexp(AC_MAT(P, i, j), &e);
-            AC_MAT(&E, i, j) = (double)(e - 1);
-        }
-        AC_MAT(&E, i, n) = 1.0;
-    }
-    if (ac_rank_exact(&E, budget, &rk, NULL, NULL) != AC_OK || rk < 1)
-        rk = -1;
-    else
-        rk -= 1;
-    ac_mat_free(&E);
-    return rk;
-}
-
-/* A proved upper bound on rank(K log P) = rank([log P 1]) - 1 (rank X = n;
- * doc/mathematics.md §3.5): n - 1; the number of distinct columns of P;
- * the number of distinct rows minus 1; the exact rank when P's entries are
- * powers of two.  *why receives the source of the bound. */
-static long family_rank_upper(const ac_mat *P, double budget, const char **why)
-{
-    size_t n = P->rows;
-    long u = n > 1 ? (long)n - 1 : 0, q;
-    *why = "n - 1";
-    if ((q = (long)distinct_lines(P, 1)) < u) {
-        u = q;
-        *why = "the number of distinct columns of P";
-    }
-    if ((q = (long)distinct_lines(P, 0) - 1) < u) {
-        u = q;
-        *why = "the number of distinct rows of P minus 1";
-    }
-    if ((q = pow2_family_rank(P, budget)) >= 0 && q <= u) {
-        u = q;
-        *why = "exact rank of [log2 P 1] minus 1 (P's entries are powers of two)";
-    }
-    return u;
-}
-
 /* ---- route DECIDE ---------------------------------------------------------- */
 
 /* The facts about X the criterion needs: Pi = I (r == n), a row basis, is 1
@@ -493,15 +313,15 @@ static int decide_setup(decide_ctx *c, const ac_mat *X, const ac_mat *P, size_t 
     *c = c0;
     c->pi_identity = (r == n);
     if (r == n)
-        c->famrank_hi = family_rank_upper(P, o->max_rank_work, &c->famrank_why);
+        c->famrank_hi = ac_t1_family_rank_upper(P, o->max_rank_work, &c->famrank_why);
     if (!c->pi_identity && r < d && !piv) {
         /* full row rank certified without pivots only when r == d */
         return ac_err_set(err, AC_EINTERNAL, "rank %zu < d without a row basis", r);
     }
     c->piv = (r < d) ? piv : NULL;
     if (!c->pi_identity) {
-        c->one_in_row = r == 0 ? 0 : one_in_row_space(X, c->piv, r, o->max_rank_work);
-        c->one_perp = rows_sum_to_zero(X);
+        c->one_in_row = r == 0 ? 0 : ac_t1_one_in_row_space(X, c->piv, r, o->max_rank_work);
+        c->one_perp = ac_t1_rows_sum_to_zero(X);
     }
     return AC_OK;
 }
@@ -813,7 +633,7 @@ void ac_t1_threshold_full_rank(ac_t1_result *res, const ac_mat *P, const ac_t1_o
 {
     size_t n = P->rows;
     decide_ctx c = {NULL, P, n, n, n, NULL, 1, 1, 0, -1, -1, NULL};
-    c.famrank_hi = family_rank_upper(P, o->max_rank_work, &c.famrank_why);
+    c.famrank_hi = ac_t1_family_rank_upper(P, o->max_rank_work, &c.famrank_why);
     family_rank_only(&c, o);
     decide_threshold(res, &c, 0);
 }

@@ -7,6 +7,7 @@ src_libattncheck_la_SOURCES += \
 	src/theorem1/instance.c \
 	src/theorem1/construct.c \
 	src/theorem1/xrank.c \
+	src/theorem1/exact.c \
 	src/theorem1/decide.c \
 	src/theorem1/refine.c \
 	src/theorem1/check.c \

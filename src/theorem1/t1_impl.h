@@ -6,6 +6,8 @@
  *                the weights of rank dk < rank X from the family
  *                K Pi log(P) Pi (§3.5);
  *   xrank.c      the scale of X (powers of two) and its certified rank;
+ *   exact.c      exact facts: Pi in rationals, 1 in the row space,
+ *                bounds on rank(K log P) from the structure of P;
  *   decide.c     route DECIDE: the exact criterion (doc/mathematics.md §3.4,
  *                §3.5): the log-domain residual rho, the rank condition
  *                sigma_{dk+1}(K Pi log P Pi), exact representability and
@@ -23,6 +25,7 @@
 #define AC_THEOREM1_T1_IMPL_H
 
 #include "attncheck/interval.h"
+#include "core/ac_arb.h"
 #include "attncheck/theorem1.h"
 
 /* What the certificate of C(tol) rests on: the stage and precision of the
@@ -89,6 +92,19 @@ void ac_t1_threshold_full_rank(ac_t1_result *res, const ac_mat *P, const ac_t1_o
 
 /* res->summary for route DECIDE from the final result (decide.c). */
 void ac_t1_decide_summary(ac_t1_result *res, const ac_t1_opts *o);
+
+/* Exact facts (exact.c).  Pi = B'(BB')^-1 B in balls at prec from the r
+ * independent rows B of X (piv; NULL: rows 0..r-1), computed in rationals;
+ * 0 beyond the size budget. */
+int ac_t1_exact_pi(arb_mat_t Pi, const ac_mat *X, const size_t *piv, size_t r, slong prec);
+/* X 1 = 0 exactly. */
+int ac_t1_rows_sum_to_zero(const ac_mat *X);
+/* 1 in the row space of X: 1 proved yes, 0 proved no, -1 unknown. */
+int ac_t1_one_in_row_space(const ac_mat *X, const size_t *piv, size_t r, double budget);
+/* A proved upper bound on rank(K log P) = rank([log P 1]) - 1 (n - 1, the
+ * distinct columns of P, its distinct rows minus 1, the exact rank when every
+ * entry is a power of two); *why names the bound used. */
+long ac_t1_family_rank_upper(const ac_mat *P, double budget, const char **why);
 
 /* Weights for route DECIDE (refine.c): the projected construction with the
  * certified rank r, certified; if that does not prove C(tol), a BFGS
