@@ -18,6 +18,7 @@ Classes (each instance seeded; X and P written as .npy and passed as files):
   dyadic_low  as dyadic, with dk < n - 1 (P's entries are powers of two)
   rowdup      rank X = n, P with two equal rows (rank K log P <= n - 2)
   low_exact   rank X < n (two equal tokens), P exactly representable
+  low_exnd    as low_exact with entries that are not powers of two
   equalcols   rank X = n, P with all columns equal (rank K log P = 1)
 
 Oracles (none uses attncheck's code):
@@ -272,6 +273,14 @@ def instances(full):
             col = np.r_[0.125, 0.125, 0.25, 0.25, 0.25][:n]
         P = np.tile(col[:, None], (1, n))
         out.append(("low_exact", Xe, P, 1, None))
+    for k in range(3 if full else 1):
+        # the same structure with entries that are not powers of two: rho = 0
+        # is an identity between logarithms of 0.1, 0.3, ... (undecidable here)
+        n = 4 + k
+        Xe = np.vstack([np.r_[1.0, 1.0, np.zeros(n - 2)], np.c_[np.zeros((n - 2, 2)), np.eye(n - 2)]])
+        col = np.r_[0.1, 0.1, np.full(n - 2, 0.8 / (n - 2))]
+        col = col / col.sum()
+        out.append(("low_exnd", Xe, np.tile(col[:, None], (1, n)), 1, None))
     for n in ((5, 6, 7) if full else (5,)):
         X = rng.standard_normal((n, n))
         P = dirichlet(rng, n)

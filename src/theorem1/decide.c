@@ -45,6 +45,9 @@ typedef struct {
     long famrank_lo;   /* certified lower bound on rank(K Pi log(P) Pi) (-1: none yet) */
     long famrank_hi;   /* proved upper bound on it when r = n (-1: none) */
     const char *famrank_why; /* where famrank_hi comes from */
+    int pow2;          /* P's entries are powers of two and r < n: decided in rationals */
+    int pow2_rho_zero; /* then: rho = 0 */
+    long pow2_famrank; /* then: the exact rank of the family member */
 } decide_ctx;
 
 /* ---- the exact criterion in balls ---------------------------------------- */
@@ -309,7 +312,7 @@ static int decide_setup(decide_ctx *c, const ac_mat *X, const ac_mat *P, size_t 
                         const size_t *piv, const ac_t1_opts *o, ac_err *err)
 {
     size_t d = X->rows, n = X->cols;
-    decide_ctx c0 = {X, P, n, r, dk, NULL, 0, -1, 0, -1, -1, NULL};
+    decide_ctx c0 = {X, P, n, r, dk, NULL, 0, -1, 0, -1, -1, NULL, 0, 0, -1};
     *c = c0;
     c->pi_identity = (r == n);
     if (r == n)
@@ -322,6 +325,8 @@ static int decide_setup(decide_ctx *c, const ac_mat *X, const ac_mat *P, size_t 
     if (!c->pi_identity) {
         c->one_in_row = r == 0 ? 0 : ac_t1_one_in_row_space(X, c->piv, r, o->max_rank_work);
         c->one_perp = ac_t1_rows_sum_to_zero(X);
+        if (r > 0)
+            c->pow2 = ac_t1_pow2_decide(X, c->piv, r, P, &c->pow2_rho_zero, &c->pow2_famrank);
     }
     return AC_OK;
 }
@@ -441,6 +446,12 @@ static void decide_exact(ac_t1_result *res, const decide_ctx *c, const ac_mat *P
         ac_t1_add_step(res, "distance lower bound", "p_min (1 - exp(-obstruction/n))",
                        res->dist_lo, res->dist_lo, AC_STAGE_EXACT, 64,
                        "no head of size dk gets max|Softmax - P| below this");
+    } else if (c->pow2) {
+        res->exact = c->pow2_rho_zero && (long)dk >= c->pow2_famrank ? AC_PROVED : AC_REFUTED;
+        snprintf(res->exact_method, sizeof res->exact_method,
+                 "exact rational arithmetic (P's entries are powers of two, log P = E log 2; "
+                 "doc/mathematics.md §3.4): rho %s 0, family rank %ld",
+                 c->pow2_rho_zero ? "=" : ">", c->pow2_famrank);
     } else if (r == n && dk + 1 >= n) {
         res->exact = AC_PROVED;
         snprintf(res->exact_method, sizeof res->exact_method,
@@ -472,7 +483,12 @@ static void decide_threshold(ac_t1_result *res, const decide_ctx *c, int rho_pos
     size_t n = c->n, r = c->r;
     ac_t1_threshold t = {-1, -1, 0, 0, 0, ""};
     long lo = c->famrank_lo > 1 ? c->famrank_lo : 1;
-    if (rho_positive) {
+    if (c->pow2 && c->pow2_rho_zero) {
+        t.lo = t.hi = c->pow2_famrank > 1 ? c->pow2_famrank : 1;
+        t.exact = 1;
+        snprintf(t.method, sizeof t.method,
+                 "exact: rank of the family member in rationals (P's entries are powers of two)");
+    } else if (rho_positive || c->pow2) {
         t.none = 1;
         t.exact = 1;
         snprintf(t.method, sizeof t.method, "rho > 0: no head size represents P");
@@ -598,7 +614,7 @@ int ac_t1_route_decide(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X, c
     else {
         if (!c.pi_identity && (st = certify_rho(res, basis, &obstruction, &c, o, err)))
             return st;
-        int rho_positive = obstruction > 0;
+        int rho_positive = obstruction > 0 || (c.pow2 && !c.pow2_rho_zero);
         /* K Pi log(P) Pi has rank <= r - 1 when 1 is in the row space of X
          * (always when r = n): sigma_{dk+1} = 0 for dk >= r - 1 */
         int no_gap = (dk + 1 >= r && (r == res->n || c.one_in_row == 1)) ||
@@ -613,9 +629,11 @@ int ac_t1_route_decide(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X, c
         if (res->exact == AC_PROVED) {
             basis->stage = AC_STAGE_DOUBLE;
             basis->prec = 53;
-            snprintf(basis->method, sizeof basis->method,
-                     "exact representability: rank X = n certified, rank(K log P) <= dk "
-                     "(doc/mathematics.md §3.5)");
+            snprintf(basis->method, sizeof basis->method, "%s",
+                     c.pow2 ? "exact representability, decided in rationals (P's entries are "
+                              "powers of two, doc/mathematics.md §3.4)"
+                            : "exact representability: rank X = n certified, rank(K log P) <= "
+                              "dk (doc/mathematics.md §3.5)");
         }
     }
     if (o->want_weights && (st = decide_weights(res, X, P, r, o, err)))
@@ -632,7 +650,7 @@ int ac_t1_route_decide(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X, c
 void ac_t1_threshold_full_rank(ac_t1_result *res, const ac_mat *P, const ac_t1_opts *o)
 {
     size_t n = P->rows;
-    decide_ctx c = {NULL, P, n, n, n, NULL, 1, 1, 0, -1, -1, NULL};
+    decide_ctx c = {NULL, P, n, n, n, NULL, 1, 1, 0, -1, -1, NULL, 0, 0, -1};
     c.famrank_hi = ac_t1_family_rank_upper(P, o->max_rank_work, &c.famrank_why);
     family_rank_only(&c, o);
     decide_threshold(res, &c, 0);

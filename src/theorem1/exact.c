@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include <flint/fmpq_mat.h>
+#include <flint/fmpz_vec.h>
 #include <mpfr.h>
 
 #include "attncheck/linalg.h"
@@ -30,10 +31,11 @@
  * beyond the size budget. */
 #define AC_T1_EXACT_PI_MAX_N 64
 #define AC_T1_EXACT_PI_MAX_BITS 8192
-int ac_t1_exact_pi(arb_mat_t Pi, const ac_mat *X, const size_t *piv, size_t rr, slong prec)
+/* Q = Pi in rationals (Q initialised n x n); 0 beyond the budget. */
+static int pi_rational(fmpq_mat_t Q, const ac_mat *X, const size_t *piv, size_t rr)
 {
     slong n = (slong)X->cols, r = (slong)rr;
-    if (n > AC_T1_EXACT_PI_MAX_N)
+    if (n > AC_T1_EXACT_PI_MAX_N || r == 0)
         return 0;
     double *rows = malloc((size_t)(r * n) * sizeof(double));
     if (!rows)
@@ -48,29 +50,167 @@ int ac_t1_exact_pi(arb_mat_t Pi, const ac_mat *X, const size_t *piv, size_t rr, 
     if (!ok)
         return 0;
     fmpz_mat_t Bt, G;
-    fmpq_mat_t Z, Q;
+    fmpq_mat_t Z, Btq;
     fmpz_mat_init(Bt, n, r);
     fmpz_mat_init(G, r, r);
     fmpq_mat_init(Z, r, n);
-    fmpq_mat_init(Q, n, n);
+    fmpq_mat_init(Btq, n, r);
     fmpz_mat_transpose(Bt, B.m);
     fmpz_mat_mul(G, B.m, Bt);
     ok = fmpq_mat_solve_fmpz_mat(Z, G, B.m); /* Z = (BB')^-1 B */
     if (ok) {
-        fmpq_mat_t Btq;
-        fmpq_mat_init(Btq, n, r);
         fmpq_mat_set_fmpz_mat(Btq, Bt);
         fmpq_mat_mul(Q, Btq, Z);
-        fmpq_mat_clear(Btq);
-        for (slong i = 0; i < n; i++)
-            for (slong j = 0; j < n; j++)
-                arb_set_fmpq(arb_mat_entry(Pi, i, j), fmpq_mat_entry(Q, i, j), prec);
     }
     fmpz_mat_clear(Bt);
     fmpz_mat_clear(G);
     fmpq_mat_clear(Z);
-    fmpq_mat_clear(Q);
+    fmpq_mat_clear(Btq);
     ac_xmat_clear(&B);
+    return ok;
+}
+
+int ac_t1_exact_pi(arb_mat_t Pi, const ac_mat *X, const size_t *piv, size_t r, slong prec)
+{
+    slong n = (slong)X->cols;
+    fmpq_mat_t Q;
+    fmpq_mat_init(Q, n, n);
+    int ok = pi_rational(Q, X, piv, r);
+    if (ok)
+        for (slong i = 0; i < n; i++)
+            for (slong j = 0; j < n; j++)
+                arb_set_fmpq(arb_mat_entry(Pi, i, j), fmpq_mat_entry(Q, i, j), prec);
+    fmpq_mat_clear(Q);
+    return ok;
+}
+
+/* ---- P with power-of-two entries: the whole criterion in rationals -------- */
+
+/* E = log2 P (integers) if every entry of P is a power of two. */
+static int log2_matrix(fmpq_mat_t E, const ac_mat *P)
+{
+    size_t n = P->rows;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++) {
+            int e;
+            if (frexp(AC_MAT(P, i, j), &e) != 0.5)
+                return 0;
+            fmpq_set_si(fmpq_mat_entry(E, i, j), e - 1, 1);
+        }
+    return 1;
+}
+
+/* The residual and the family member of doc/mathematics.md §3.4 for the
+ * rational matrix E in place of L (both linear in L with rational
+ * coefficients): R = T(E) + 1c*' - g(Pi c*)', F = K Pi E Pi (1 in the row
+ * space) or Pi (E + 1c*') Pi. */
+static void residual_family(fmpq_mat_t R, fmpq_mat_t F, const fmpq_mat_t Pi, const fmpq_mat_t E,
+                            slong n)
+{
+    fmpq_mat_t W, M, g, v, pv, c, pc, one;
+    fmpq_t b, t, nb;
+    fmpq_mat_init(W, n, n);
+    fmpq_mat_init(M, n, n);
+    fmpq_mat_init(g, n, 1);
+    fmpq_mat_init(v, n, 1);
+    fmpq_mat_init(pv, n, 1);
+    fmpq_mat_init(c, n, 1);
+    fmpq_mat_init(pc, n, 1);
+    fmpq_mat_init(one, n, 1);
+    fmpq_init(b);
+    fmpq_init(t);
+    fmpq_init(nb);
+    for (slong i = 0; i < n; i++)
+        fmpq_one(fmpq_mat_entry(one, i, 0));
+    fmpq_mat_mul(W, Pi, E);
+    fmpq_mat_mul(M, W, Pi);  /* M = Pi E Pi */
+    fmpq_mat_sub(R, E, M);   /* R = T(E) */
+    fmpq_mat_mul(g, Pi, one);
+    for (slong i = 0; i < n; i++) {
+        fmpq_addmul(b, fmpq_mat_entry(g, i, 0), fmpq_mat_entry(g, i, 0));
+        for (slong j = 0; j < n; j++)
+            fmpq_add(fmpq_mat_entry(v, i, 0), fmpq_mat_entry(v, i, 0), fmpq_mat_entry(R, j, i));
+    }
+    fmpq_mat_mul(pv, Pi, v);
+    fmpq_set_si(nb, n, 1);
+    fmpq_sub(nb, nb, b); /* n - b = 0 iff 1 is in the row space */
+    int one_in = fmpq_is_zero(nb);
+    for (slong i = 0; i < n; i++) {
+        fmpq *ci = fmpq_mat_entry(c, i, 0);
+        fmpq_sub(ci, fmpq_mat_entry(v, i, 0), fmpq_mat_entry(pv, i, 0));
+        fmpq_set_si(t, n, 1);
+        fmpq_div(ci, ci, t);
+        if (!one_in) {
+            fmpq_div(t, fmpq_mat_entry(pv, i, 0), nb);
+            fmpq_add(ci, ci, t);
+        }
+        fmpq_neg(ci, ci);
+    }
+    fmpq_mat_mul(pc, Pi, c);
+    for (slong i = 0; i < n; i++)
+        for (slong j = 0; j < n; j++) {
+            fmpq_add(fmpq_mat_entry(R, i, j), fmpq_mat_entry(R, i, j), fmpq_mat_entry(c, j, 0));
+            fmpq_submul(fmpq_mat_entry(R, i, j), fmpq_mat_entry(g, i, 0), fmpq_mat_entry(pc, j, 0));
+        }
+    if (one_in) { /* F = M - g (g'M)/b, b = n */
+        fmpq_mat_set(F, M);
+        for (slong j = 0; j < n; j++) {
+            fmpq_zero(t);
+            for (slong i = 0; i < n; i++)
+                fmpq_addmul(t, fmpq_mat_entry(g, i, 0), fmpq_mat_entry(M, i, j));
+            fmpq_div(t, t, b);
+            for (slong i = 0; i < n; i++)
+                fmpq_submul(fmpq_mat_entry(F, i, j), fmpq_mat_entry(g, i, 0), t);
+        }
+    } else { /* F = Pi (E + 1c') Pi */
+        fmpq_mat_set(W, E);
+        for (slong i = 0; i < n; i++)
+            for (slong j = 0; j < n; j++)
+                fmpq_add(fmpq_mat_entry(W, i, j), fmpq_mat_entry(W, i, j), fmpq_mat_entry(c, j, 0));
+        fmpq_mat_mul(M, Pi, W);
+        fmpq_mat_mul(F, M, Pi);
+    }
+    fmpq_mat_clear(W);
+    fmpq_mat_clear(M);
+    fmpq_mat_clear(g);
+    fmpq_mat_clear(v);
+    fmpq_mat_clear(pv);
+    fmpq_mat_clear(c);
+    fmpq_mat_clear(pc);
+    fmpq_mat_clear(one);
+    fmpq_clear(b);
+    fmpq_clear(t);
+    fmpq_clear(nb);
+}
+
+int ac_t1_pow2_decide(const ac_mat *X, const size_t *piv, size_t r, const ac_mat *P,
+                      int *rho_zero, long *famrank)
+{
+    slong n = (slong)P->rows;
+    fmpq_mat_t Pi, E, R, F;
+    int ok;
+    if (r == 0 || r >= (size_t)n || n > AC_T1_EXACT_PI_MAX_N)
+        return 0;
+    fmpq_mat_init(Pi, n, n);
+    fmpq_mat_init(E, n, n);
+    fmpq_mat_init(R, n, n);
+    fmpq_mat_init(F, n, n);
+    ok = log2_matrix(E, P) && pi_rational(Pi, X, piv, r);
+    if (ok) {
+        residual_family(R, F, Pi, E, n);
+        *rho_zero = fmpq_mat_is_zero(R);
+        fmpz_mat_t Fz;
+        fmpz *den = _fmpz_vec_init(n);
+        fmpz_mat_init(Fz, n, n);
+        fmpq_mat_get_fmpz_mat_rowwise(Fz, den, F); /* each row times its denominator */
+        *famrank = (long)fmpz_mat_rank(Fz);
+        fmpz_mat_clear(Fz);
+        _fmpz_vec_clear(den, n);
+    }
+    fmpq_mat_clear(Pi);
+    fmpq_mat_clear(E);
+    fmpq_mat_clear(R);
+    fmpq_mat_clear(F);
     return ok;
 }
 

@@ -106,6 +106,14 @@ int ac_t1_one_in_row_space(const ac_mat *X, const size_t *piv, size_t r, double 
  * entry is a power of two); *why names the bound used. */
 long ac_t1_family_rank_upper(const ac_mat *P, double budget, const char **why);
 
+/* 0 < rank X = r < n and every entry of P a power of two: log P = E log 2, E
+ * integer, and the criterion of doc/mathematics.md §3.4 is linear in log P
+ * with rational coefficients, so it is decided in rationals: *rho_zero =
+ * (rho = 0), *famrank = the rank of the family member.  Returns 0 when not
+ * applicable or beyond the budget (n <= 64). */
+int ac_t1_pow2_decide(const ac_mat *X, const size_t *piv, size_t r, const ac_mat *P,
+                      int *rho_zero, long *famrank);
+
 /* Weights for route DECIDE (refine.c): the projected construction with the
  * certified rank r, certified; if that does not prove C(tol), a BFGS
  * refinement kept when its certified error is smaller.  Fills res->Wk,
