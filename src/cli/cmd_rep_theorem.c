@@ -558,6 +558,15 @@ void report_rows_theorem1(cli_report *rep)
     }
     ac_mat_free(&X);
     ac_mat_free(&P);
+    /* the refined threshold (doc/mathematics.md §3.5): n - 1 suffices, n - 2 does not */
+    if (ac_t1_generate(&X, &P, 16, 8, seed, &err) == AC_OK) {
+        t1_row(rep, "Thm 1 refined: dk = n - 1 suffices", "d=16, n=8, dk=7, Dirichlet P",
+               AC_PROVED, &X, &P, 7);
+        t1_row(rep, "Thm 1 refined: dk = n - 2 fails", "d=16, n=8, dk=6, Dirichlet P",
+               AC_REFUTED, &X, &P, 6);
+    }
+    ac_mat_free(&X);
+    ac_mat_free(&P);
     /* the paper's counterexample */
     if (ac_t1_example_paper(&X, &P, &err) == AC_OK)
         t1_row(rep, "Thm 1: d < n bottleneck (paper)", "d=1, n=2, X=[1, 0]", AC_REFUTED,
