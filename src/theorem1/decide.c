@@ -632,6 +632,11 @@ int ac_t1_route_decide(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X, c
             family_rank_only(&c, o);
         decide_exact(res, &c, P, obstruction, basis);
         decide_threshold(res, &c, rho_positive);
+        if (!res->threshold.none)
+            ac_t1_add_step(res, "threshold (doc/mathematics.md §3.5)",
+                           "smallest dk representing P", (double)res->threshold.lo,
+                           res->threshold.hi >= 0 ? (double)res->threshold.hi : INFINITY,
+                           AC_STAGE_EXACT, 0, res->threshold.method);
         if (res->exact == AC_PROVED) {
             basis->stage = AC_STAGE_DOUBLE;
             basis->prec = 53;
