@@ -28,6 +28,7 @@ attncheck_SOURCES += \
 	src/cli/condition_json.c \
 	src/cli/condition_files.c \
 	src/cli/condition_report.c \
+	src/cli/condition_model.c \
 	src/cli/plot.c \
 	src/cli/plot.h
 

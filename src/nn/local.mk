@@ -15,7 +15,8 @@ src_libattncheck_la_SOURCES += \
 	src/nn/data_fitp.c \
 	src/nn/trainer.c \
 	src/nn/checkpoint.c \
-	src/nn/checkpoint_load.c
+	src/nn/checkpoint_load.c \
+	src/nn/model_kappa.c
 
 # unit tests of this module
 check_PROGRAMS += tests/test_nn tests/test_train
