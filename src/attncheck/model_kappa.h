@@ -50,6 +50,7 @@ typedef struct {
     double rtol;           /* relative accuracy of each kappa (default AC_COND_RTOL_DEFAULT) */
     long max_prec;         /* MPFR fallback's highest precision (default 1024) */
     int threads;           /* OpenMP threads (0: OpenMP's default) */
+    int initial;           /* ac_mkappa_run: also the initial weights (r->init) */
 } ac_mkappa_opts;
 
 void ac_mkappa_opts_default(ac_mkappa_opts *o);
@@ -72,13 +73,19 @@ typedef struct {
     size_t width;             /* C: the width of each layer's input */
     size_t L;
     ac_mkappa_layer *layers;  /* L entries */
+    /* opts.initial: the same blocks (same data) for the model's initial
+     * weights, drawn as `attncheck train` drew them (seed, init_std);
+     * L entries, else NULL */
+    ac_mkappa_layer *init;
+    double init_loss, init_accuracy;
     double loss, accuracy;    /* of the model on the evaluated sequences */
     size_t sequences;
     char source[AC_TRAIN_PATH_MAX + 128]; /* what the data were */
 } ac_mkappa_result;
 
 /* Load the checkpoint DIR (its data must be readable: ac_trainer_load) and
- * compute every layer's kappa.  r must be zeroed or freed.  AC_ENOINPUT,
+ * compute every layer's kappa (with opts.initial, first for the initial
+ * weights of the same configuration and seed).  r must be zeroed or freed.  AC_ENOINPUT,
  * AC_EDATA (bad checkpoint or data file, messages name the file),
  * AC_EUSAGE (a checkpoint of another task or architecture; field
  * "model"), AC_EINTERNAL. */

@@ -64,6 +64,7 @@ static int parse_model_args(model_args *a, int argc, char **argv)
     int c, st;
     memset(a, 0, sizeof *a);
     ac_mkappa_opts_default(&a->mo);
+    a->mo.initial = 1;
     a->trials = 20;
     a->seed = 1;
     a->max_prec = 1024;
@@ -142,8 +143,9 @@ static void print_text(const model_args *a, const ac_mkappa_result *r, const mod
            "%zu parameters\n", task_words(r), r->L, r->width, l0->H,
            r->cfg.model.kind == AC_NN_ATTN_FIXED ? "fixed" : "standard", l0->S, l0->D, r->step,
            r->nparams);
-    printf("data: %s (%zu sequences); model loss %.4g, accuracy %.4g\n", r->source, r->sequences,
-           r->loss, r->accuracy);
+    printf("data: %s (%zu sequences); model loss %.4g, accuracy %.4g (initial weights: %.4g, "
+           "%.4g)\n", r->source, r->sequences, r->loss, r->accuracy, r->init_loss,
+           r->init_accuracy);
     printf("block: A = [A_1 ... A_h] per sequence, rows = real tokens (N = %zu..%zu, median %zu), "
            "D = %zu; kappa estimates (rtol %.2g, not certified)\n\n", l0->N_min, l0->N_max,
            l0->N_med, l0->D, a->mo.rtol);
@@ -155,22 +157,26 @@ static void print_text(const model_args *a, const ac_mkappa_result *r, const mod
            l0->N_med == l0->D ? p->edelman_q05 : p->tw_q05,
            l0->N_med == l0->D ? p->edelman_q95 : p->tw_q95, r->width, cmp->gauss.trials,
            cmp->gauss.st.median, cmp->gauss.st.q05, cmp->gauss.st.q95);
-    printf("%-6s %7s  %10s %10s %10s %10s  %12s %12s\n", "layer", "blocks", "median", "5%", "95%",
-           "mean", "/Gauss pred", "/Gauss attn");
+    printf("%-6s %7s  %10s %10s %10s %10s  %12s %12s  %10s\n", "layer", "blocks", "median", "5%",
+           "95%", "mean", "/Gauss pred", "/Gauss attn", "initial");
     for (size_t l = 0; l < r->L; l++) {
         const ac_mkappa_layer *ly = &r->layers[l];
-        printf("%-6zu %7zu  %10.4g %10.4g %10.4g %10.4g  %12.3g %12.3g", l, ly->n, ly->st.median,
-               ly->st.q05, ly->st.q95, ly->st.mean, ly->st.median / cmp->pred_median,
-               ly->st.median / cmp->gauss.st.median);
+        printf("%-6zu %7zu  %10.4g %10.4g %10.4g %10.4g  %12.3g %12.3g  %10.4g", l, ly->n,
+               ly->st.median, ly->st.q05, ly->st.q95, ly->st.mean,
+               ly->st.median / cmp->pred_median, ly->st.median / cmp->gauss.st.median,
+               r->init[l].st.median);
         if (ly->n_unresolved)
             printf("  (%zu unresolved)", ly->n_unresolved);
         printf("\n");
     }
     printf("\n/Gauss pred, /Gauss attn: the trained median over the Gaussian prediction's median "
-           "and over the median with Gaussian weights.\n");
+           "and over the median with Gaussian weights;\ninitial: the median for the run's "
+           "initial weights (same data; `attncheck train` drew them with seed %llu, std %g).\n",
+           (unsigned long long)r->cfg.seed, r->cfg.init_std);
 }
 
-static void json_layer(ac_json *j, const ac_mkappa_layer *ly, const model_cmp *cmp)
+static void json_layer(ac_json *j, const ac_mkappa_layer *ly, const ac_mkappa_layer *init,
+                       const model_cmp *cmp)
 {
     ac_json_begin_object(j);
     ac_json_kv_int(j, "layer", (long long)ly->layer);
@@ -189,6 +195,9 @@ static void json_layer(ac_json *j, const ac_mkappa_layer *ly, const model_cmp *c
     ac_json_kv_int(j, "unresolved", (long long)ly->n_unresolved);
     ac_json_kv_number(j, "ratio_gauss_pred", ly->st.median / cmp->pred_median);
     ac_json_kv_number(j, "ratio_gauss_attention", ly->st.median / cmp->gauss.st.median);
+    ac_json_kv_number(j, "init_kappa_median", init->st.median);
+    ac_json_kv_number(j, "init_kappa_q05", init->st.q05);
+    ac_json_kv_number(j, "init_kappa_q95", init->st.q95);
     ac_json_key(j, "kappa");
     ac_json_begin_array(j);
     for (size_t i = 0; i < ly->n; i++)
@@ -218,6 +227,9 @@ static void write_json(ac_json *j, const model_args *a, const ac_mkappa_result *
     ac_json_kv_int(j, "sequences", (long long)r->sequences);
     ac_json_kv_number(j, "loss", r->loss);
     ac_json_kv_number(j, "accuracy", r->accuracy);
+    ac_json_kv_number(j, "init_loss", r->init_loss);
+    ac_json_kv_number(j, "init_accuracy", r->init_accuracy);
+    ac_json_kv_number(j, "init_std", r->cfg.init_std);
     ac_json_kv_number(j, "rtol", a->mo.rtol);
     ac_json_kv_bool(j, "certified", 0);
     ac_json_key(j, "gaussian");
@@ -241,7 +253,7 @@ static void write_json(ac_json *j, const model_args *a, const ac_mkappa_result *
     ac_json_key(j, "layers");
     ac_json_begin_array(j);
     for (size_t l = 0; l < r->L; l++)
-        json_layer(j, &r->layers[l], cmp);
+        json_layer(j, &r->layers[l], &r->init[l], cmp);
     ac_json_end_array(j);
     ac_json_end_object(j);
 }
@@ -252,17 +264,19 @@ static void write_csv(FILE *f, const ac_mkappa_result *r, const model_cmp *cmp)
     fputs("layer,heads,head_dim,D,N_min,N_median,N_max,blocks,kappa_median,kappa_q05,kappa_q95,"
           "kappa_mean,elog_kappa,unresolved,regime,first_order,tw_median,tw_q05,tw_q95,"
           "edelman_median,prediction_median,gauss_attention_median,gauss_attention_q05,"
-          "gauss_attention_q95,ratio_prediction,ratio_gauss_attention\n", f);
+          "gauss_attention_q95,ratio_prediction,ratio_gauss_attention,init_kappa_median,"
+          "init_kappa_q05,init_kappa_q95\n", f);
     for (size_t l = 0; l < r->L; l++) {
         const ac_mkappa_layer *ly = &r->layers[l];
         fprintf(f, "%zu,%zu,%zu,%zu,%zu,%zu,%zu,%zu,%.10g,%.10g,%.10g,%.10g,%.10g,%zu,%s,%.10g,"
-                "%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g\n",
+                "%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g\n",
                 l, ly->H, ly->S, ly->D, ly->N_min, ly->N_med, ly->N_max, ly->n, ly->st.median,
                 ly->st.q05, ly->st.q95, ly->st.mean, ly->st.elog, ly->n_unresolved,
                 ac_rmt_regime_name(p->regime), p->first_order, p->tw_median, p->tw_q05,
                 p->tw_q95, p->edelman_median, cmp->pred_median, cmp->gauss.st.median,
                 cmp->gauss.st.q05, cmp->gauss.st.q95, ly->st.median / cmp->pred_median,
-                ly->st.median / cmp->gauss.st.median);
+                ly->st.median / cmp->gauss.st.median, r->init[l].st.median, r->init[l].st.q05,
+                r->init[l].st.q95);
     }
 }
 
@@ -292,6 +306,9 @@ static void write_plot(FILE *f, void *ctx)
         cli_gp_val(f, c->cmp->gauss.st.q05);
         cli_gp_val(f, c->cmp->gauss.st.q95);
         cli_gp_val(f, c->cmp->pred_median);
+        cli_gp_val(f, r->init[l].st.median);
+        cli_gp_val(f, r->init[l].st.q05);
+        cli_gp_val(f, r->init[l].st.q95);
         fputc('\n', f);
     }
     fputs("EOD\n", f);
@@ -305,6 +322,8 @@ static void write_plot(FILE *f, void *ctx)
           "title 'trained: median, 5-95%', \\\n"
           "     $data using ($1+0.05):5:6:7 with yerrorbars pt 4 lw 2 lc rgb '#d62728' "
           "title 'attention, Gaussian weights', \\\n"
+          "     $data using ($1+0.15):9:10:11 with yerrorbars pt 6 lw 2 lc rgb '#7f7f7f' "
+          "title 'same model, initial weights', \\\n"
           "     $data using 1:8 with points pt 2 ps 2 lw 2 lc rgb '#2ca02c' "
           "title 'Gaussian block prediction (median)'\nset output\n", f);
 }

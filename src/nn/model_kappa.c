@@ -27,17 +27,23 @@ void ac_mkappa_opts_default(ac_mkappa_opts *o)
     o->max_prec = 1024;
 }
 
+static void free_layers(ac_mkappa_layer *ly, size_t L)
+{
+    for (size_t l = 0; l < L && ly; l++) {
+        free(ly[l].kappa);
+        free(ly[l].sigma1);
+        free(ly[l].sigmin);
+        free(ly[l].N);
+    }
+    free(ly);
+}
+
 void ac_mkappa_free(ac_mkappa_result *r)
 {
     if (!r)
         return;
-    for (size_t l = 0; l < r->L && r->layers; l++) {
-        free(r->layers[l].kappa);
-        free(r->layers[l].sigma1);
-        free(r->layers[l].sigmin);
-        free(r->layers[l].N);
-    }
-    free(r->layers);
+    free_layers(r->layers, r->L);
+    free_layers(r->init, r->L);
     memset(r, 0, sizeof *r);
 }
 
@@ -402,10 +408,23 @@ int ac_mkappa_run(ac_mkappa_result *r, const char *dir, const ac_mkappa_opts *o,
                                 "condition number of trained heads needs task text or listops",
                                 dir, ac_task_name(cfg.task));
     cfg.eval_batches = o->batches;
-    if ((st = ac_trainer_init(&tr, &cfg, err)) || (st = ac_trainer_load(&tr, dir, err)))
+    ac_mkappa_result r0;
+    memset(&r0, 0, sizeof r0);
+    if ((st = ac_trainer_init(&tr, &cfg, err)))
         goto out;
-    st = ac_mkappa_trainer(r, &tr, o, err);
+    /* the trainer starts from the initial weights of the checkpoint's run */
+    if (o->initial && (st = ac_mkappa_trainer(&r0, &tr, o, err)))
+        goto out;
+    if ((st = ac_trainer_load(&tr, dir, err)) || (st = ac_mkappa_trainer(r, &tr, o, err)))
+        goto out;
+    if (o->initial) {
+        r->init = r0.layers;
+        r->init_loss = r0.loss;
+        r->init_accuracy = r0.accuracy;
+        r0.layers = NULL;
+    }
 out:
+    ac_mkappa_free(&r0);
     ac_trainer_free(&tr);
     return st;
 }
