@@ -51,6 +51,9 @@ typedef struct {
     long max_prec;         /* MPFR fallback's highest precision (default 1024) */
     int threads;           /* OpenMP threads (0: OpenMP's default) */
     int initial;           /* ac_mkappa_run: also the initial weights (r->init) */
+    int certify;           /* rigorous enclosure of every block's kappa (ac_cond_certify)
+                              and of the median over the blocks */
+    ac_schedule sched;     /* certify: the ball stages */
 } ac_mkappa_opts;
 
 void ac_mkappa_opts_default(ac_mkappa_opts *o);
@@ -64,6 +67,11 @@ typedef struct {
     size_t N_min, N_med, N_max; /* N_med: the median of N (lower middle) */
     size_t n_unresolved;      /* blocks whose sigma_min max_prec did not resolve */
     ac_cond_stats st;         /* statistics of kappa over the blocks */
+    /* certify: each block's exact kappa lies in [kappa_lo, kappa_hi] (n
+     * entries), and the median over the blocks in [median_lo, median_hi]
+     * (the median is non-decreasing in every entry); NULL / NaN otherwise */
+    double *kappa_lo, *kappa_hi;
+    double median_lo, median_hi;
 } ac_mkappa_layer;
 
 typedef struct {

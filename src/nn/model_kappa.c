@@ -7,6 +7,7 @@
 #include <config.h>
 
 #include <ctype.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@ void ac_mkappa_opts_default(ac_mkappa_opts *o)
     o->batches = 4;
     o->rtol = AC_COND_RTOL_DEFAULT;
     o->max_prec = 1024;
+    o->sched = ac_schedule_upto(512);
 }
 
 static void free_layers(ac_mkappa_layer *ly, size_t L)
@@ -34,6 +36,8 @@ static void free_layers(ac_mkappa_layer *ly, size_t L)
         free(ly[l].sigma1);
         free(ly[l].sigmin);
         free(ly[l].N);
+        free(ly[l].kappa_lo);
+        free(ly[l].kappa_hi);
     }
     free(ly);
 }
@@ -245,6 +249,8 @@ static int batch_kappas(ac_mkappa_result *r, const ac_nn_model *m, size_t nb, si
             memcpy(A.data, w->layers[l].atty + s * T * D, N * D * sizeof *A.data);
             st = ac_cond_kappa(&A, o->rtol, -1, o->max_prec, &cs, &e);
         }
+        if (!st && o->certify)
+            st = ac_cond_certify(&A, o->rtol, &o->sched, o->max_prec, &cs, &e);
         ac_mat_free(&A);
         size_t j = j0 + s;
         if (st) {
@@ -259,6 +265,10 @@ static int batch_kappas(ac_mkappa_result *r, const ac_nn_model *m, size_t nb, si
         ly->sigma1[j] = cs.sigma1;
         ly->sigmin[j] = cs.sigmin;
         ly->N[j] = N;
+        if (o->certify) {
+            ly->kappa_lo[j] = cs.kappa_lo;
+            ly->kappa_hi[j] = cs.kappa_hi;
+        }
         if (!cs.resolved) {
 #pragma omp atomic
             ly->n_unresolved++;
@@ -270,10 +280,31 @@ static int batch_kappas(ac_mkappa_result *r, const ac_nn_model *m, size_t nb, si
     return fail;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
 static int cmp_size(const void *a, const void *b)
 {
     size_t x = *(const size_t *)a, y = *(const size_t *)b;
     return (x > y) - (x < y);
+}
+
+/* The median of sorted positive x, rounded down (dir < 0) or up: for even
+ * n the mean of the two middle values a <= b, m = a + (b - a)/2, is
+ * computed with one rounding in the subtraction (error <= u (b - a) / 2
+ * after the exact halving, <= u m) and one in the addition (<= u m (1 +
+ * u)): |fl(m) - m| < 2.1 u m <= 1.05 ulp(m); three steps of nextafter
+ * (each at least half an ulp) cover it. */
+static double median_round(const double *x, size_t n, int dir)
+{
+    if (n % 2)
+        return x[n / 2];
+    double a = x[n / 2 - 1], b = x[n / 2], m = a + (b - a) / 2;
+    double to = dir < 0 ? -INFINITY : INFINITY;
+    return nextafter(nextafter(nextafter(m, to), to), to);
 }
 
 static int finish_layers(ac_mkappa_result *r, size_t n, ac_err *err)
@@ -294,12 +325,32 @@ static int finish_layers(ac_mkappa_result *r, size_t n, ac_err *err)
             free(tmp);
             return st;
         }
+        ly->median_lo = ly->median_hi = NAN;
+        if (ly->kappa_lo) {
+            double *x = malloc(n * sizeof *x);
+            if (!x) {
+                free(tmp);
+                return ac_err_set(err, AC_EINTERNAL, "out of memory");
+            }
+            /* the median of the lower (upper) endpoints bounds the median
+             * from below (above): order statistics and the interpolation
+             * x[j] + g (x[j+1] - x[j]), 0 <= g < 1, are non-decreasing in
+             * every entry; the interpolation is rounded outward */
+            memcpy(x, ly->kappa_lo, n * sizeof *x);
+            qsort(x, n, sizeof *x, cmp_double);
+            ly->median_lo = median_round(x, n, -1);
+            memcpy(x, ly->kappa_hi, n * sizeof *x);
+            qsort(x, n, sizeof *x, cmp_double);
+            ly->median_hi = median_round(x, n, 1);
+            free(x);
+        }
     }
     free(tmp);
     return AC_OK;
 }
 
-static int alloc_layers(ac_mkappa_result *r, const ac_nn_model *m, size_t n, ac_err *err)
+static int alloc_layers(ac_mkappa_result *r, const ac_nn_model *m, size_t n,
+                        const ac_mkappa_opts *o, ac_err *err)
 {
     r->layers = calloc(r->L, sizeof *r->layers);
     if (!r->layers)
@@ -314,6 +365,12 @@ static int alloc_layers(ac_mkappa_result *r, const ac_nn_model *m, size_t n, ac_
         ly->sigma1 = calloc(n, sizeof *ly->sigma1);
         ly->sigmin = calloc(n, sizeof *ly->sigmin);
         ly->N = calloc(n, sizeof *ly->N);
+        if (o->certify) {
+            ly->kappa_lo = calloc(n, sizeof *ly->kappa_lo);
+            ly->kappa_hi = calloc(n, sizeof *ly->kappa_hi);
+            if (!ly->kappa_lo || !ly->kappa_hi)
+                return ac_err_set(err, AC_EINTERNAL, "out of memory");
+        }
         if (!ly->kappa || !ly->sigma1 || !ly->sigmin || !ly->N)
             return ac_err_set(err, AC_EINTERNAL, "out of memory");
     }
@@ -353,7 +410,7 @@ int ac_mkappa_trainer(ac_mkappa_result *r, ac_trainer *tr, const ac_mkappa_opts 
         snprintf(r->source, sizeof r->source, "the checkpoint's held-out data: %zu batches of %zu",
                  o->batches, B);
     }
-    if ((st = alloc_layers(r, m, want, err)))
+    if ((st = alloc_layers(r, m, want, o, err)))
         goto out;
     double loss = 0;
     size_t correct = 0, count = 0;
