@@ -41,4 +41,5 @@ attncheck_SOURCES += \
 
 # attncheck report
 attncheck_SOURCES += \
-	src/cli/cmd_report.c
+	src/cli/cmd_report.c \
+	src/cli/report_trained.c
