@@ -1,7 +1,7 @@
 /* attncheck/model_kappa.h — Theorem 3.2 of paper 2 on learned weights: the
  * condition number of the multi-head block of every layer of a trained
  * transformer (a checkpoint of `attncheck train`, task text or listops), on
- * real inputs (doc/mathematics.md §5.10).
+ * real inputs (doc/mathematics.md §6.5).
  *
  * The block.  For layer l and one input sequence, paper 2's block
  *     A = [A_1 ... A_h] in R^{N x D},  A_i = Softmax_i V_i,  D = h S,

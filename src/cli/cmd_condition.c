@@ -57,7 +57,7 @@ const char cmd_condition_help[] =
     "  --spectrum        eigenvalues of (1/D) A A^T against the Marchenko-Pastur law:\n"
     "                    Kolmogorov-Smirnov distance and histogram\n"
     "  --bins K          histogram bins (default 24)\n"
-    "Trained models (paper 2's kappa on learned weights; doc/mathematics.md 5.10):\n"
+    "Trained models (kappa on learned weights; doc/mathematics.md section 6.5):\n"
     "  --model DIR       a checkpoint of 'attncheck train' (task text or listops):\n"
     "                    per layer, kappa of [A_1 ... A_h] (the head outputs, one row\n"
     "                    per real token, padding dropped) on real sequences, its\n"

@@ -1,6 +1,6 @@
 /* condition_model.c — `attncheck condition --model DIR`: paper 2's condition
  * number on learned weights (attncheck/model_kappa.h, doc/mathematics.md
- * §5.10).  Per layer of a trained checkpoint, kappa of [A_1 ... A_h] on real
+ * §6.5).  Per layer of a trained checkpoint, kappa of [A_1 ... A_h] on real
  * sequences, beside the Gaussian predictions for the same N and D
  * (attncheck/rmt.h) and beside attention heads with Gaussian weights of the
  * same shapes (ac_cond_run, --mode attention).  One table, --json, --csv,

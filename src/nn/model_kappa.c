@@ -1,5 +1,5 @@
 /* model_kappa.c — paper 2's condition number on learned weights
- * (attncheck/model_kappa.h, doc/mathematics.md §5.10): the blocks
+ * (attncheck/model_kappa.h, doc/mathematics.md §6.5): the blocks
  * [A_1 ... A_h] of every layer of a trained transformer on real sequences,
  * each block's kappa by the routes of src/conditioning/kappa.c, and the
  * distribution per layer.  The data: the checkpoint's held-out batches, or
