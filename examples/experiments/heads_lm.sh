@@ -30,6 +30,8 @@ for seed in $SEEDS; do
     for h in $HEADS; do
         for kind in standard fixed; do
             name="$kind-h$h-s$seed"
+            # a complete run is kept (rerunning the script finishes the others)
+            grep -q '"eval_loss"' "$OUT/log/$name.json" 2>/dev/null && continue
             hd=""
             [ "$kind" = fixed ] && hd="--head-dim $DP"
             echo "nice $ATTNCHECK train --task text --text '$TEXT' --layers $LAYERS --width $WIDTH --heads $h --attention $kind $hd --seq $SEQ --batch $BATCH --steps $STEPS --lr $LR --eval-batches $EVAL --seed $seed --threads 1 --quiet --json --save '$OUT/ckpt/$name' > '$OUT/log/$name.json'" >> "$jobs"
