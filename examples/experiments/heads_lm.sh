@@ -63,6 +63,7 @@ set terminal pngcairo size 800,520
 set output '$OUT/heads_lm.png'
 set datafile separator ','
 set logscale x 2
+set xrange [0.8:20]
 set xlabel 'heads h (width C = $WIDTH fixed)'
 set ylabel 'held-out loss (nats/char), mean +- sd over seeds'
 set title 'Paper 1, Fig. 1/3 at small scale: character LM, $LAYERS layer(s), seq $SEQ, $STEPS steps'
