@@ -36,7 +36,7 @@ lines "$o/listops_depth/summary.csv" 3 "config,layers,heads,params,accuracy_mean
 # trained_kappa: 12 one-layer LM runs + 2 x (2 + 1) ListOps layers = 18 rows
 lines "$o/trained_kappa/runs.csv" 19 "experiment,kind,layers,heads,head_dim,D,seed,layer,N_median,kappa_median"
 # summary: LM 6 (kind, h) + ListOps 3 (config, layer) = 9 rows
-lines "$o/trained_kappa/summary.csv" 10 "experiment,kind,layers,heads,head_dim,D,layer,N_median,kappa_median_mean"
+lines "$o/trained_kappa/summary.csv" 10 "experiment,kind,layers,heads,head_dim,D,layer,N_median,kappa_median_geomean"
 for p in heads_lm/heads_lm.png listops_depth/listops_depth.png trained_kappa/trained_kappa.png; do
     [ -s "$o/$p" ] || err "$p was not written"
     head -c 8 "$o/$p" | od -An -c | grep -q 'P   N   G' || err "$p is not a PNG"

@@ -11,7 +11,8 @@
 # lower kappa.
 #
 # Writes $OUT/runs.csv (one row per checkpoint and layer), $OUT/summary.csv
-# (mean and standard deviation over the seeds) and $OUT/trained_kappa.png.
+# (geometric mean, smallest and largest over the seeds) and
+# $OUT/trained_kappa.png.
 # Environment: LM (experiments-out/heads_lm), LO (experiments-out/listops_depth),
 # BATCHES (4), TRIALS (10).
 here=$(cd "$(dirname "$0")" && pwd)
@@ -28,6 +29,7 @@ for exp in heads_lm listops_depth; do
     for ck in "$dir"/ckpt/*; do
         [ -f "$ck/config.json" ] || continue
         name="$exp--$(basename "$ck")"
+        [ -s "$OUT/csv/$name.csv" ] && continue # done (rerunning finishes the others)
         # exit status 2 = measured, nothing certified
         echo "nice $ATTNCHECK condition --model '$ck' --batches $BATCHES --trials $TRIALS --threads 1 --csv '$OUT/csv/$name.csv' > /dev/null; [ \$? = 2 ]" >> "$jobs"
     done
@@ -43,13 +45,14 @@ for f in "$OUT"/csv/*.csv; do
     awk -F, -v e="$exp" -v k="$kind" -v L="$layers" -v s="$seed" 'NR > 1 {
         print e "," k "," L "," $2 "," $3 "," $4 "," s "," $1 "," $6 "," $9 "," $10 "," $11 "," $27 "," $21 "," $22 }' "$f" >> "$OUT/runs.csv"
 done
-echo "experiment,kind,layers,heads,head_dim,D,layer,N_median,kappa_median_mean,kappa_median_sd,init_median_mean,prediction_median,gauss_attention_median,seeds" > "$OUT/summary.csv"
-awk -F, 'NR > 1 { k = $1 "," $2 "," $3 "," $4 "," $5 "," $6 "," $8; n[k]++; s[k] += $10; q[k] += $10 * $10
-                   i[k] += $13; N[k] = $9; p[k] = $14; g[k] += $15 }
-         END { for (k in n) { m = s[k] / n[k]; v = n[k] > 1 ? (q[k] - n[k] * m * m) / (n[k] - 1) : 0
-                              if (v < 0) v = 0
-                              printf "%s,%s,%.6g,%.6g,%.6g,%.6g,%.6g,%d\n", k, N[k], m, sqrt(v),
-                                     i[k] / n[k], p[k], g[k] / n[k], n[k] } }' "$OUT/runs.csv" |
+# kappa spans orders of magnitude: geometric means over the seeds, and the
+# smallest and largest seed
+echo "experiment,kind,layers,heads,head_dim,D,layer,N_median,kappa_median_geomean,kappa_median_min,kappa_median_max,init_median_geomean,prediction_median,gauss_attention_median,seeds" > "$OUT/summary.csv"
+awk -F, 'NR > 1 { k = $1 "," $2 "," $3 "," $4 "," $5 "," $6 "," $8; n[k]++; s[k] += log($10)
+                   if (!(k in lo) || $10 < lo[k]) lo[k] = $10; if (!(k in hi) || $10 > hi[k]) hi[k] = $10
+                   i[k] += log($13); N[k] = $9; p[k] = $14; g[k] += log($15) }
+         END { for (k in n) printf "%s,%s,%.6g,%.6g,%.6g,%.6g,%.6g,%.6g,%d\n", k, N[k], exp(s[k] / n[k]),
+                                   lo[k], hi[k], exp(i[k] / n[k]), p[k], exp(g[k] / n[k]), n[k] }' "$OUT/runs.csv" |
     sort -t, -k1,1 -k2,2 -k3,3n -k4,4n -k7,7n >> "$OUT/summary.csv"
 sel() { awk -F, -v e="$1" -v k="$2" -v L="$3" -v l="$4" 'NR > 1 && $1 == e && $2 == k && $3 == L && $7 == l' "$OUT/summary.csv" | sort -t, -k4,4n; }
 sel heads_lm standard 1 0 > "$OUT/lm_standard.dat"
@@ -61,27 +64,31 @@ gnuplot <<GP
 set terminal pngcairo size 1200,520
 set output '$OUT/trained_kappa.png'
 set datafile separator ','
-set multiplot layout 1,2 title 'Paper 2, Fig. 2 at small scale: median {/Symbol k}([A_1 ... A_h]) over held-out sequences, mean +- sd over seeds'
+set multiplot layout 1,2 title 'Paper 2, Fig. 2 at small scale: median {/Symbol k}([A_1 ... A_h]) over held-out sequences; geometric mean of 3 seeds, bars: smallest to largest seed'
 set logscale xy
 set xlabel 'heads h'
 set ylabel 'condition number {/Symbol k}'
 set grid
 set key below maxrows 4 font ',9'
-set title 'character LM (heads_lm.sh), N = seq, 1 layer'
-plot '$OUT/lm_standard.dat' using 4:9:10 with yerrorlines lw 2 lc rgb '#08519c' title 'standard C/h: trained', \
-     '$OUT/lm_standard.dat' using 4:11 with linespoints dt 2 lc rgb '#08519c' title 'standard: initial weights', \
-     '$OUT/lm_standard.dat' using 4:12 with linespoints pt 2 lc rgb '#2ca02c' title 'standard: Gaussian prediction (D = C)', \
-     '$OUT/lm_fixed.dat' using 4:9:10 with yerrorlines lw 2 lc rgb '#d62728' title 'fixed dp: trained', \
-     '$OUT/lm_fixed.dat' using 4:11 with linespoints dt 2 lc rgb '#d62728' title 'fixed: initial weights', \
-     '$OUT/lm_fixed.dat' using 4:12 with linespoints pt 2 lc rgb '#98df8a' title 'fixed: Gaussian prediction (D = h dp)', \
-     '$OUT/lm_fixed.dat' using 4:13 with linespoints pt 4 lc rgb '#7f7f7f' title 'fixed: Gaussian weights'
-set title 'ListOps (listops_depth.sh), heads of size C/2, N = real tokens'
-plot '$OUT/lo_L1.dat' using 4:9:10 with yerrorlines lw 2 lc rgb '#08519c' title '1 layer: trained', \
-     '$OUT/lo_L1.dat' using 4:11 with linespoints dt 2 lc rgb '#08519c' title '1 layer: initial weights', \
-     '$OUT/lo_L2_layer0.dat' using 4:9:10 with yerrorlines lw 2 lc rgb '#d62728' title '2 layers, layer 0: trained', \
-     '$OUT/lo_L2_layer1.dat' using 4:9:10 with yerrorlines lw 2 lc rgb '#ff7f0e' title '2 layers, layer 1: trained', \
-     '$OUT/lo_L1.dat' using 4:12 with linespoints pt 2 lc rgb '#2ca02c' title 'Gaussian prediction (median N)', \
-     '$OUT/lo_L1.dat' using 4:13 with linespoints pt 4 lc rgb '#7f7f7f' title 'Gaussian weights'
+set title 'character LM (heads\\_lm.sh), N = seq = 64, 1 layer'
+set xrange [0.8:20]
+set xtics (1, 2, 4, 8, 16)
+plot '$OUT/lm_standard.dat' using 4:9:10:11 with yerrorlines lw 2 lc rgb '#08519c' title 'standard C/h: trained', \
+     '$OUT/lm_standard.dat' using 4:12 with linespoints dt 2 lc rgb '#08519c' title 'standard: initial weights', \
+     '$OUT/lm_standard.dat' using 4:13 with linespoints pt 2 lc rgb '#2ca02c' title 'standard: Gaussian prediction (D = C)', \
+     '$OUT/lm_fixed.dat' using 4:9:10:11 with yerrorlines lw 2 lc rgb '#d62728' title 'fixed dp: trained', \
+     '$OUT/lm_fixed.dat' using 4:12 with linespoints dt 2 lc rgb '#d62728' title 'fixed: initial weights', \
+     '$OUT/lm_fixed.dat' using 4:13 with linespoints pt 2 lc rgb '#98df8a' title 'fixed: Gaussian prediction (D = h dp)', \
+     '$OUT/lm_fixed.dat' using 4:14 with linespoints pt 4 lc rgb '#7f7f7f' title 'fixed: Gaussian weights'
+set title 'ListOps (listops\\_depth.sh), heads of size C/2, N = real tokens'
+set xrange [1.6:10]
+set xtics (2, 4, 8)
+plot '$OUT/lo_L1.dat' using 4:9:10:11 with yerrorlines lw 2 lc rgb '#08519c' title '1 layer: trained', \
+     '$OUT/lo_L1.dat' using 4:12 with linespoints dt 2 lc rgb '#08519c' title '1 layer: initial weights', \
+     '$OUT/lo_L2_layer0.dat' using 4:9:10:11 with yerrorlines lw 2 lc rgb '#d62728' title '2 layers, layer 0: trained', \
+     '$OUT/lo_L2_layer1.dat' using 4:9:10:11 with yerrorlines lw 2 lc rgb '#ff7f0e' title '2 layers, layer 1: trained', \
+     '$OUT/lo_L1.dat' using 4:13 with linespoints pt 2 lc rgb '#2ca02c' title 'Gaussian prediction (median N)', \
+     '$OUT/lo_L1.dat' using 4:14 with linespoints pt 4 lc rgb '#7f7f7f' title 'Gaussian weights'
 unset multiplot
 GP
 t1=$(now)

@@ -97,10 +97,11 @@ static int text_file(file_data *f, const ac_train_data *d, const char *path, siz
         map[d->vocab[i]] = (int)i;
     for (size_t i = 0; i < n; i++)
         if (map[buf[i]] < 0) {
+            unsigned byte = buf[i];
             free(buf);
             return ac_err_set(err, AC_EDATA, "%s: byte 0x%02x at offset %zu does not occur in the "
-                              "checkpoint's text (its vocabulary has %zu bytes)", path,
-                              (unsigned)buf[i], i, d->nvocab);
+                              "checkpoint's text (its vocabulary has %zu bytes)", path, byte, i,
+                              d->nvocab);
         }
     if (n < T + 1) {
         free(buf);
