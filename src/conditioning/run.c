@@ -107,9 +107,7 @@ static int do_sample(cond_ws *w, const ac_cond_opts *o, uint64_t trial, int star
         return st;
     if (o->certify) {
         double t0 = ac_seconds();
-        ac_mat Am = {w->N, w->D, w->A};
-        ac_schedule sc = o->sched;
-        st = ac_cond_certify(&Am, o->rtol, &sc, o->max_prec, s, err);
+        st = cond_certify_sample(w, o, trial, s, err); /* certify_block.c */
         w->t_certify += ac_seconds() - t0;
     }
     return st;
@@ -141,6 +139,7 @@ static int run_init(ac_cond_result *r, size_t h, size_t d, size_t E, const ac_co
     r->N = N;
     r->E = o->mode == AC_COND_ATTENTION ? E : 0;
     r->m = N < r->D ? N : r->D;
+    r->rank_bound = cond_rank_bound(o, N, h, d, E);
     r->trials = o->trials;
     r->mode = o->mode;
     r->seed = o->seed;
