@@ -310,7 +310,7 @@ static int run_summary(ac_cond_result *r, ac_err *err)
     r->gordon_exceed = (double)above_g / (double)T;
     r->err_edelman_median = square ? p->edelman_median / r->st.median - 1 : nan;
     r->diff_edelman_elog = square ? p->edelman_elog - r->st.elog : nan;
-    r->edelman_coverage = square ? (double)in_ed / (double)T : nan;
+    r->edelman_coverage = !isnan(p->edelman_q05) ? (double)in_ed / (double)T : nan;
     return AC_OK;
 }
 
