@@ -2,7 +2,7 @@
  * --certify` with their factors, for the independent oracle
  * tests/cond_block.py (mpmath at 50 digits).
  *
- *   cond_block_tool N h d E SEED TRIALS [direct]
+ *   cond_block_tool N h d E SEED TRIALS [direct] [RTOL]
  *
  * prints one JSON object: rank_bound, m, the run's verdict, and for every
  * sample the certify fields and the sampled inputs, regenerated from the
@@ -38,7 +38,7 @@ static void print_num(const char *key, double x)
 int main(int argc, char **argv)
 {
     if (argc < 7) {
-        fprintf(stderr, "usage: cond_block_tool N h d E SEED TRIALS [direct]\n");
+        fprintf(stderr, "usage: cond_block_tool N h d E SEED TRIALS [direct|factor] [RTOL]\n");
         return 64;
     }
     ac_cond_opts o;
@@ -48,7 +48,9 @@ int main(int argc, char **argv)
     o.input_dim = strtoull(argv[4], NULL, 10);
     o.seed = strtoull(argv[5], NULL, 10);
     o.trials = strtoull(argv[6], NULL, 10);
-    o.attention_direct = argc > 7;
+    o.attention_direct = argc > 7 && argv[7][0] == 'd';
+    if (argc > 8)
+        o.rtol = strtod(argv[8], NULL);
     o.mode = AC_COND_ATTENTION;
     o.certify = 1;
     o.threads = 1;
@@ -87,6 +89,7 @@ int main(int argc, char **argv)
         print_num("smin_hi", s->smin_hi);
         printf(", ");
         print_num("block_rad", s->block_rad);
+        printf(", \"stage\": %d", s->cert_stage);
         printf(", ");
         print_vec("X", X, N * E);
         printf(", \"W\": [");

@@ -294,8 +294,11 @@ int cond_certify_block(const ac_mat *A, const cond_block_fn *blk, double rtol,
     /* stage 0 for the block of blk: Weyl, |sigma_i(B) - sigma_i(A)| <=
      * ||B - A||_2 <= r for every B in the balls (doc/mathematics.md §5.9) */
     double r = 0;
-    if (blk) {
-        long p0 = sched && sched->n > 0 ? sched->prec[0] : 128;
+    if (blk && blk->rad0) {
+        if (blk->rad0(blk->ctx, A, &r))
+            r = INFINITY;
+    } else if (blk) {
+        long p0 = 64; /* r is dominated by the double rounding of the block */
         arb_mat_t Ab;
         arb_mat_init(Ab, (slong)N, (slong)D);
         r = blk->fn(Ab, blk->ctx, p0) ? INFINITY : ball_dev_fro(Ab, A, p0);

@@ -24,6 +24,7 @@
 #include <lapacke.h>
 
 #include "core/ball.h"
+#include "attncheck/interval.h"
 #include "attncheck/rng.h"
 #include "cond_impl.h"
 
@@ -175,6 +176,162 @@ out:
     return rc;
 }
 
+/* ---- stage 0: r >= ||B - A~||_2 in double interval arithmetic ------------ */
+
+/* A := A * [slo, shi] (slo > 0), entrywise, rounded outward, as a
+ * midpoint-radius matrix. */
+static void imat_scale(ac_imat *A, double slo, double shi)
+{
+    for (size_t i = 0; i < A->rows * A->cols; i++) {
+        double lo = ac_imat_lo(A, i), hi = ac_imat_hi(A, i);
+        double l = lo >= 0 ? ac_mul_dn(lo, slo) : ac_mul_dn(lo, shi);
+        double h = hi >= 0 ? ac_mul_up(hi, shi) : ac_mul_up(hi, slo);
+        double m = 0.5 * l + 0.5 * h;
+        A->mid[i] = m;
+        A->rad[i] = fmax(ac_sub_up(h, m), ac_sub_up(m, l));
+    }
+}
+
+/* [lo, hi] containing 1/sqrt(k): the double value is within 2 ulp of it. */
+static void inv_sqrt_enclose(size_t k, double *lo, double *hi)
+{
+    double v = 1.0 / sqrt((double)k);
+    *lo = v * (1 - 0x1p-50);
+    *hi = v * (1 + 0x1p-50);
+}
+
+/* P (N x d, enclosed) = op(X) W / sqrt E or L Z, W or Z drawn from r. */
+static int imat_projection(ac_imat *P, ac_rng *r, int factor, const ac_imat *X,
+                           const ac_imat *L, double *buf, size_t N, size_t E, size_t d,
+                           double slo, double shi)
+{
+    ac_err err;
+    ac_err_clear(&err);
+    size_t rows = factor ? N : E;
+    ac_rng_normal_fill(r, buf, rows * d);
+    ac_mat Wm = {rows, d, buf};
+    ac_imat W = ac_imat_view(&Wm);
+    if (ac_imat_mul(P, AC_NOTRANS, factor ? L : X, AC_NOTRANS, &W, &err))
+        return 1;
+    if (!factor)
+        imat_scale(P, slo, shi);
+    return 0;
+}
+
+/* The exact Cholesky factor of X X^T / E as an interval matrix (Arb at 128
+ * bits, arb_mat_cho certain of positive definiteness).  0 on success. */
+static int chol_imat(ac_imat *L, const double *X, size_t N, size_t E)
+{
+    arb_mat_t Xb, Xt, G, Lb;
+    arb_mat_init(Xb, (slong)N, (slong)E);
+    arb_mat_init(Xt, (slong)E, (slong)N);
+    arb_mat_init(G, (slong)N, (slong)N);
+    arb_mat_init(Lb, (slong)N, (slong)N);
+    ac_arb_mat_set_d(Xb, X, N, E);
+    arb_mat_transpose(Xt, Xb);
+    arb_mat_mul(G, Xb, Xt, 128);
+    arb_mat_scalar_div_si(G, G, (slong)E, 128);
+    int ok = arb_mat_cho(Lb, G, 128);
+    ac_err err;
+    ac_err_clear(&err);
+    int rc = !ok || ac_arb_mat_to_imat(L, Lb, &err);
+    arb_mat_clear(Xb);
+    arb_mat_clear(Xt);
+    arb_mat_clear(G);
+    arb_mat_clear(Lb);
+    return rc;
+}
+
+/* One head: B_i enclosed from Q, K, V (N x d) into Bi (N x d). */
+static int imat_head(ac_imat *Bi, const ac_imat *Q, const ac_imat *K, const ac_imat *V,
+                     size_t N, size_t d, ac_imat *Lg, ac_imat *Pt, double *plo, double *phi)
+{
+    ac_err err;
+    ac_err_clear(&err);
+    double slo, shi;
+    inv_sqrt_enclose(d, &slo, &shi);
+    /* Lg = K Q^T / sqrt d: column j holds the logits of row j */
+    if (ac_imat_mul(Lg, AC_NOTRANS, K, AC_TRANS, Q, &err))
+        return 1;
+    imat_scale(Lg, slo, shi);
+    for (size_t i = 0; i < N * N; i++) {
+        plo[i] = ac_imat_lo(Lg, i);
+        phi[i] = ac_imat_hi(Lg, i);
+    }
+    double *llo = Lg->mid, *lhi = Lg->rad; /* reuse as the logit bounds */
+    memcpy(llo, plo, N * N * sizeof(double));
+    memcpy(lhi, phi, N * N * sizeof(double));
+    if (!ac_softmax_col_enclose(llo, lhi, N, N, plo, phi))
+        return 1;
+    for (size_t i = 0; i < N * N; i++) {
+        double m = 0.5 * plo[i] + 0.5 * phi[i];
+        Pt->mid[i] = m;
+        Pt->rad[i] = fmax(ac_sub_up(phi[i], m), ac_sub_up(m, plo[i]));
+    }
+    return ac_imat_mul(Bi, AC_TRANS, Pt, AC_NOTRANS, V, &err) != AC_OK;
+}
+
+/* r >= ||B - A~||_F over the double interval enclosure of B (cond_block_fn
+ * rad0): BLAS products with Higham's gamma bounds (ac_imat_mul), the stage-0
+ * softmax enclosure of §2.4, the Cholesky factor from Arb.  0 on success. */
+static int attention_rad0(void *vctx, const ac_mat *At, double *rout)
+{
+    const att_ctx *c = vctx;
+    size_t N = c->N, h = c->h, d = c->d, E = c->E, D = h * d;
+    size_t nbuf = N * E > E * d ? N * E : E * d;
+    if (N * d > nbuf)
+        nbuf = N * d;
+    double *buf = malloc(nbuf * sizeof(double)), *Xd = malloc(N * E * sizeof(double));
+    double *plo = malloc(N * N * sizeof(double)), *phi = malloc(N * N * sizeof(double));
+    double *Ai = malloc(N * d * sizeof(double));
+    ac_imat L = {0}, Q = {0}, K = {0}, V = {0}, Lg = {0}, Pt = {0}, Bi = {0};
+    ac_err err;
+    ac_err_clear(&err);
+    int rc = 1;
+    if (!buf || !Xd || !plo || !phi || !Ai || ac_imat_init(&Q, N, d, 1, &err) ||
+        ac_imat_init(&K, N, d, 1, &err) || ac_imat_init(&V, N, d, 1, &err) ||
+        ac_imat_init(&Lg, N, N, 1, &err) || ac_imat_init(&Pt, N, N, 1, &err) ||
+        ac_imat_init(&Bi, N, d, 1, &err))
+        goto out;
+    ac_rng r;
+    ac_rng_init(&r, c->o->seed, (uint64_t)h, c->trial);
+    ac_rng_normal_fill(&r, Xd, N * E);
+    int factor = used_factor(c->o, Xd, N, E);
+    if (factor < 0 || (factor && chol_imat(&L, Xd, N, E)))
+        goto out;
+    ac_mat Xm = {N, E, Xd};
+    ac_imat X = ac_imat_view(&Xm);
+    double slo, shi, ss = 0;
+    inv_sqrt_enclose(E, &slo, &shi);
+    for (size_t i = 0; i < h; i++) {
+        if (imat_projection(&Q, &r, factor, &X, &L, buf, N, E, d, slo, shi) ||
+            imat_projection(&K, &r, factor, &X, &L, buf, N, E, d, slo, shi) ||
+            imat_projection(&V, &r, factor, &X, &L, buf, N, E, d, slo, shi) ||
+            imat_head(&Bi, &Q, &K, &V, N, d, &Lg, &Pt, plo, phi))
+            goto out;
+        for (size_t a = 0; a < N; a++)
+            memcpy(Ai + a * d, At->data + a * D + i * d, d * sizeof(double));
+        double ri = ac_imat_fro_dev_up(&Bi, Ai, 0);
+        ss = ac_add_up(ss, ac_mul_up(ri, ri));
+    }
+    *rout = isfinite(ss) ? ac_sqrt_up(ss) : INFINITY;
+    rc = 0;
+out:
+    ac_imat_free(&L);
+    ac_imat_free(&Q);
+    ac_imat_free(&K);
+    ac_imat_free(&V);
+    ac_imat_free(&Lg);
+    ac_imat_free(&Pt);
+    ac_imat_free(&Bi);
+    free(buf);
+    free(Xd);
+    free(plo);
+    free(phi);
+    free(Ai);
+    return rc;
+}
+
 /* Claim C is false for a block of rank < m: kappa = inf, dev = inf. */
 static void refute_rank(ac_cond_sample *s)
 {
@@ -207,6 +364,6 @@ int cond_certify_sample(const cond_ws *w, const ac_cond_opts *o, uint64_t trial,
         return AC_OK;
     }
     att_ctx c = {o, w->N, w->h, w->d, w->E, trial};
-    cond_block_fn blk = {attention_ball, &c};
+    cond_block_fn blk = {attention_ball, attention_rad0, &c};
     return cond_certify_block(&A, &blk, o->rtol, &sc, o->max_prec, s, err);
 }

@@ -111,6 +111,9 @@ int hp_sigma_min(hp_ws *h, const ac_mat *A, double rtol, double kappa_hint, long
  * bits: fills B, returns 0, or nonzero when no enclosure is available. */
 typedef struct {
     int (*fn)(arb_mat_t B, void *ctx, slong prec);
+    /* optional, for stage 0: *r >= ||B - A||_2 for the double block A
+     * (e.g. by double interval arithmetic); 0 on success */
+    int (*rad0)(void *ctx, const ac_mat *A, double *r);
     void *ctx;
 } cond_block_fn;
 
