@@ -80,17 +80,21 @@ static int route_gram(cond_ws *w, double rtol, ac_cond_sample *s, double *eig)
     } else {
         /* bisection for the two extreme eigenvalues only; iwork holds
          * dstebz's 3m workspace, then IBLOCK (m) and ISPLIT (m) */
-        lapack_int nf, nsplit;
-        double wv[2];
+        lapack_int nf = 0, nsplit;
+        /* dstebz may return more than IU - IL + 1 eigenvalues when several
+         * are equal at the index boundary (a rank-deficient block has many
+         * zero ones): W gets room for m of them (w->sv holds M >= m), never
+         * a two-element array on the stack */
+        double *wv = w->sv;
         lapack_int *iblock = w->iwork + 3 * m, *isplit = w->iwork + 4 * m;
         info = LAPACKE_dstebz_work('I', 'E', (lapack_int)m, 0, 0, 1, 1, 0.0, w->td, w->te, &nf,
-                                   &nsplit, &wv[0], iblock, isplit, w->work, w->iwork);
+                                   &nsplit, wv, iblock, isplit, w->work, w->iwork);
+        lmin = wv[0];
         if (info == 0)
             info = LAPACKE_dstebz_work('I', 'E', (lapack_int)m, 0, 0, (lapack_int)m,
-                                       (lapack_int)m, 0.0, w->td, w->te, &nf, &nsplit, &wv[1],
+                                       (lapack_int)m, 0.0, w->td, w->te, &nf, &nsplit, wv,
                                        iblock, isplit, w->work, w->iwork);
-        lmin = wv[0];
-        lmax = wv[1];
+        lmax = nf > 0 ? wv[nf - 1] : wv[0];
     }
     w->t_solve += ac_seconds() - t1;
     if (info != 0)
