@@ -38,7 +38,7 @@ typedef struct {
 /* D = N: Edelman's law, the mean is not reported (E kappa = inf) */
 static inline int cond_is_square(const ac_cond_result *r)
 {
-    return r->D == r->N;
+    return r->D == r->N && r->N >= 2; /* E kappa = inf; N = D = 1: kappa = 1 */
 }
 
 /* Thread-seconds of the parts and flops, summed over the results. */
