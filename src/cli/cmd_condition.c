@@ -449,8 +449,11 @@ int cmd_condition(int argc, char **argv)
         if (strcmp(argv[i], "--model") == 0 || strncmp(argv[i], "--model=", 8) == 0)
             return cmd_condition_model(argc, argv);
     memset(&files, 0, sizeof files);
-    if ((st = parse_args(&a, argc, argv)))
+    if ((st = parse_args(&a, argc, argv))) {
+        free(a.words);
+        free(a.merge);
         return st;
+    }
     cli_common_apply(&a.common);
     cli_set_flags(cond_flags);
     int threads = a.o.threads;
@@ -461,7 +464,7 @@ int cmd_condition(int argc, char **argv)
     threads = 1;
 #endif
     if ((st = prepare(&a, &files)))
-        return st;
+        goto out;
     res = calloc(a.nh, sizeof *res);
     if (!res) {
         st = cli_fail(AC_EINTERNAL, "out of memory");
