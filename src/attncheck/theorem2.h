@@ -76,6 +76,10 @@ typedef struct {
     int search_if_identical; /* search even when f_W = g_V is proved (tests) */
     const char *wname, *vname; /* the layers in the messages of ac_t2_validate (default
                              "f_W", "g_V"; e.g. the directories they were read from) */
+    double tol;           /* separated at X means ||f_W(X) - g_V(X)||_F > tol ||f_W(X)||_F
+                             (default AC_T2_TOL_DEFAULT, the tolerance of the embedding
+                             check, so that the two verdicts are complementary; 0 = any
+                             difference) */
     ac_schedule sched;    /* ball stages of the separation certificate */
     int threads;          /* threads of the double forward/backward passes of the search
                              (default 1; 0 = the BLAS threads at the call); the result
@@ -117,7 +121,9 @@ typedef struct {
     double alpha;            /* construction 3 */
     ac_mat X;                /* d x n */
     double est_gap, est_rel; /* double-precision estimates */
-    ac_cert cert;            /* "||f_W(X) - g_V(X)||_F > 0" */
+    ac_cert cert;            /* "||f_W(X) - g_V(X)||_F / ||f_W(X)||_F > tol" (+inf when
+                                f_W(X) = 0 != g_V(X)) */
+    double gap_lo, gap_hi;   /* certified enclosure of ||f_W(X) - g_V(X)||_F */
     double rel_lo;           /* certified lower bound on ||f-g||_F / (||f||_F + ||g||_F) */
     double f_hi, g_hi;       /* certified upper bounds on ||f_W(X)||_F, ||g_V(X)||_F */
 } ac_t2_sep;
@@ -154,7 +160,11 @@ typedef struct {
                                 (exact, head-wise); UNDECIDED otherwise */
     ac_t2_hyp hyp;
     ac_t2_class cls;
-    int identical;           /* head-wise identity: 1 proved, 0 disproved, -1 unknown */
+    int identical;           /* f_W = g_V for every X with n tokens: 1 proved (n = 1: S_W =
+                                S_V; n >= 2: the class-sum criterion, doc/mathematics.md
+                                §4.9), 0 the criterion fails, -1 unknown */
+    char identity_note[240]; /* how identical was decided */
+    size_t n_tokens;         /* n */
     ac_t2_sep best;          /* the best certified X; without one (X empty) best.cert is
                                 the exact identity (REFUTED) or the most promising
                                 failed attempt (UNDECIDED) */
@@ -166,7 +176,7 @@ typedef struct {
     ac_t2_step steps[AC_T2_MAX_STEPS];
     size_t nsteps;
     ac_t2_audit audit;
-    char summary[400];
+    char summary[640];
     double seconds;
 } ac_t2_result;
 
@@ -227,10 +237,14 @@ int ac_t2_construct(ac_mat *X, int construction, const ac_mh *W, const ac_mh *V,
 int ac_t2_gap_approx(double *gap, double *rel, const ac_mh *W, const ac_mh *V, const ac_mat *X,
                      ac_err *err);
 
-/* Certify "||f_W(X) - g_V(X)||_F > 0" for s->X: fills s->cert, rel_lo,
- * f_hi, g_hi.  sched NULL = stage 0 only. */
+/* Certify "||f_W(X) - g_V(X)||_F > tol ||f_W(X)||_F" for s->X (tol >= 0,
+ * finite; else AC_EUSAGE): fills s->cert (the quantity is the ratio
+ * r = ||f - g||_F / ||f||_F), gap_lo, gap_hi, rel_lo, f_hi, g_hi.  sched
+ * NULL = stage 0 only.  An X whose columns are all equal is certified
+ * through f - g = (S_W - S_V) v 1' (uniform softmax, exact products), with
+ * no logit formed (doc/mathematics.md §4.3). */
 int ac_t2_certify(ac_t2_sep *s, const ac_mh *W, const ac_mh *V, const ac_schedule *sched,
-                  ac_err *err);
+                  double tol, ac_err *err);
 void ac_t2_sep_free(ac_t2_sep *s);
 
 /* ---- generators ---------------------------------------------------------- */
@@ -285,9 +299,13 @@ int ac_t2_generate_w(ac_mh *W, const ac_mh *V, int kase, uint64_t seed, ac_err *
  * how.  AC_EUSAGE if dp < d/h. */
 int ac_t2_embed(ac_mh *V, const ac_mh *W, size_t dp, char *note, size_t note_len, ac_err *err);
 
-/* Default relative tolerance of the embedding check: half the digits of a
- * double, as rep-theorem's AC_T1_TOL_DEFAULT. */
-#define AC_T2_EMBED_TOL_DEFAULT 0x1p-26
+/* Default relative tolerance of the embedding check and of the separation:
+ * half the digits of a double, as rep-theorem's AC_T1_TOL_DEFAULT.  With
+ * the same tol, "separated" (some X has r(X) > tol) and the embedding
+ * check (r(X_k) <= tol on the samples) are complementary claims about the
+ * same quantity r = ||f_W(X) - g_V(X)||_F / ||f_W(X)||_F. */
+#define AC_T2_TOL_DEFAULT 0x1p-26
+#define AC_T2_EMBED_TOL_DEFAULT AC_T2_TOL_DEFAULT
 
 /* The embedding check decides, on every sample input X_k,
  *

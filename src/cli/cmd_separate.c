@@ -166,8 +166,6 @@ static int parse_args(sep_args *a, int argc, char **argv)
                          "--embed");
     if (a->have_samples && !a->embed)
         return cli_usage("--samples sets the sample inputs of --embed");
-    if (a->have_tol && !a->embed)
-        return cli_usage("--tol sets the tolerance of --embed");
     if (a->wdir && a->kase)
         return cli_usage("--case builds f_W; it cannot be combined with --w-dir");
     if (!a->vdir && !a->wdir && a->d % a->h)
@@ -358,6 +356,7 @@ static int run_separate(const sep_out *c)
     o.audit = a->audit;
     o.sched = cli_schedule(&a->common);
     o.threads = a->common.threads > 0 ? a->common.threads : 1;
+    o.tol = a->tol;
     o.wname = a->wdir ? a->wdir : "f_W";
     o.vname = a->vdir ? a->vdir : "g_V";
     if ((st = ac_t2_separate(&r, c->W, c->V, a->n, &o, &err))) {

@@ -18,8 +18,10 @@ static void print_sep(const char *label, const ac_t2_sep *s)
         printf(", alpha %g", s->alpha);
     if (s->construction >= AC_T2_CON_1 && s->construction <= AC_T2_CON_3)
         printf(", vector %zu", s->index + 1);
-    printf("\n           ||f_W(X) - g_V(X)||_F in [%s, %s], relative gap >= %.3g  (%s)\n",
-           cli_num(b1, sizeof b1, s->cert.lo), cli_num(b2, sizeof b2, s->cert.hi), s->rel_lo,
+    printf("\n           ||f_W(X) - g_V(X)||_F in [%s, %s], ", cli_num(b1, sizeof b1, s->gap_lo),
+           cli_num(b2, sizeof b2, s->gap_hi));
+    printf("ratio to ||f_W(X)||_F in [%s, %s]  (%s)\n", cli_num(b1, sizeof b1, s->cert.lo),
+           cli_num(b2, sizeof b2, s->cert.hi),
            cli_stage_name(sb, sizeof sb, s->cert.stage, s->cert.prec));
 }
 
@@ -49,9 +51,7 @@ static void print_hypotheses(const ac_t2_hyp *hyp)
 static void print_search(const sep_args *a, const ac_t2_result *r)
 {
     printf("case       %s\n           %s\n", ac_t2_case_name(r->cls.kase), r->cls.note);
-    printf("identity   %s\n", r->identical == 1 ? "f_W = g_V head by head (exact): no X separates them"
-                              : r->identical == 0 ? "f_W and g_V are not equal head by head (exact)"
-                                                  : "head-by-head identity not decided");
+    printf("identity   %s\n", r->identity_note);
     if (r->by_case.X.data)
         print_sep("case X", &r->by_case);
     if (r->verdict != AC_REFUTED || r->ncand) {
@@ -72,7 +72,7 @@ static void print_trace(const ac_t2_result *r)
     if (!r->nsteps)
         printf("  no steps: %s\n",
                r->verdict == AC_REFUTED
-                   ? "f_W = g_V head by head, so no construction was tried"
+                   ? "f_W = g_V as functions, so no construction was tried"
                    : (r->cls.kase >= AC_T2_CASE_1 && r->cls.kase <= AC_T2_CASE_3)
                          ? "no candidate of the case's construction"
                          : "the instance is in none of the paper's three cases");
@@ -106,15 +106,18 @@ static void print_verdict(const ac_t2_result *r)
 {
     char b1[32], sb[64];
     const ac_cert *c = r->best.X.data ? &r->best.cert : NULL;
+    char b2[32];
+    cli_num(b2, sizeof b2, c ? c->tau : r->best.cert.tau);
     if (r->verdict == AC_PROVED && c)
-        printf("verdict    PROVED: separated at X: ||f_W(X) - g_V(X)||_F >= %s > 0  [%s, %s, "
-               "%.3g s]\n", cli_num(b1, sizeof b1, c->lo), c->method,
-               cli_stage_name(sb, sizeof sb, c->stage, c->prec), r->seconds);
+        printf("verdict    PROVED: separated at X: ||f_W(X) - g_V(X)||_F >= %s ||f_W(X)||_F > "
+               "tol ||f_W(X)||_F, tol = %s  [%s, %s, %.3g s]\n", cli_num(b1, sizeof b1, c->lo),
+               b2, c->method, cli_stage_name(sb, sizeof sb, c->stage, c->prec), r->seconds);
     else if (r->verdict == AC_REFUTED)
-        printf("verdict    REFUTED: no X separates f_W from g_V (exact head-by-head identity)  "
-               "[%.3g s]\n", r->seconds);
+        printf("verdict    REFUTED: no X separates f_W from g_V (f_W = g_V as functions, "
+               "exact)  [%.3g s]\n", r->seconds);
     else
-        printf("verdict    UNDECIDED: no separating X certified  [%.3g s]\n", r->seconds);
+        printf("verdict    UNDECIDED: no X certified with ||f_W(X) - g_V(X)||_F > tol "
+               "||f_W(X)||_F, tol = %s  [%.3g s]\n", b2, r->seconds);
 }
 
 void sep_print(const sep_out *c)
@@ -146,8 +149,9 @@ static void print_embed_verdict(const sep_out *c)
                c->a->vdir ? "g_V is not f_W head by head"
                           : "the double V rounds the rescaling s = sqrt(dp/(d/h))");
     else if (e->verdict == AC_REFUTED)
-        printf("verdict    REFUTED: at sample %zu ||g - f||_F / ||f||_F >= %s > tol  [%s]\n",
-               e->refuted_sample, cli_num(b1, sizeof b1, e->cert.lo),
+        printf("verdict    REFUTED: max over the samples of ||g - f||_F / ||f||_F >= %s > tol "
+               "(first beyond tol: sample %zu); only this is claimed, not that g_V is no "
+               "embedding of f_W  [%s]\n", cli_num(b1, sizeof b1, e->cert.lo), e->refuted_sample,
                cli_stage_name(sb, sizeof sb, e->cert.stage, e->cert.prec));
     else
         printf("verdict    UNDECIDED: sample %zu is neither proved within tol nor beyond it\n",

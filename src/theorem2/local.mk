@@ -12,7 +12,8 @@ src_libattncheck_la_SOURCES += \
 	src/theorem2/trace.c \
 	src/theorem2/audit.c \
 	src/theorem2/embed.c \
-	src/theorem2/embed_check.c
+	src/theorem2/embed_check.c \
+	src/theorem2/identity.c
 
 # unit tests of this module
 check_PROGRAMS += tests/test_theorem2

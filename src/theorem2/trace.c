@@ -482,10 +482,10 @@ int t2_trace(ac_t2_result *res, const ac_mh *W, const ac_mh *V, const ac_t2_sep 
     }
     /* the final inequality: the certificate of this X */
     if (!st)
-        add_step(res, "f_W(X) != g_V(X)", "||f_W(X) - g_V(X)||_F", cand->cert.lo, cand->cert.hi,
-                 cand->cert.stage, cand->cert.prec,
-                 cand->cert.verdict == AC_PROVED ? "> 0: separated at this X"
-                                                 : "not certified positive");
+        add_step(res, "f_W(X) != g_V(X), beyond tol", "||f_W(X) - g_V(X)||_F / ||f_W(X)||_F",
+                 cand->cert.lo, cand->cert.hi, cand->cert.stage, cand->cert.prec,
+                 cand->cert.verdict == AC_PROVED ? "> tol: separated at this X"
+                                                 : "not certified above tol");
     trace_ctx_clear(&t);
     return st;
 }
