@@ -18,6 +18,8 @@ static void json_sep(ac_json *j, const ac_t2_sep *s)
     ac_json_kv_number(j, "alpha", s->alpha);
     ac_json_kv_number(j, "gap_estimate", s->est_gap);
     ac_json_kv_number(j, "relative_gap_estimate", s->est_rel);
+    ac_json_kv_number(j, "difference_lo", s->gap_lo);
+    ac_json_kv_number(j, "difference_hi", s->gap_hi);
     ac_json_kv_number(j, "relative_gap_lo", s->rel_lo);
     ac_json_kv_number(j, "norm_f_hi", s->f_hi);
     ac_json_kv_number(j, "norm_g_hi", s->g_hi);
