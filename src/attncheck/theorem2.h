@@ -165,6 +165,7 @@ typedef struct {
                                 §4.9), 0 the criterion fails, -1 unknown */
     char identity_note[240]; /* how identical was decided */
     size_t n_tokens;         /* n */
+    double tol;              /* the tolerance of "separated" (opts->tol) */
     ac_t2_sep best;          /* the best certified X; without one (X empty) best.cert is
                                 the exact identity (REFUTED) or the most promising
                                 failed attempt (UNDECIDED) */

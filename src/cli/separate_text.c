@@ -107,7 +107,7 @@ static void print_verdict(const ac_t2_result *r)
     char b1[32], sb[64];
     const ac_cert *c = r->best.X.data ? &r->best.cert : NULL;
     char b2[32];
-    cli_num(b2, sizeof b2, c ? c->tau : r->best.cert.tau);
+    cli_num(b2, sizeof b2, r->tol);
     if (r->verdict == AC_PROVED && c)
         printf("verdict    PROVED: separated at X: ||f_W(X) - g_V(X)||_F >= %s ||f_W(X)||_F > "
                "tol ||f_W(X)||_F, tol = %s  [%s, %s, %.3g s]\n", cli_num(b1, sizeof b1, c->lo),

@@ -343,6 +343,61 @@ int t2_dev_ball(void *vc, long prec, mpfr_t lo, mpfr_t hi, ac_err *err)
     return AC_OK;
 }
 
+/* ---- precision from the magnitudes ----------------------------------------- */
+
+/* log2 of an upper bound on ||a||_F (rows x cols block, row stride ld),
+ * scaled so that nothing overflows; -inf for a zero block */
+static double lg_fro(const double *a, size_t rows, size_t cols, size_t ld)
+{
+    double top = 0, s = 0;
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++)
+            top = fmax(top, fabs(a[i * ld + j]));
+    if (!(top > 0))
+        return -INFINITY;
+    if (!isfinite(top))
+        return INFINITY;
+    for (size_t i = 0; i < rows; i++)
+        for (size_t j = 0; j < cols; j++) {
+            double x = a[i * ld + j] / top;
+            s += x * x;
+        }
+    return log2(top) + 0.5 * log2(s) + 0x1p-40;
+}
+
+/* log2 of a bound on the largest logit |x_k' Wk_i' Wq_i x_j| of a layer at X
+ * (Cauchy-Schwarz: ||Wk_i||_F ||Wq_i||_F max_j ||x_j||^2) */
+static double lg_logits(const ac_mh *L, const ac_mat *X)
+{
+    double lx = -INFINITY, best = -INFINITY;
+    size_t d = L->d, hs = L->hs;
+    for (size_t j = 0; j < X->cols; j++)
+        lx = fmax(lx, lg_fro(X->data + j, X->rows, 1, X->cols));
+    for (size_t i = 0; i < L->h; i++)
+        best = fmax(best, lg_fro(L->wk + i * hs * d, hs, d, d) +
+                              lg_fro(L->wq + i * hs * d, hs, d, d) + 2 * lx);
+    return best;
+}
+
+ac_schedule t2_sched_adapt(const ac_schedule *s, const ac_mh *W, const ac_mh *V,
+                           const ac_mat *X)
+{
+    ac_schedule r = *s;
+    if (r.n == 0)
+        return r;
+    double lg = fmax(lg_logits(W, X), lg_logits(V, X));
+    if (!(lg > 0))
+        return r;
+    double need = ceil((lg + T2_PREC_MARGIN) / 64.0) * 64.0;
+    long p = need > T2_PREC_CAP ? T2_PREC_CAP : (long)need;
+    if (p <= r.prec[r.n - 1])
+        return r;
+    if (r.n < AC_MAX_STAGES)
+        r.n++;
+    r.prec[r.n - 1] = p;
+    return r;
+}
+
 /* ---- the separation certificate ------------------------------------------- */
 
 #define SEP_QUANTITY "||f_W(X) - g_V(X)||_F / ||f_W(X)||_F"
@@ -369,7 +424,10 @@ int ac_t2_certify(ac_t2_sep *s, const ac_mh *W, const ac_mh *V, const ac_schedul
                     "products, balls");
         s->cert.seconds = ac_seconds() - t0;
     } else {
-        int st = ac_decide(&s->cert, &q, AC_GT, tol, sched, err);
+        ac_schedule sa;
+        if (sched)
+            sa = t2_sched_adapt(sched, W, V, &s->X);
+        int st = ac_decide(&s->cert, &q, AC_GT, tol, sched ? &sa : NULL, err);
         if (st)
             return st;
     }

@@ -108,7 +108,10 @@ static int embed_sample(ac_t2_embed_result *r, embed_acc *acc, ac_quantity *q, c
     int agree = heads_agree_at(W, V, &X);
     t2_dev_ctx dc = {W, V, &X, 0, INFINITY, 0, INFINITY, INFINITY};
     q->ctx = &dc;
-    st = ac_decide(&c, q, AC_LE, r->tol, sched, err);
+    ac_schedule sa;
+    if (sched)
+        sa = t2_sched_adapt(sched, W, V, &X);
+    st = ac_decide(&c, q, AC_LE, r->tol, sched ? &sa : NULL, err);
     ac_mat_free(&X);
     if (st)
         return st;

@@ -138,7 +138,7 @@ static int search_stage0(t2_search *s, ac_err *err)
     int st;
     for (size_t i = 0; i < s->L.n; i++) {
         ac_t2_sep *c = &s->L.v[i];
-        if (!(c->est_gap > 0))
+        if (c->est_gap == 0) /* NaN / inf (overflow in double) are still tried */
             continue;
         if ((st = ac_t2_certify(c, s->W, s->V, NULL, s->o->tol, err)))
             return st;
@@ -161,7 +161,7 @@ static int search_case_full(t2_search *s, ac_err *err)
     if (s->kase < 1 || s->kase > 3 || s->bycase)
         return AC_OK;
     for (size_t i = 0; i < s->L.n; i++)
-        if (s->L.v[i].construction == s->kase && s->L.v[i].est_gap > 0 &&
+        if (s->L.v[i].construction == s->kase && s->L.v[i].est_gap != 0 &&
             (!top || s->L.v[i].est_rel > top->est_rel))
             top = &s->L.v[i];
     if (!top)
@@ -265,7 +265,7 @@ static int search_full_precision(t2_search *s, ac_err *err)
         ac_t2_sep *top = NULL;
         for (size_t i = 0; i < s->L.n; i++) {
             ac_t2_sep *c = &s->L.v[i];
-            if (c->est_gap > 0 && c->cert.verdict != AC_PROVED &&
+            if (c->est_gap != 0 && c->cert.verdict != AC_PROVED &&
                 (!top || c->est_rel > top->est_rel))
                 top = c;
         }
@@ -456,6 +456,7 @@ static int decide_exactly(ac_t2_result *res, const ac_mh *W, const ac_mh *V, siz
         return ac_err_set(err, AC_EUSAGE, "separation: tolerance %g must be finite and >= 0",
                           o->tol);
     res->n_tokens = n;
+    res->tol = o->tol;
     if ((st = ac_t2_hypotheses(&res->hyp, V, n, err)) ||
         (st = ac_t2_classify(&res->cls, W, V, err)))
         return st;

@@ -116,6 +116,18 @@ int t2_dev_ball(void *ctx, long prec, mpfr_t lo, mpfr_t hi, ac_err *err);
 /* [lo, hi] for r from the norm bounds (0 when f = g, +inf when f = 0 != g) */
 void t2_ratio_bounds(double dlo, double dhi, double flo, double fhi, double *lo, double *hi);
 
+/* The ball stages of sched (returned unchanged when it has none), with one
+ * more stage when the logits at X need more bits than its last: a logit of
+ * magnitude 2^b is known to absolute accuracy ~1 only at precision > b, so
+ * the stage added has b + T2_PREC_MARGIN bits (b from Cauchy-Schwarz
+ * bounds of both layers, computed in logarithms), rounded up to a multiple
+ * of 64 and at most T2_PREC_CAP (beyond every logit of finite doubles with
+ * |X| < 2^1024 and d < 2^32).  doc/mathematics.md §4.10. */
+#define T2_PREC_MARGIN 192
+#define T2_PREC_CAP 8704
+ac_schedule t2_sched_adapt(const ac_schedule *s, const ac_mh *W, const ac_mh *V,
+                           const ac_mat *X);
+
 /* The mignitude (least |x|) and the magnitude (largest |x|) of [lo, hi]. */
 static inline double t2_mig(double lo, double hi)
 {
