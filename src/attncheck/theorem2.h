@@ -292,13 +292,19 @@ int ac_t2_generate_w(ac_mh *W, const ac_mh *V, int kase, uint64_t seed, ac_err *
 
 /* The inclusion F in G (dp >= d/h): V from W by padding each head with zero
  * rows/columns and rescaling the query by s = sqrt(dp/(d/h)), so that
- * Vk_i^T Vq_i / sqrt(dp) = Wk_i^T Wq_i / sqrt(d/h).  When s is a dyadic
- * rational the rescaling is exact: s = sum of powers of two, one copy of the
- * head's (Wk_i, 2^e Wq_i) per power (or a single power-of-two scaling); when
- * it is irrational the query is multiplied by fl(s) and the embedding is
- * exact only in real arithmetic.  note (may be NULL, >= 160 bytes) receives
- * how.  AC_EUSAGE if dp < d/h. */
+ * Vk_i^T Vq_i / sqrt(dp) = Wk_i^T Wq_i / sqrt(d/h) in real arithmetic.  In
+ * doubles: when s = p/2^k is dyadic and w(p) d/h <= dp, w(p) the number of
+ * nonzero digits of the non-adjacent form of p (at most the binary digits
+ * of p), one copy of the head's (Wk_i, +-2^e Wq_i) per digit, exact unless
+ * a 2^e Wq entry over- or underflows; otherwise one copy with the query
+ * multiplied by s (dyadic s: exact only where s Wq is a double) or by fl(s)
+ * (irrational s: exact only in real arithmetic).  E.g. d = 128, h = 2,
+ * dp = 121: s = 11/8 needs 3 x 64 rows > 121, so the query is rounded.
+ * note (may be NULL, AC_T2_EMBED_NOTE_LEN bytes) receives how.  AC_EUSAGE
+ * if dp < d/h. */
 int ac_t2_embed(ac_mh *V, const ac_mh *W, size_t dp, char *note, size_t note_len, ac_err *err);
+/* A note buffer that holds every note of ac_t2_embed. */
+#define AC_T2_EMBED_NOTE_LEN 320
 
 /* Default relative tolerance of the embedding check and of the separation:
  * half the digits of a double, as rep-theorem's AC_T1_TOL_DEFAULT.  With

@@ -228,11 +228,11 @@ static int build_embedding(const sep_args *a, ac_mh *W, ac_mh *V, char *vdesc, c
     }
     if (a->vdir) {
         /* a given g_V, checked as it is (e.g. an embedding made elsewhere) */
-        snprintf(embnote, 200, "none here: g_V is loaded from %s and checked as given",
+        snprintf(embnote, AC_T2_EMBED_NOTE_LEN, "none here: g_V is loaded from %s and checked as given",
                  a->vdir);
         return ac_t2_validate(W, a->wdir ? a->wdir : "f_W", V, a->vdir, err);
     }
-    if ((st = ac_t2_embed(V, W, a->dp, embnote, 200, err)))
+    if ((st = ac_t2_embed(V, W, a->dp, embnote, AC_T2_EMBED_NOTE_LEN, err)))
         return st;
     snprintf(vdesc, len, "the embedding of f_W (padding to dp = %zu, query rescaled)", a->dp);
     return AC_OK;
@@ -387,7 +387,7 @@ int cmd_separate(int argc, char **argv)
     sep_args a;
     ac_mh W = {0}, V = {0};
     ac_err err;
-    char vdesc[200] = "", wdesc[200] = "", embnote[200] = "";
+    char vdesc[200] = "", wdesc[200] = "", embnote[AC_T2_EMBED_NOTE_LEN] = "";
     int st;
     ac_err_clear(&err);
     cli_set_flags(sep_flags);

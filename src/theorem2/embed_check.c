@@ -212,7 +212,7 @@ static void embed_summary(ac_t2_embed_result *r, const ac_schedule *sched)
         snprintf(r->summary, sizeof r->summary,
                  "||g_V(X) - f_W(X)||_F <= %.3g ||f_W(X)||_F on all %zu sample inputs "
                  "(certified; tol = %s), %zu of them equal exactly; not exact: the parameters "
-                 "are %s head by head (e.g. the double V rounds an irrational rescaling)",
+                 "are %s head by head (e.g. the double V rounds the rescaled query s Wq)",
                  r->rel_hi, samples, tb, r->equal_samples,
                  r->params_identical == 0 ? "not equal" : "not known to be equal");
     else if (r->verdict == AC_REFUTED)
