@@ -137,8 +137,8 @@ typedef ac_step ac_t2_step;
 #define AC_T2_STEP_FIELDS "audit"
 
 
-/* The gaps of the paper's proof (doc/mathematics.md §4.7) exhibited on the
- * instance (ac_t2_opts.audit). */
+/* The three gaps of the paper's proof (doc/mathematics.md §4.7) exhibited on
+ * the instance (ac_t2_opts.audit). */
 typedef struct {
     int done;
     ac_verdict dep;          /* PROVED: a v != 0 with {Wo_i Wv_i v} dependent, exactly */
@@ -152,6 +152,19 @@ typedef struct {
                                 M_i v1 != 0 (no sign-separating v2~); UNDECIDED: none found */
     size_t par_head, par_coord; /* 1-based */
     char par_note[240];
+    double *dep_vec;         /* the whole v / ||v|| of dep (dep_len = d entries; freed by
+                                ac_t2_result_free) */
+    size_t dep_len;
+    ac_verdict v2null;       /* PROVED: (case 3) a v1 with U v1, A_i v1 nonzero and not
+                                positively parallel, M_i v1 != 0, and Wv_i v2~ = 0 exactly
+                                (the third gap, step 3.4) */
+    size_t v2_head;          /* 1-based */
+    size_t v2_dim;           /* dimension of the null space v1 was taken from */
+    double v2_mnorm;         /* lower bound on ||M_i v1|| / ||v1|| */
+    double v2_rounded;       /* ||Wv_i v2~|| at v1 rounded to double (nonzero, ~1e-16) */
+    double *v2_v;            /* v1 / ||v1|| (v2_len = d entries; freed by ac_t2_result_free) */
+    size_t v2_len;
+    char v2_note[480];
     char note[240];
 } ac_t2_audit;
 

@@ -119,10 +119,10 @@ static void json_audit(ac_json *j, const ac_t2_audit *au)
     json_verdict_kv(j, "dependent_v", au->dep);
     ac_json_kv_int(j, "dependent_head", (long long)au->dep_head);
     ac_json_kv_int(j, "dependent_v_bits", au->dep_bits);
-    ac_json_key(j, "dependent_v_normalised_first");
+    ac_json_key(j, "dependent_v_normalised");
     ac_json_begin_array(j);
-    for (size_t i = 0; i < au->dep_nshow; i++)
-        ac_json_number(j, au->dep_v[i]);
+    for (size_t i = 0; au->dep_vec && i < au->dep_len; i++)
+        ac_json_number(j, au->dep_vec[i]);
     ac_json_end_array(j);
     json_verdict_kv(j, "generic_v_independent", au->indep);
     ac_json_kv_number(j, "generic_sigma_h_lo", au->indep_sigma_lo);
@@ -130,6 +130,16 @@ static void json_audit(ac_json *j, const ac_t2_audit *au)
     ac_json_kv_int(j, "parallel_head", (long long)au->par_head);
     ac_json_kv_int(j, "parallel_coordinate", (long long)au->par_coord);
     ac_json_kv_string(j, "parallel_note", au->par_note);
+    json_verdict_kv(j, "v2_in_null_space_of_wv", au->v2null);
+    ac_json_kv_int(j, "v2_head", (long long)au->v2_head);
+    ac_json_kv_int(j, "v2_null_space_dimension", (long long)au->v2_dim);
+    ac_json_kv_number(j, "v2_m_v1_over_v1_lo", au->v2_mnorm);
+    ac_json_key(j, "v2_v1_normalised");
+    ac_json_begin_array(j);
+    for (size_t i = 0; au->v2_v && i < au->v2_len; i++)
+        ac_json_number(j, au->v2_v[i]);
+    ac_json_end_array(j);
+    ac_json_kv_string(j, "v2_note", au->v2_note);
     ac_json_end_object(j);
 }
 

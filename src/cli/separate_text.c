@@ -82,7 +82,7 @@ static void print_trace(const ac_t2_result *r)
 static void print_audit(const ac_t2_result *r)
 {
     const ac_t2_audit *au = &r->audit;
-    printf("audit (gaps of the paper's proof, doc/mathematics.md §4.7)\n");
+    printf("audit (the three gaps of the paper's proof, doc/mathematics.md §4.7)\n");
     printf("  gap 1    %-9s  ", ac_verdict_name(au->dep));
     if (au->dep == AC_PROVED) {
         printf("v != 0 with Wv_%zu v = 0 exactly (integer v, %ld-bit entries; v/|v| starts",
@@ -97,6 +97,13 @@ static void print_audit(const ac_t2_result *r)
     printf("  generic  %-9s  the v the construction uses: sigma_h([Wo_i Wv_i v]) >= %.3g\n",
            ac_verdict_name(au->indep), au->indep_sigma_lo);
     printf("  gap 2    %-9s  %s\n", ac_verdict_name(au->parallel), au->par_note);
+    printf("  gap 3    %-9s  %s\n", ac_verdict_name(au->v2null), au->v2_note);
+    if (au->v2null == AC_PROVED && au->v2_v) {
+        printf("           v1/|v1| starts");
+        for (size_t i = 0; i < au->v2_len && i < 8; i++)
+            printf(" %.3g", au->v2_v[i]);
+        printf("%s\n", au->v2_len > 8 ? " ... (all of it in --json)" : "");
+    }
     if (r->verdict == AC_PROVED)
         printf("           the theorem still holds here: f_W(X) != g_V(X) is certified "
                "above for a generic X\n");

@@ -541,6 +541,9 @@ void ac_t2_result_free(ac_t2_result *res)
         return;
     ac_t2_sep_free(&res->best);
     ac_t2_sep_free(&res->by_case);
+    free(res->audit.dep_vec);
+    free(res->audit.v2_v);
+    res->audit.dep_vec = res->audit.v2_v = NULL;
 }
 
 ac_verdict ac_t2_case_verdict(const ac_t2_result *res, ac_t2_case kase)
