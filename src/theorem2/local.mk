@@ -21,3 +21,11 @@ UNIT_TESTS += tests/test_theorem2
 tests_test_theorem2_SOURCES = tests/test_theorem2.c tests/testutil.h
 tests_test_theorem2_CFLAGS = $(TEST_CFLAGS)
 tests_test_theorem2_LDADD = $(TEST_LIBS)
+
+# The hostile classes of Theorem 2 in full (~60 instances re-checked with
+# fractions and mpmath; `make check` runs the smoke subset of
+# tests/t2_hostile.sh).
+check-t2-hostile: attncheck
+	T2_HOSTILE=full ATTNCHECK=./attncheck PYTHON3='$(PYTHON3)' top_srcdir='$(abs_top_srcdir)' \
+	  $(SHELL) $(srcdir)/tests/t2_hostile.sh
+.PHONY: check-t2-hostile
