@@ -29,3 +29,9 @@ check-t2-hostile: attncheck
 	T2_HOSTILE=full ATTNCHECK=./attncheck PYTHON3='$(PYTHON3)' top_srcdir='$(abs_top_srcdir)' \
 	  $(SHELL) $(srcdir)/tests/t2_hostile.sh
 .PHONY: check-t2-hostile
+
+check_PROGRAMS += tests/test_theorem2_identity
+UNIT_TESTS += tests/test_theorem2_identity
+tests_test_theorem2_identity_SOURCES = tests/test_theorem2_identity.c tests/testutil.h
+tests_test_theorem2_identity_CFLAGS = $(TEST_CFLAGS)
+tests_test_theorem2_identity_LDADD = $(TEST_LIBS)
