@@ -256,7 +256,7 @@ int ac_t2_gap_approx(double *gap, double *rel, const ac_mh *W, const ac_mh *V, c
  * r = ||f - g||_F / ||f||_F), gap_lo, gap_hi, rel_lo, f_hi, g_hi.  sched
  * NULL = stage 0 only.  An X whose columns are all equal is certified
  * through f - g = (S_W - S_V) v 1' (uniform softmax, exact products), with
- * no logit formed (doc/mathematics.md §4.3). */
+ * no logit formed (doc/mathematics.md §4.4). */
 int ac_t2_certify(ac_t2_sep *s, const ac_mh *W, const ac_mh *V, const ac_schedule *sched,
                   double tol, ac_err *err);
 void ac_t2_sep_free(ac_t2_sep *s);

@@ -5,8 +5,32 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "separate.h"
+
+/* x to 3 significant digits, rounded down (up = 0) or up (up = 1): printed
+ * bounds stay bounds (a lower bound 0.99996 prints as 0.999, not 1) */
+static const char *num_dir(char *buf, size_t n, double x, int up)
+{
+    cli_num(buf, n, x);
+    if (!isfinite(x) || x == 0)
+        return buf;
+    double y = strtod(buf, NULL);
+    if (up ? y >= x : y <= x)
+        return buf;
+    double e = pow(10.0, floor(log10(fabs(x))) - 2);
+    for (int k = 0; k < 3; k++) {
+        double q = up ? ceil(x / e) + k : floor(x / e) - k;
+        snprintf(buf, n, "%.3g", q * e);
+        y = strtod(buf, NULL);
+        if (up ? y >= x : y <= x)
+            break;
+    }
+    return buf;
+}
+#define NUM_LO(b, x) num_dir(b, sizeof b, x, 0)
+#define NUM_HI(b, x) num_dir(b, sizeof b, x, 1)
 
 static void print_sep(const char *label, const ac_t2_sep *s)
 {
@@ -18,10 +42,10 @@ static void print_sep(const char *label, const ac_t2_sep *s)
         printf(", alpha %g", s->alpha);
     if (s->construction >= AC_T2_CON_1 && s->construction <= AC_T2_CON_3)
         printf(", vector %zu", s->index + 1);
-    printf("\n           ||f_W(X) - g_V(X)||_F in [%s, %s], ", cli_num(b1, sizeof b1, s->gap_lo),
-           cli_num(b2, sizeof b2, s->gap_hi));
-    printf("ratio to ||f_W(X)||_F in [%s, %s]  (%s)\n", cli_num(b1, sizeof b1, s->cert.lo),
-           cli_num(b2, sizeof b2, s->cert.hi),
+    printf("\n           ||f_W(X) - g_V(X)||_F in [%s, %s], ", NUM_LO(b1, s->gap_lo),
+           NUM_HI(b2, s->gap_hi));
+    printf("ratio to ||f_W(X)||_F in [%s, %s]  (%s)\n", NUM_LO(b1, s->cert.lo),
+           NUM_HI(b2, s->cert.hi),
            cli_stage_name(sb, sizeof sb, s->cert.stage, s->cert.prec));
 }
 
@@ -50,6 +74,7 @@ static void print_hypotheses(const ac_t2_hyp *hyp)
 /* the case, the identity, the case's X, the search and the best X */
 static void print_search(const sep_args *a, const ac_t2_result *r)
 {
+    char e1[32], e2[32];
     printf("case       %s\n           %s\n", ac_t2_case_name(r->cls.kase), r->cls.note);
     printf("identity   %s\n", r->identity_note);
     if (r->by_case.X.data)
@@ -58,8 +83,8 @@ static void print_search(const sep_args *a, const ac_t2_result *r)
         printf("search     %zu candidates (3 constructions x %zu vectors%s), %zu certified",
                r->ncand, a->tries, a->optimize ? ", multimin" : "", r->ncert);
         if (!isnan(r->opt_from))
-            printf("; multimin: relative gap %.3g -> %.3g (%ld evaluations)", r->opt_from,
-                   r->opt_to, r->opt_evals);
+            printf("; multimin: relative gap ||f-g||/(||f||+||g||), estimated, %s -> %s (%ld "
+                   "evaluations)", NUM_LO(e1, r->opt_from), NUM_LO(e2, r->opt_to), r->opt_evals);
         printf("\n");
     }
     if (r->best.X.data)
@@ -117,7 +142,7 @@ static void print_verdict(const ac_t2_result *r)
     cli_num(b2, sizeof b2, r->tol);
     if (r->verdict == AC_PROVED && c)
         printf("verdict    PROVED: separated at X: ||f_W(X) - g_V(X)||_F >= %s ||f_W(X)||_F > "
-               "tol ||f_W(X)||_F, tol = %s  [%s, %s, %.3g s]\n", cli_num(b1, sizeof b1, c->lo),
+               "tol ||f_W(X)||_F, tol = %s  [%s, %s, %.3g s]\n", NUM_LO(b1, c->lo),
                b2, c->method, cli_stage_name(sb, sizeof sb, c->stage, c->prec), r->seconds);
     else if (r->verdict == AC_REFUTED)
         printf("verdict    REFUTED: no X separates f_W from g_V (f_W = g_V as functions, "
@@ -152,13 +177,13 @@ static void print_embed_verdict(const sep_out *c)
         printf("verdict    PROVED: g_V = f_W on the sample inputs, exactly (deviation 0)\n");
     else if (e->verdict == AC_PROVED)
         printf("verdict    PROVED: g_V = f_W on the sample inputs within tol: relative "
-               "deviation <= %s (not exact: %s)\n", cli_num(b1, sizeof b1, e->rel_hi),
+               "deviation <= %s (not exact: %s)\n", NUM_HI(b1, e->rel_hi),
                c->a->vdir ? "g_V is not f_W head by head"
                           : "the double V rounds the rescaling s = sqrt(dp/(d/h))");
     else if (e->verdict == AC_REFUTED)
         printf("verdict    REFUTED: max over the samples of ||g - f||_F / ||f||_F >= %s > tol "
                "(first beyond tol: sample %zu); only this is claimed, not that g_V is no "
-               "embedding of f_W  [%s]\n", cli_num(b1, sizeof b1, e->cert.lo), e->refuted_sample,
+               "embedding of f_W  [%s]\n", NUM_LO(b1, e->cert.lo), e->refuted_sample,
                cli_stage_name(sb, sizeof sb, e->cert.stage, e->cert.prec));
     else
         printf("verdict    UNDECIDED: sample %zu is neither proved within tol nor beyond it\n",
@@ -185,10 +210,10 @@ void sep_print_embed(const sep_out *c)
            cli_num(b1, sizeof b1, e->tol));
     if (e->exact)
         printf("deviation  0 on every sample (exact); the enclosures bound ||g_V(X) - "
-               "f_W(X)||_F <= %s (a cross-check)\n", cli_num(b1, sizeof b1, e->diff_hi));
+               "f_W(X)||_F <= %s (a cross-check)\n", NUM_HI(b1, e->diff_hi));
     else
         printf("deviation  max ||g - f||_F / ||f||_F in [%s, %s]  (%s)\n",
-               cli_num(b1, sizeof b1, e->rel_lo), cli_num(b2, sizeof b2, e->rel_hi),
+               NUM_LO(b1, e->rel_lo), NUM_HI(b2, e->rel_hi),
                cli_stage_name(sb, sizeof sb, e->cert.stage, e->cert.prec));
     printf("summary    %s\n", e->summary);
     print_embed_verdict(c);

@@ -182,7 +182,7 @@ static int equal_columns(const ac_mat *X)
 }
 
 /* Equal columns X = v 1': every logit column is constant, so every softmax
- * is uniform whatever the logits (doc/mathematics.md §4.3), f_W(X) = S_W v 1'
+ * is uniform whatever the logits (doc/mathematics.md §4.4), f_W(X) = S_W v 1'
  * and g_V(X) = S_V v 1' exactly.  The norms come from the exact products
  * (dyadic.h) in balls of T2_TRACE_PREC bits; no logit is ever formed, so
  * huge logits cost nothing. */

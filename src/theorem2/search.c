@@ -409,7 +409,7 @@ static void write_summary(ac_t2_result *res, double tol)
                  "proved (%.90s)", b2, bt, fails);
     else if (res->verdict == AC_REFUTED)
         snprintf(res->summary, sizeof res->summary,
-                 "no X separates f_W from g_V: they are the same function (%.200s); %s",
+                 "no X separates f_W from g_V: they are the same function (%.320s); %s",
                  res->identity_note, res->hyp.applies == AC_PROVED
                      ? "this contradicts Theorem 2, whose hypotheses were proved: report a bug"
                      : "consistent with Theorem 2, whose hypotheses fail");

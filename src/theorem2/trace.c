@@ -257,7 +257,7 @@ static void trace_case1(ac_t2_result *res, const ac_mh *W, const ac_mh *V, const
         add_step(res, "X = v 1': every logit column is constant, softmax uniform, f_W(X) = "
                  "S_W X", "||f_W(X) - S_W X||_F", 0, 0, AC_STAGE_EXACT, 0,
                  "an identity for equal columns, whatever the logits (doc/mathematics.md "
-                 "§4.3)");
+                 "§4.4)");
         add_step(res, "likewise g_V(X) = S_V X", "||g_V(X) - S_V X||_F", 0, 0, AC_STAGE_EXACT,
                  0, "so f_W(X) - g_V(X) = (S_W - S_V) v 1' exactly");
         return;
