@@ -121,6 +121,13 @@ fi
 # the written layers load back and give the same case
 expect 0 "case 3 (S_W = S_V" --w-dir "$work/o3" --v-dir "$work/o3" --optimize 0
 
+# ---- equal as functions, n = 1, the third gap ------------------------------------
+expect 1 "REFUTED: no X separates f_W from g_V" --case 2 --n 1 --optimize 0
+grep -q "n = 1: every softmax is 1" "$work/out" || err "--case 2 --n 1 does not say why"
+expect 0 "gap 3    PROVED" --case 3 --audit --optimize 0
+expect 0 "signed binary digits of 3" --embed --dp 36
+expect 1 "192 rows > dp = 121" --embed --d 128 --h 2 --dp 121 --tol 0 --samples 1
+
 # ---- one tolerance: separation and --embed are complementary ------------------
 # f_W against its own sqrt(2) embedding (fl(sqrt 2) in V): within the default
 # tol (embed PROVED, separation UNDECIDED: never PROVED), beyond tol = 0

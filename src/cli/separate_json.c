@@ -150,14 +150,16 @@ void sep_json(ac_json *j, const sep_out *c)
     ac_json_kv_string(j, "command", "separate");
     ac_json_kv_string(j, "version", PACKAGE_VERSION);
     ac_json_kv_string(j, "verdict", ac_verdict_name(r->verdict));
-    ac_json_kv_string(j, "claim", "some X has f_W(X) != g_V(X): ||f_W(X) - g_V(X)||_F > 0");
+    ac_json_kv_string(j, "claim", "some X has ||f_W(X) - g_V(X)||_F > tol ||f_W(X)||_F");
+    ac_json_kv_number(j, "tol", r->tol);
     ac_json_key(j, "certificate");
     cli_json_cert(j, &r->best.cert);
     json_instance(j, c, 0);
     json_hypotheses(j, &r->hyp);
     json_case(j, &r->cls);
-    ac_json_kv_string(j, "identical_head_by_head",
-                      r->identical == 1 ? "yes" : r->identical == 0 ? "no" : "unknown");
+    ac_json_kv_string(j, "equal_as_functions",
+                      r->identical == 1 ? "yes" : r->identical == 0 ? "criterion fails" : "unknown");
+    ac_json_kv_string(j, "identity", r->identity_note);
     json_search(j, r);
     ac_json_key(j, "trace");
     cli_json_steps(j, r->steps, r->nsteps);

@@ -48,7 +48,7 @@ static void t2_row(cli_report *rep, int kase, size_t d, size_t h, size_t dp, siz
         } else {
             const ac_t2_sep *s = r.by_case.X.data ? &r.by_case : NULL;
             snprintf(row->bound, sizeof row->bound, "|f-g| >= %s",
-                     cli_num(b1, sizeof b1, s ? s->cert.lo : 0.0));
+                     cli_num(b1, sizeof b1, s ? s->gap_lo : 0.0));
             snprintf(row->detail, sizeof row->detail, "%.255s", r.summary);
         }
     }
