@@ -11,7 +11,7 @@
 
 /* x to 3 significant digits, rounded down (up = 0) or up (up = 1): printed
  * bounds stay bounds (a lower bound 0.99996 prints as 0.999, not 1) */
-static const char *num_dir(char *buf, size_t n, double x, int up)
+const char *sep_num_dir(char *buf, size_t n, double x, int up)
 {
     cli_num(buf, n, x);
     if (!isfinite(x) || x == 0)
@@ -29,8 +29,8 @@ static const char *num_dir(char *buf, size_t n, double x, int up)
     }
     return buf;
 }
-#define NUM_LO(b, x) num_dir(b, sizeof b, x, 0)
-#define NUM_HI(b, x) num_dir(b, sizeof b, x, 1)
+#define NUM_LO(b, x) sep_num_dir(b, sizeof b, x, 0)
+#define NUM_HI(b, x) sep_num_dir(b, sizeof b, x, 1)
 
 static void print_sep(const char *label, const ac_t2_sep *s)
 {
