@@ -21,14 +21,19 @@
  *   - the case: S_W = S_V and the skew-symmetry of M_i are decided exactly
  *     (products of doubles computed exactly as dyadic rationals; the
  *     irrational factors 1/sqrt(dp), 1/sqrt(d/h) compared through squares);
- *   - "separated at X": a rigorous lower bound on ||f_W(X) - g_V(X)||_F > 0
- *     from the exact doubles of X, W, V, decided by the verdict engine
- *     (stage 0: interval products + rigorous softmax; then Arb balls).
- * A separation is a fact about the two layers whether or not the hypotheses
- * hold; when they do not, the theorem itself says nothing, and the result
- * says so.  "No X separates" is never concluded from a failed search: it is
- * REFUTED only when f_W and g_V are proved equal exactly, head by head
- * (Vo_i Vv_i = Wo_i Wv_i and U_i/sqrt(dp) = A_i/sqrt(d/h) for every i).
+ *   - "separated at X": ||f_W(X) - g_V(X)||_F > tol ||f_W(X)||_F, tol the
+ *     tolerance of the embedding check, from the exact doubles of X, W, V,
+ *     decided by the verdict engine (stage 0: interval products + rigorous
+ *     softmax; then Arb balls, with more bits when the logits need them; an
+ *     X with equal columns through f - g = (S_W - S_V) v 1').
+ * "For every f_W" is the paper's conclusion; a run checks the hypotheses and
+ * one f_W.  A separation is a fact about the two layers whether or not the
+ * hypotheses hold; when they do not, the theorem itself says nothing, and
+ * the result says so.  "No X separates" is never concluded from a failed
+ * search: it is REFUTED only when f_W and g_V are proved to be the same
+ * function by the class-sum criterion (doc/mathematics.md §4.9: heads
+ * grouped by equal logit matrices, zero value paths dropped, the value paths
+ * of each class summed and compared exactly; for n = 1, S_W = S_V).
  */
 #ifndef ATTNCHECK_THEOREM2_H
 #define ATTNCHECK_THEOREM2_H
