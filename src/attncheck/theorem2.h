@@ -351,6 +351,9 @@ typedef struct {
     double tol;
     int exact;               /* 1: g_V(X) = f_W(X) exactly on every sample (r = 0) */
     int params_identical;    /* head-wise identity (=> every X): 1, 0, -1 unknown */
+    int equal_functions;     /* the class-sum criterion (doc/mathematics.md §4.9; e.g. heads
+                                in another order): 1 proved (every sample then counts as
+                                exactly equal), 0 it fails, -1 unknown */
     size_t samples;
     size_t equal_samples;    /* equal exactly, head by head */
     size_t within_samples;   /* r_k <= tol proved (exactly or by the enclosure) */

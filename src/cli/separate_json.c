@@ -188,6 +188,9 @@ void sep_json_embed(ac_json *j, const sep_out *c)
     ac_json_kv_string(j, "rescaling", c->embnote);
     ac_json_kv_string(j, "parameters_identical_head_by_head",
                       e->params_identical == 1 ? "yes" : e->params_identical == 0 ? "no" : "unknown");
+    ac_json_kv_string(j, "equal_as_functions",
+                      e->equal_functions == 1 ? "yes"
+                      : e->equal_functions == 0 ? "criterion fails" : "unknown");
     ac_json_kv_int(j, "samples", (long long)e->samples);
     ac_json_kv_int(j, "equal_samples", (long long)e->equal_samples);
     ac_json_kv_int(j, "within_tol_samples", (long long)e->within_samples);

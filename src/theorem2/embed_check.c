@@ -104,8 +104,9 @@ static int embed_sample(ac_t2_embed_result *r, embed_acc *acc, ac_quantity *q, c
     int st;
     if ((st = ac_t2_sample_input(&X, W->d, n, seed, k, err)))
         return st;
-    /* exact: equal value paths and logit matrices, head by head => r = 0 */
-    int agree = heads_agree_at(W, V, &X);
+    /* exact: equal as functions, or equal value paths and logit matrices
+     * head by head at X => r = 0 */
+    int agree = r->equal_functions == 1 ? 1 : heads_agree_at(W, V, &X);
     t2_dev_ctx dc = {W, V, &X, 0, INFINITY, 0, INFINITY, INFINITY};
     q->ctx = &dc;
     ac_schedule sa;
@@ -201,7 +202,13 @@ static void embed_summary(ac_t2_embed_result *r, const ac_schedule *sched)
     size_t samples = r->samples;
     char tb[32];
     snprintf(tb, sizeof tb, "%.3g", r->tol);
-    if (r->verdict == AC_PROVED && r->exact)
+    if (r->verdict == AC_PROVED && r->exact && r->params_identical != 1 &&
+        r->equal_functions == 1)
+        snprintf(r->summary, sizeof r->summary,
+                 "g_V = f_W for every X, exactly: not head by head, but every class of heads "
+                 "with equal logit matrices has equal sums of value paths (e.g. heads in "
+                 "another order); so the deviation is 0 on all %zu sample inputs", samples);
+    else if (r->verdict == AC_PROVED && r->exact)
         snprintf(r->summary, sizeof r->summary,
                  "g_V(X) = f_W(X) exactly on all %zu sample inputs (head by head: equal value "
                  "paths and equal logits), so ||g - f||_F <= tol ||f||_F with deviation 0; the "
@@ -251,6 +258,11 @@ static int embed_check(ac_t2_embed_result *r, const ac_mh *W, const ac_mh *V, si
                           tol);
     if ((st = ac_t2_identical(&r->params_identical, W, V, err)))
         return st;
+    /* equal as functions (the class-sum criterion, e.g. heads in another
+     * order): every sample is then exactly equal */
+    char note[240];
+    if (t2_equal_functions(&r->equal_functions, W, V, n, note, sizeof note))
+        return ac_err_set(err, AC_EINTERNAL, "out of memory");
     ac_quantity q = {"||g_V(X) - f_W(X)||_F / ||f_W(X)||_F", t2_dev_stage0, t2_dev_ball, NULL, NULL,
                      "interval products in double (gamma_k bound) + rigorous softmax, directed "
                      "norms and quotient",
