@@ -613,10 +613,9 @@ START_TEST(test_embed_tolerance)
     ac_mh_free(&V);
 
     /* f = 0 (W = 0): the embedding is 0 = f exactly (PROVED); g = f = 0
-     * with different logits is not equal head by head, but the claim is true
-     * (0 <= tol 0): never REFUTED, and PROVED only with ||g - f|| <= 0
-     * certified; a g != 0 against f = 0 has an infinite relative deviation
-     * (REFUTED) */
+     * with different logits is not equal head by head, but every value path
+     * is 0, so the class-sum criterion proves g = f: exact, PROVED; a g != 0
+     * against f = 0 has an infinite relative deviation (REFUTED) */
     ac_mh Z;
     ck_assert(ac_mh_init(&Z, d, h, d / h, NULL) == AC_OK);
     ck_assert(ac_t2_embed(&V, &Z, 4, NULL, 0, NULL) == AC_OK);
@@ -627,10 +626,12 @@ START_TEST(test_embed_tolerance)
     P.wq[0] = 1.0;
     P.wk[0] = 1.0;
     ck_assert(ac_t2_embed_check(&e, &Z, &P, n, ns, test_seed_value, tol, &sched, NULL) == AC_OK);
-    ck_assert_msg(e.verdict != AC_REFUTED, "g = f = 0, other logits: verdict %d (%s)",
+    ck_assert_msg(e.verdict == AC_PROVED, "g = f = 0, other logits: verdict %d (%s)",
                   e.verdict, e.summary);
-    ck_assert(e.verdict != AC_PROVED || (e.rel_hi == 0 && e.diff_hi == 0));
-    ck_assert_int_eq(e.exact, 0);
+    ck_assert(e.rel_hi == 0 && e.diff_hi == 0);
+    ck_assert_int_eq(e.exact, 1);
+    ck_assert_int_eq(e.params_identical, 0);
+    ck_assert_int_eq(e.equal_functions, 1);
     P.wv[0] = 1.0;
     *ac_mh_wo_at(&P, 0, 0, 0) = 1.0;
     ck_assert(ac_t2_embed_check(&e, &Z, &P, n, ns, test_seed_value, tol, &sched, NULL) == AC_OK);
