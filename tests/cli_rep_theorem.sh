@@ -132,6 +132,7 @@ if ls -A "$tmp/good" | grep -q '^\.attncheck-'; then echo "FAIL: staging directo
 expect 0 "Usage: attncheck rep-theorem" -- $A --help
 expect 0 "Usage: attncheck rep-theorem" -- $ATTNCHECK help rep-theorem
 expect 0 "attncheck [0-9]" -- $ATTNCHECK --version
+expect 0 "License GPL-3.0-or-later" -- $ATTNCHECK --version
 expect 64 "no such command" -- $ATTNCHECK help nope
 
 # ---- the OpenBLAS core fix: a misdetected generic core is replaced once

@@ -10,6 +10,7 @@
 #include "attncheck/npy.h"
 #include "attncheck/theorem1.h"
 #include "cli.h"
+#include "rep_learn.h"
 
 const char cmd_rep_theorem_help[] =
     "Usage: attncheck rep-theorem [OPTIONS]\n"
@@ -51,15 +52,28 @@ const char cmd_rep_theorem_help[] =
     "  --out-dir DIR     write Wq.npy, Wk.npy (dk x d), certificate.json, and the\n"
     "                    X.npy, P.npy that were checked if generated or changed\n"
     "  --threads N       number of BLAS threads\n"
+    "Learned weights (doc/mathematics.md §6.5):\n"
+    "  --learn           for each dk of --dk-range: train one head (BFGS on\n"
+    "                    KL(P || Softmax), the best iterate), certify it at --tol\n"
+    "                    (default 1e-6 here), and run the exact check beside it;\n"
+    "                    print the table and whether the learned transition is\n"
+    "                    where the exact criterion puts it\n"
+    "  --dk-range A:B    head sizes for --learn (default 1:n+1)\n"
+    "  --csv FILE        --learn: the table as CSV\n"
+    "  --plot FILE       --learn: learned error and certified lower bound against\n"
+    "                    dk (.svg, .png or .pdf) with gnuplot\n"
     "  -h, --help        show this help\n"
     "\n"
     "Exit status: 0 proved, 1 refuted, 2 undecided, 64 usage error, 65 bad input\n"
-    "data, 66 cannot open input, 70 internal error, 73 cannot create output.\n";
+    "data, 66 cannot open input, 70 internal error, 73 cannot create output.\n"
+    "With --learn: 0 the transitions agree, 1 training misses a dk where C(tol) is\n"
+    "proved, 2 some dk is decided by neither, 70 also for a learned error below the\n"
+    "certified lower bound.\n";
 
 enum {
     OPT_X = 256, OPT_P, OPT_D0, OPT_NORMALIZE, OPT_EXAMPLE, OPT_N, OPT_D, OPT_SEED,
     OPT_REPRESENTABLE, OPT_DK, OPT_TOL, OPT_MAXPREC, OPT_OPTIMIZE, OPT_TRACE, OPT_JSON,
-    OPT_OUTDIR, OPT_THREADS
+    OPT_OUTDIR, OPT_THREADS, OPT_LEARN, OPT_DKRANGE, OPT_CSV, OPT_PLOT
 };
 
 static const struct option long_opts[] = {
@@ -80,6 +94,10 @@ static const struct option long_opts[] = {
     {"json", no_argument, NULL, OPT_JSON},
     {"out-dir", required_argument, NULL, OPT_OUTDIR},
     {"threads", required_argument, NULL, OPT_THREADS},
+    {"learn", no_argument, NULL, OPT_LEARN},
+    {"dk-range", required_argument, NULL, OPT_DKRANGE},
+    {"csv", required_argument, NULL, OPT_CSV},
+    {"plot", required_argument, NULL, OPT_PLOT},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -98,7 +116,8 @@ typedef struct {
     const char *xfile, *pfile, *d0file, *example;
     int normalize, representable;
     size_t n, d, dk;
-    int have_n, have_d, have_dk;
+    int have_n, have_d, have_dk, have_tol;
+    rep_learn_opts learn;
     uint64_t seed;
     double tol;
     long optimize;
@@ -133,13 +152,17 @@ static int parse_args(t1_args *a, int argc, char **argv)
         case OPT_SEED: st = cli_parse_u64("--seed", optarg, &a->seed); break;
         case OPT_REPRESENTABLE: a->representable = 1; break;
         case OPT_DK: st = cli_parse_size("--dk", optarg, 1, MAX_DIM, &a->dk); a->have_dk = 1; break;
-        case OPT_TOL: st = cli_parse_double("--tol", optarg, 0.0, 1.0, &a->tol); break;
+        case OPT_TOL: st = cli_parse_double("--tol", optarg, 0.0, 1.0, &a->tol); a->have_tol = 1; break;
         case OPT_MAXPREC: st = cli_parse_int("--max-prec", optarg, 0, 1L << 20, &a->common.max_prec); break;
         case OPT_OPTIMIZE: st = cli_parse_int("--optimize", optarg, 0, 1000000, &a->optimize); break;
         case OPT_TRACE: a->common.trace = 1; break;
         case OPT_JSON: a->common.json = 1; break;
         case OPT_OUTDIR: a->common.out_dir = optarg; break;
         case OPT_THREADS: st = cli_parse_threads(optarg, &a->common.threads); break;
+        case OPT_LEARN: st = rep_learn_option(&a->learn, "learn", NULL); break;
+        case OPT_DKRANGE: st = rep_learn_option(&a->learn, "dk-range", optarg); break;
+        case OPT_CSV: st = rep_learn_option(&a->learn, "csv", optarg); break;
+        case OPT_PLOT: st = rep_learn_option(&a->learn, "plot", optarg); break;
         default: return cli_bad_option(c, argv);
         }
         if (st)
@@ -152,7 +175,8 @@ static int parse_args(t1_args *a, int argc, char **argv)
                          "--n, --d or --representable");
     if (a->pfile && a->representable)
         return cli_usage("--representable generates P; it cannot be combined with --p");
-    return AC_OK;
+    return rep_learn_check(&a->learn, a->have_dk ? "--dk" : a->common.out_dir ? "--out-dir"
+                                      : a->common.trace ? "--trace" : a->d0file ? "--d0" : NULL);
 }
 
 /* Load or generate X and P. *generated_x / *generated_p report what to write. */
@@ -389,6 +413,12 @@ int cmd_rep_theorem(int argc, char **argv)
         goto out;
     }
     describe_instance(instance, sizeof instance, &a, &X);
+    if (a.learn.on) {
+        st = rep_learn_run(&a.learn, &X, &P, a.xfile ? a.xfile : "X", a.pfile ? a.pfile : "P",
+                           instance, a.seed, a.have_tol ? a.tol : 1e-6, &a.common,
+                           (int)a.optimize);
+        goto out;
+    }
     ac_t1_opts o;
     ac_t1_opts_default(&o);
     o.dk = a.have_dk ? a.dk : X.rows;

@@ -13,7 +13,8 @@ src_libattncheck_la_SOURCES += \
 	src/theorem2/audit.c \
 	src/theorem2/embed.c \
 	src/theorem2/embed_check.c \
-	src/theorem2/identity.c
+	src/theorem2/identity.c \
+	src/theorem2/headcount.c
 
 # unit tests of this module
 check_PROGRAMS += tests/test_theorem2
@@ -35,3 +36,9 @@ UNIT_TESTS += tests/test_theorem2_identity
 tests_test_theorem2_identity_SOURCES = tests/test_theorem2_identity.c tests/testutil.h
 tests_test_theorem2_identity_CFLAGS = $(TEST_CFLAGS)
 tests_test_theorem2_identity_LDADD = $(TEST_LIBS)
+
+check_PROGRAMS += tests/test_headcount
+UNIT_TESTS += tests/test_headcount
+tests_test_headcount_SOURCES = tests/test_headcount.c tests/testutil.h
+tests_test_headcount_CFLAGS = $(TEST_CFLAGS)
+tests_test_headcount_LDADD = $(TEST_LIBS)
