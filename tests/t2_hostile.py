@@ -17,7 +17,8 @@ brackets):
                n = 1; and the case-2 / case-3 generators at n = 1   [REFUTED]
   n2-differ    the same pairs at n = 2: the class sums differ       [PROVED]
   scale        case 1 with Wq x 1e200, Wo x 1e-300, Wq, Wk x 1e160
-               (logits ~1e320), Wv x 1e150, Wq x 1e-200, Wo x 1e-320 [PROVED]
+               (logits ~1e320), Wv x 1e150, Wq x 1e-200, Wo x 1e-320;
+               case 2 with both Wo x 2^-1060 and x 2^1000            [PROVED]
   embed        --embed, s dyadic (power of two, signed digits that
                fit, digits that do not) and irrational, tol 0 and
                the default, logits ~1e320                           [by tol]
@@ -427,6 +428,18 @@ def scale_classes(exe, work, smoke):
         for k, s in sc.items():
             W[k] = W[k] * s
         check_proved("scale", nm, exe, os.path.join(work, "sc%d" % t), W, V0, 3,
+                     ["--optimize", "5"])
+    # both layers' outputs near 1e-320 or 1e302 (case 2: S_W = S_V, so the
+    # difference is of the outputs' own size)
+    D2 = os.path.join(work, "c2")
+    subprocess.run([exe, "separate", "--case", "2", "--seed", str(SEED % 989), "--out-dir", D2,
+                    "--optimize", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    W2, V2 = load(D2, "W"), load(D2, "V")
+    for t, e in enumerate([-1060, 1000][:1 if smoke else 2]):
+        W, V = copy(W2), copy(V2)
+        W[3] = np.ldexp(W[3], e)
+        V[3] = np.ldexp(V[3], e)
+        check_proved("scale", "both Wo*2^%d" % e, exe, os.path.join(work, "sb%d" % t), W, V, 4,
                      ["--optimize", "5"])
     return W0, V0
 

@@ -95,6 +95,8 @@ static int sep_copy(ac_t2_sep *dst, const ac_t2_sep *src, ac_err *err)
 typedef struct {
     ac_t2_result *res;
     const ac_mh *W, *V;
+    const ac_mh *Wd, *Vd; /* the layers of the double estimates (W, V, or both with Wo
+                             scaled by one power of two: estimate_scale) */
     size_t n;
     const ac_t2_opts *o;
     int threads, kase;
@@ -233,7 +235,7 @@ static int search_multimin(t2_search *s, ac_err *err)
         return ac_err_set(err, AC_EINTERNAL, "out of memory");
     }
     c->construction = AC_T2_CON_OPT;
-    double r1 = t2_maximise_gap(&c->X, s->W, s->V, &X0, s->o->optimize, s->threads,
+    double r1 = t2_maximise_gap(&c->X, s->Wd, s->Vd, &X0, s->o->optimize, s->threads,
                                 &res->opt_evals, NULL);
     ac_mat_free(&X0);
     if (r1 >= 0 && c->X.data) {
@@ -430,6 +432,57 @@ static void write_summary(ac_t2_result *res, double tol)
                      : "f_W and g_V may be equal; that is not concluded from a failed search");
 }
 
+/* ---- double estimates at any scale ---------------------------------------- */
+
+/* log2 of the largest |Wo_i| |Wv_i| (entries) of a layer; -inf for 0 */
+static double lg_value(const ac_mh *L)
+{
+    double best = -INFINITY;
+    size_t d = L->d, hs = L->hs, hh = L->h * hs;
+    for (size_t i = 0; i < L->h; i++) {
+        double o = 0, v = 0;
+        for (size_t r = 0; r < d; r++)
+            for (size_t c = 0; c < hs; c++)
+                o = fmax(o, fabs(L->wo[r * hh + i * hs + c]));
+        for (size_t k = 0; k < hs * d; k++)
+            v = fmax(v, fabs(L->wv[i * hs * d + k]));
+        if (o > 0 && v > 0 && isfinite(o) && isfinite(v))
+            best = fmax(best, log2(o) + log2(v));
+    }
+    return best;
+}
+
+/* Outputs are linear in Wo: f with Wo scaled by 2^k is 2^k f, and the ratios
+ * the search maximises do not change.  When the value paths are so small or
+ * large that the double outputs would underflow or overflow (outputs near
+ * 1e-320 or 1e300), the double estimates run on copies with Wo of both
+ * layers scaled by one power of two that brings the largest |Wo_i||Wv_i| to
+ * about 1; the certificates always use the given layers (their ball stages
+ * have no exponent range).  *scaled = 1 when Ws, Vs were filled (the
+ * caller frees them). */
+static int estimate_scale(int *scaled, ac_mh *Ws, ac_mh *Vs, const ac_mh *W, const ac_mh *V,
+                          ac_err *err)
+{
+    double lg = fmax(lg_value(W), lg_value(V));
+    int st;
+    *scaled = 0;
+    if (!isfinite(lg) || fabs(lg) < 256)
+        return AC_OK;
+    int k = (int)-lround(lg);
+    if ((st = ac_mh_copy(Ws, W, err)))
+        return st;
+    if ((st = ac_mh_copy(Vs, V, err))) {
+        ac_mh_free(Ws);
+        return st;
+    }
+    *scaled = 1;
+    for (size_t t = 0; t < W->d * W->h * W->hs; t++)
+        Ws->wo[t] = ldexp(Ws->wo[t], k);
+    for (size_t t = 0; t < V->d * V->h * V->hs; t++)
+        Vs->wo[t] = ldexp(Vs->wo[t], k);
+    return AC_OK;
+}
+
 /* ---- ac_t2_separate ------------------------------------------------------- */
 
 static void result_init(ac_t2_result *res)
@@ -471,7 +524,8 @@ static int separate(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
 {
     ac_t2_opts defaults;
     t2_search s;
-    int st, have_g = 0;
+    ac_mh Ws = {0}, Vs = {0};
+    int st, have_g = 0, scaled = 0;
     double t0 = ac_seconds();
     result_init(res);
     if (!opts) {
@@ -482,8 +536,8 @@ static int separate(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
         return st;
     memset(&s, 0, sizeof s);
     s.res = res;
-    s.W = W;
-    s.V = V;
+    s.W = s.Wd = W;
+    s.V = s.Vd = V;
     s.n = n;
     s.o = opts;
     s.threads = threads;
@@ -491,7 +545,13 @@ static int separate(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
     if (res->identical == 1 && !opts->search_if_identical) {
         res->verdict = AC_REFUTED;
     } else {
-        if ((st = t2_gap_ws_init(&s.g, W, V, n, threads, err)))
+        if ((st = estimate_scale(&scaled, &Ws, &Vs, W, V, err)))
+            goto out;
+        if (scaled) {
+            s.Wd = &Ws;
+            s.Vd = &Vs;
+        }
+        if ((st = t2_gap_ws_init(&s.g, s.Wd, s.Vd, n, threads, err)))
             goto out;
         have_g = 1;
         if ((st = search_run(&s, err)))
@@ -510,6 +570,10 @@ static int separate(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
 out:
     if (have_g)
         t2_gap_ws_free(&s.g);
+    if (scaled) {
+        ac_mh_free(&Ws);
+        ac_mh_free(&Vs);
+    }
     cand_free(&s.L);
     res->seconds = ac_seconds() - t0;
     return st;
