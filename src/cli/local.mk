@@ -41,6 +41,7 @@ attncheck_SOURCES += \
 	src/cli/condition_report.c \
 	src/cli/condition_shard.c \
 	src/cli/cmd_merge.c \
+	src/cli/condition_model.c \
 	src/cli/plot.c \
 	src/cli/plot.h
 
@@ -53,4 +54,5 @@ attncheck_SOURCES += \
 
 # attncheck report
 attncheck_SOURCES += \
-	src/cli/cmd_report.c
+	src/cli/cmd_report.c \
+	src/cli/report_trained.c
