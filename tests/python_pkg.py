@@ -141,6 +141,9 @@ expect_error(lambda: ac.separate(*ac.generate_layers(8, 2, 4, seed=1)[:1],
                                  ac.generate_layers(16, 4, 8, seed=1)[1], 4),
              ValueError, None, ["same d"], "layers of different widths")
 
+check(ac.core._lo3(0.99996) == "0.999" and ac.core._lo3(1.0) == "1.0" and ac.core._lo3(0.5) == "0.5",
+      "lower bounds print rounded down (0.99996 -> 0.999)")
+
 # ---- Theorem 3.2: the program's numbers ------------------------------------------
 c = ac.condition([1, 2], seq=16, head_dim=4, trials=20, seed=1)
 rc, out, _ = run("condition", "--heads", "1,2", "--seq", "16", "--head-dim", "4", "--trials",

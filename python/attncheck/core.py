@@ -1,6 +1,7 @@
 """The checks of attncheck on NumPy arrays: rep_theorem, separate, condition."""
 
 import ctypes
+import decimal
 import math
 from dataclasses import dataclass, field
 from typing import Optional
@@ -44,6 +45,17 @@ def _arr(a, name, ndim):
 
 def _ptr(x):
     return x.ctypes.data_as(c_double_p)
+
+
+def _lo3(x):
+    """x rounded down to 3 significant digits, for printing a lower bound
+    (0.99996 prints as 0.999, never as 1): the exact binary value of x,
+    rounded toward -inf in decimal."""
+    if not math.isfinite(x) or x <= 0:
+        return "%.3g" % x
+    d = decimal.Decimal(x)
+    q = decimal.Decimal(1).scaleb(d.adjusted() - 2)
+    return "%s" % float(d.quantize(q, rounding=decimal.ROUND_FLOOR))
 
 
 def _verdict(v):
@@ -214,8 +226,8 @@ class SeparateResult:
     X: Optional[np.ndarray] = field(repr=False, default=None)
 
     def __repr__(self):
-        return "<separate %s (case %d): relative gap >= %.3g; %s>" % (
-            self.verdict, self.case, self.relative_gap_lo, self.summary)
+        return "<separate %s (case %d): relative gap >= %s; %s>" % (
+            self.verdict, self.case, _lo3(self.relative_gap_lo), self.summary)
 
 
 def generate_layers(d, h, dp, case=0, seed=1):
