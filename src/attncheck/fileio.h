@@ -100,6 +100,8 @@ typedef struct {
     size_t path_cap;
     int replace;      /* the mode */
     int exists;       /* replace: DIR existed at begin */
+    int lock;         /* replace: 1 + the descriptor holding the staging
+                         directory's lock (0: none) */
 } ac_stagedir;
 
 /* Whether the existing, non-empty directory DIR may be replaced: AC_OK, or
@@ -112,8 +114,13 @@ typedef int (*ac_stagedir_check)(const char *dir, ac_err *err);
 int ac_stagedir_begin(ac_stagedir *s, const char *dir, ac_err *err);
 
 /* Replace mode.  `what` names DIR in messages ("checkpoint directory").
- * An existing DIR must be a directory, and if it is not empty, `check`
- * decides whether it may be replaced (NULL: any directory may).  Returns
+ * An existing DIR must be a writable directory, and if it is not empty,
+ * `check` decides whether it may be replaced (NULL: any directory may).
+ * The staging directory gets DIR's mode (a new DIR: 0777 & ~umask, as
+ * mkdir) and is locked (flock) until the commit or abort; stale staging
+ * directories of DIR — ".BASE.tmp-XXXXXX" or ".BASE.old-XXXXXX" in PARENT,
+ * owned by this user and locked by no process, left by a killed run — are
+ * removed first.  Returns
  * AC_OK; AC_ECANTCREAT "DIR: bad WHAT name", "DIR: name the WHAT itself"
  * (DIR ends in . or ..), "DIR: exists and is not a directory", "DIR: path
  * too long", "PARENT: cannot create files there: <strerror>", the error of
@@ -121,6 +128,14 @@ int ac_stagedir_begin(ac_stagedir *s, const char *dir, ac_err *err);
  * and nothing is left allocated or on disk. */
 int ac_stagedir_begin_replace(ac_stagedir *s, const char *dir, const char *what,
                               ac_stagedir_check check, ac_err *err);
+
+/* A check for ac_stagedir_begin_replace: AC_OK if the directory DIR holds
+ * the file `required` and nothing but regular files whose names end in one
+ * of the comma-separated `suffixes` (and staging directories ".attncheck-*"
+ * of older versions); else AC_ECANTCREAT "it holds NAME", "it has no
+ * REQUIRED" or "DIR: cannot open: <strerror>". */
+int ac_stagedir_check_files(const char *dir, const char *required, const char *suffixes,
+                            ac_err *err);
 
 /* The path in the staging directory of the file `name` (remembered for the
  * commit): valid until the next call; NULL if out of memory. */

@@ -90,9 +90,13 @@ void cli_common_init(cli_common *c);
 void cli_common_apply(const cli_common *c);
 ac_schedule cli_schedule(const cli_common *c);
 
-/* Staged output directory: files are written into a private temporary
- * directory inside DIR and renamed into DIR only when all are complete, so an
- * error leaves nothing half-written behind (ac_stagedir_begin, merge mode). */
+/* Output directory (--out-dir DIR), replaced as a whole set: the files are
+ * written into a private staging directory beside DIR, and the complete
+ * directory is swapped in with one rename (ac_stagedir_begin_replace) by
+ * cli_finish, after stdout has been flushed, so that a reader sees either
+ * the old complete set or the new one, never a mix, and nothing when the run
+ * fails.  An existing non-empty DIR is replaced only if it is a previous
+ * attncheck output (certificate.json, nothing but .npy and .json files). */
 typedef struct {
     ac_stagedir stage;
 } cli_outdir;
@@ -100,6 +104,8 @@ typedef struct {
 int cli_outdir_begin(cli_outdir *o, const char *dir, ac_err *err);
 /* Path in the staging area for the file `name` (remembered for commit). */
 const char *cli_outdir_path(cli_outdir *o, const char *name);
+/* The staged directory is complete: it is swapped in by cli_finish (o is
+ * zeroed; cli_outdir_abort on it does nothing). */
 int cli_outdir_commit(cli_outdir *o, ac_err *err);
 void cli_outdir_abort(cli_outdir *o);
 /* Write the matrix as NAME (.npy) into the staging area. */
@@ -130,6 +136,15 @@ void cli_json_steps(ac_json *j, const ac_step *steps, size_t n);
 /* Open stdout for --json output (one JSON object) */
 ac_json *cli_json_stdout(void);
 int cli_json_finish(ac_json *j);
+
+/* Flush stdout and check its error flag: AC_OK, or AC_ECANTCREAT after one
+ * message "stdout: cannot write: <strerror>" (printed once per run). */
+int cli_stdout_check(void);
+/* The end of every command (main.c): check stdout (a failed write turns a
+ * verdict's status into AC_ECANTCREAT), then swap in the output directories
+ * committed by the command if the status is a verdict, or remove them if it
+ * is an error.  Returns the exit status. */
+int cli_finish(int status);
 
 /* Commands */
 int cmd_rep_theorem(int argc, char **argv);

@@ -383,8 +383,9 @@ static int write_outputs(const cond_args *a, const ac_cond_result *res, cond_fil
     int st;
     ac_err_clear(&err);
     if (a->plot) {
-        plot_ctx pc = {a, res, f->plot.tmp_path};
-        int gs = cli_run_gnuplot(f->gp, write_plot, &pc);
+        plot_ctx pc = {a, res, NULL}; /* no file name in the script (plot.h) */
+        fflush(f->plot.fp);
+        int gs = cli_run_gnuplot(f->gp, fileno(f->plot.fp), write_plot, &pc);
         if (gs != 0)
             return cli_fail(AC_ECANTCREAT, "--plot %s: gnuplot (%s) failed (status %d)", a->plot,
                             f->gp, gs);

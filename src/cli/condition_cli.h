@@ -46,7 +46,8 @@ void cond_print_text(const cond_args *a, const ac_cond_result *res, size_t nh, d
 void cond_write_json(ac_json *j, const cond_args *a, const ac_cond_result *res, size_t nh,
                      double wall, int threads, const ac_cert *cert);
 void cond_write_csv(FILE *f, const cond_args *a, const ac_cond_result *res, size_t nh);
-/* The gnuplot script of --plot: kappa against h, writing the image to out. */
+/* The gnuplot script of --plot: kappa against h, writing the image to out
+ * (NULL: to gnuplot's standard output, no file name in the script). */
 void cond_write_gnuplot_script(FILE *f, const cond_args *a, const ac_cond_result *res, size_t nh,
                                const char *out);
 

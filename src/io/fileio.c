@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -296,21 +297,43 @@ int ac_file_read(const char *path, size_t max_bytes, unsigned char **buf, size_t
 
 /* ---- staged output directories --------------------------------------------- */
 
-/* Remove the plain files in dir, then dir itself (best effort). */
+/* Remove the entries of the directory open as fd (plain files, and
+ * directories up to `depth` levels down; a symbolic link is removed, never
+ * followed), then close fd (best effort). */
+static void remove_entries(int fd, int depth)
+{
+    DIR *dp = fdopendir(fd);
+    if (!dp) {
+        close(fd);
+        return;
+    }
+    struct dirent *e;
+    while ((e = readdir(dp))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        struct stat sb;
+        if (fstatat(fd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
+            continue;
+        if (S_ISDIR(sb.st_mode)) {
+            int sub;
+            if (depth > 0 &&
+                (sub = openat(fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW)) >= 0)
+                remove_entries(sub, depth - 1);
+            unlinkat(fd, e->d_name, AT_REMOVEDIR);
+        } else {
+            unlinkat(fd, e->d_name, 0);
+        }
+    }
+    closedir(dp);
+}
+
+/* Remove dir and what attncheck puts in one: files, and the staging
+ * directories of older versions inside it (best effort). */
 static void remove_tree(const char *dir)
 {
-    DIR *dp = opendir(dir);
-    if (dp) {
-        struct dirent *e;
-        char p[PATH_MAX];
-        while ((e = readdir(dp))) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-                continue;
-            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-            unlink(p);
-        }
-        closedir(dp);
-    }
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+    if (fd >= 0)
+        remove_entries(fd, 2);
     rmdir(dir);
 }
 
@@ -328,6 +351,48 @@ static int dir_is_empty(const char *dir)
         }
     closedir(dp);
     return empty;
+}
+
+/* Whether name ends in one of the comma-separated suffixes. */
+static int has_suffix(const char *name, const char *suffixes)
+{
+    size_t n = strlen(name);
+    while (*suffixes) {
+        size_t k = strcspn(suffixes, ",");
+        if (k > 0 && n > k && !memcmp(name + n - k, suffixes, k))
+            return 1;
+        suffixes += k + (suffixes[k] == ',');
+    }
+    return 0;
+}
+
+int ac_stagedir_check_files(const char *dir, const char *required, const char *suffixes,
+                            ac_err *err)
+{
+    DIR *dp = opendir(dir);
+    if (!dp)
+        return ac_err_set(err, AC_ECANTCREAT, "%s: cannot open: %s", dir, strerror(errno));
+    struct dirent *e;
+    int found = 0, st = AC_OK;
+    while (!st && (e = readdir(dp))) {
+        struct stat sb;
+        char p[PATH_MAX];
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        if ((size_t)snprintf(p, sizeof p, "%s/%s", dir, e->d_name) >= sizeof p ||
+            lstat(p, &sb) != 0)
+            st = ac_err_set(err, AC_ECANTCREAT, "cannot inspect %s", e->d_name);
+        else if (S_ISDIR(sb.st_mode) && !strncmp(e->d_name, ".attncheck-", 11))
+            continue; /* the staging directory of an older version */
+        else if (!S_ISREG(sb.st_mode) || !has_suffix(e->d_name, suffixes))
+            st = ac_err_set(err, AC_ECANTCREAT, "it holds %s", e->d_name);
+        else if (!strcmp(e->d_name, required))
+            found = 1;
+    }
+    closedir(dp);
+    if (!st && !found)
+        st = ac_err_set(err, AC_ECANTCREAT, "it has no %s", required);
+    return st;
 }
 
 int ac_stagedir_begin(ac_stagedir *s, const char *dir, ac_err *err)
@@ -387,6 +452,46 @@ static int split_dir(ac_stagedir *s, const char *dir, const char *what, ac_err *
     return AC_OK;
 }
 
+/* Whether name is "." BASE ".tmp-XXXXXX" or "." BASE ".old-XXXXXX": the
+ * staging (or moved-aside) directories of DIR made by ac_stagedir. */
+static int is_staging_name(const char *name, const char *base)
+{
+    size_t nb = strlen(base);
+    if (name[0] != '.' || strncmp(name + 1, base, nb) != 0)
+        return 0;
+    const char *t = name + 1 + nb;
+    if (strncmp(t, ".tmp-", 5) != 0 && strncmp(t, ".old-", 5) != 0)
+        return 0;
+    return strlen(t + 5) == 6;
+}
+
+/* Remove the stale staging directories of PARENT/BASE: the directories of
+ * our naming (is_staging_name), owned by this user, that no running
+ * process holds (the lock of ac_stagedir_begin_replace is free). */
+static void remove_stale(const char *parent, const char *base)
+{
+    DIR *dp = opendir(parent);
+    if (!dp)
+        return;
+    struct dirent *e;
+    while ((e = readdir(dp))) {
+        if (!is_staging_name(e->d_name, base))
+            continue;
+        int fd = openat(dirfd(dp), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+        struct stat sb;
+        if (fd < 0)
+            continue;
+        if (fstat(fd, &sb) == 0 && sb.st_uid == geteuid() && flock(fd, LOCK_EX | LOCK_NB) == 0) {
+            int sub = dup(fd);
+            if (sub >= 0)
+                remove_entries(sub, 2);
+            unlinkat(dirfd(dp), e->d_name, AT_REMOVEDIR);
+        }
+        close(fd);
+    }
+    closedir(dp);
+}
+
 int ac_stagedir_begin_replace(ac_stagedir *s, const char *dir, const char *what,
                               ac_stagedir_check check, ac_err *err)
 {
@@ -401,10 +506,16 @@ int ac_stagedir_begin_replace(ac_stagedir *s, const char *dir, const char *what,
         st = ac_err_set(err, AC_ECANTCREAT, "%s: exists and is not a directory", dir);
         goto fail;
     }
+    if (s->exists && access(dir, W_OK) != 0) {
+        /* replacing would bypass the directory's own permissions */
+        st = ac_err_set(err, AC_ECANTCREAT, "%s: cannot replace: %s", dir, strerror(errno));
+        goto fail;
+    }
     if (s->exists && check && !dir_is_empty(dir) && (st = check(dir, err)))
         goto fail;
     if ((st = ac_mkdir_p(s->parent, err)))
         goto fail;
+    remove_stale(s->parent, s->base);
     char tmp[PATH_MAX];
     if ((size_t)snprintf(tmp, sizeof tmp, "%s/.%s.tmp-XXXXXX", s->parent, s->base) >= sizeof tmp) {
         st = ac_err_set(err, AC_ECANTCREAT, "%s: path too long", dir);
@@ -420,6 +531,19 @@ int ac_stagedir_begin_replace(ac_stagedir *s, const char *dir, const char *what,
         st = ac_err_set(err, AC_EINTERNAL, "out of memory");
         goto fail;
     }
+    /* held until the staging directory is gone: a later run removes only
+     * staging directories whose lock it can take (remove_stale) */
+    int fd = open(tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+    if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0 ||
+        fchmod(fd, s->exists ? (sb.st_mode & 07777) : ((mode_t)0777 & ~current_umask())) != 0) {
+        /* mkdtemp's 0700 becomes the old directory's mode, or mkdir's */
+        st = ac_err_set(err, AC_ECANTCREAT, "%s: cannot create files there: %s", s->parent,
+                        strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        goto fail;
+    }
+    s->lock = fd + 1;
     return AC_OK;
 fail:
     ac_stagedir_abort(s);
@@ -545,5 +669,7 @@ void ac_stagedir_abort(ac_stagedir *s)
     free(s->parent);
     free(s->base);
     free(s->path);
+    if (s->lock > 0)
+        close(s->lock - 1);
     memset(s, 0, sizeof *s);
 }
