@@ -64,12 +64,16 @@ int ac_mkdir_p(const char *dir, ac_err *err);
 /* Read the whole file `path` into a new buffer: *buf (malloc'd, to be freed
  * by the caller; one NUL byte follows the data, so text may be parsed in
  * place) receives the *len bytes of the file.  max_bytes bounds the size
- * (0: no bound).
+ * (0: half of ac_memory_available(), the bound of a file read whole).  Only
+ * regular files and pipes are read: a device (/dev/zero) or a socket is
+ * refused before any read, and a regular file over the bound before its
+ * first byte is read.
  *
  * Returns AC_OK; AC_ENOINPUT "PATH: cannot open: <strerror>" (also for a
  * directory: "cannot open: Is a directory") or "PATH: cannot read:
  * <strerror>"; AC_EDATA "PATH: larger than MAX bytes" when the file
- * exceeds max_bytes; AC_EINTERNAL "out of memory".  On failure *buf is
+ * exceeds max_bytes, "PATH: N bytes; reading it needs more memory than the
+ * X GiB available", "PATH: not a regular file (a character device)"; AC_EINTERNAL "out of memory".  On failure *buf is
  * NULL and *len 0. */
 int ac_file_read(const char *path, size_t max_bytes, unsigned char **buf, size_t *len,
                  ac_err *err);
@@ -152,6 +156,15 @@ int ac_stagedir_commit(ac_stagedir *s, ac_err *err);
 /* Give up: remove the staging directory and the files in it, free s and
  * zero it.  DIR is untouched.  Safe on NULL and on a zeroed s. */
 void ac_stagedir_abort(ac_stagedir *s);
+
+/* The memory this process may still allocate, in bytes: the least of the
+ * kernel's MemAvailable (/proc/meminfo), the room under the memory cgroup's
+ * limit (cgroup v2 memory.max - memory.current, v1 memory.limit_in_bytes -
+ * memory.usage_in_bytes, of the process's cgroup and its ancestors) and the
+ * room under the address-space limit RLIMIT_AS (ulimit -v).  *source (if
+ * source is not NULL) names the one that bounds it.  0 when none is known.
+ * Commands compare their memory estimate with it before any work. */
+double ac_memory_available(const char **source);
 
 #ifdef __cplusplus
 }

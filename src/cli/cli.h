@@ -13,6 +13,7 @@
 #include "attncheck/common.h"
 #include "attncheck/fileio.h"
 #include "attncheck/json.h"
+#include "attncheck/train.h"
 #include "attncheck/verdict.h"
 
 #define CLI_EXIT_PROVED 0
@@ -145,6 +146,18 @@ int cli_stdout_check(void);
  * committed by the command if the status is a verdict, or remove them if it
  * is an error.  Returns the exit status. */
 int cli_finish(int status);
+
+/* rel_memory.c: the memory a command needs (an estimate, in bytes, from
+ * measured peak sizes) and the check before any work: AC_OK, or the error
+ * "WHAT needs about X GiB of memory (an estimate); only Y GiB are available
+ * (SOURCE)" with `status` (AC_EUSAGE for sizes given as options, printed as
+ * a usage error; AC_EDATA for sizes read from a file) when the estimate
+ * exceeds 90% of ac_memory_available(). */
+double cli_mem_rep_theorem(size_t d, size_t n);
+double cli_mem_separate(size_t d, size_t h, size_t p, size_t dp, size_t n);
+double cli_mem_train(const ac_train_config *c);
+int cli_memory_check(double need, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Commands */
 int cmd_rep_theorem(int argc, char **argv);

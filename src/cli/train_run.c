@@ -284,6 +284,12 @@ int train_run(const train_run_opts *o, const ac_train_config *cfg)
     memset(&run, 0, sizeof run);
     ac_err_clear(&err);
     run.nthreads = set_threads(o->threads);
+    char ck[PATH_MAX + 16];
+    snprintf(ck, sizeof ck, "%s/config.json", o->resume ? o->resume : "");
+    if ((st = cli_memory_check(cli_mem_train(cfg), o->resume ? AC_EDATA : AC_EUSAGE,
+                               o->resume ? "%s: the model it describes" : "%s this model",
+                               o->resume ? ck : "training")))
+        return st;
     if (ac_trainer_init(&tr, cfg, &err) || (o->resume && ac_trainer_load(&tr, o->resume, &err)))
         st = cli_fail_err(&err);
     else if (o->dump)

@@ -255,6 +255,29 @@ int ac_file_read(const char *path, size_t max_bytes, unsigned char **buf, size_t
         fclose(f);
         return ac_err_set(err, AC_ENOINPUT, "%s: cannot open: %s", path, strerror(EISDIR));
     }
+    if (fstat(fileno(f), &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISFIFO(sb.st_mode)) {
+        /* /dev/zero and its kind never end */
+        fclose(f);
+        return ac_err_set(err, AC_EDATA, "%s: not a regular file (a %s)", path,
+                          S_ISCHR(sb.st_mode)   ? "character device"
+                          : S_ISBLK(sb.st_mode) ? "block device"
+                                                : "socket");
+    }
+    if (!max_bytes) {
+        /* the bound of a file read whole: half the memory there is */
+        double avail = ac_memory_available(NULL);
+        max_bytes = avail > 0 && avail / 2 < (double)(SIZE_MAX / 2) ? (size_t)(avail / 2) : 0;
+        if (max_bytes && S_ISREG(sb.st_mode) && (uintmax_t)sb.st_size > max_bytes) {
+            fclose(f);
+            return ac_err_set(err, AC_EDATA, "%s: %jd bytes; reading it needs more memory than "
+                              "the %.3g GiB available", path, (intmax_t)sb.st_size,
+                              avail / 1073741824.0);
+        }
+    }
+    if (max_bytes && S_ISREG(sb.st_mode) && (uintmax_t)sb.st_size > max_bytes) {
+        fclose(f);
+        return ac_err_set(err, AC_EDATA, "%s: larger than %zu bytes", path, max_bytes);
+    }
     size_t cap = (size_t)1 << 16, n = 0;
     unsigned char *b = malloc(cap);
     if (!b) {
