@@ -118,6 +118,16 @@ run 0 rep-theorem --n 4 --out-dir "$work/o" || :
 ( umask 027; "$A" rep-theorem --n 4 --out-dir "$work/o027" >/dev/null 2>&1 )
 [ "$(stat -c %a "$work/o027")" = 750 ] || err "--out-dir mode $(stat -c %a "$work/o027") under umask 027"
 
+# the log of a failed run says so; a complete run's does not
+if [ -w /dev/full ]; then
+    "$A" train --task fit-p --n 4 --steps 3 --quiet --log "$work/f.csv" >/dev/full 2>/dev/null
+    tail -1 "$work/f.csv" | grep -q '^# incomplete' || err "the --log of a failed run looks complete: $(tail -1 "$work/f.csv")"
+    "$A" train --task fit-p --n 4 --steps 3 --json --log "$work/f.jsonl" >/dev/full 2>/dev/null
+    tail -1 "$work/f.jsonl" | grep -q '"incomplete": true' || err "the JSON-lines --log of a failed run looks complete"
+fi
+"$A" train --task fit-p --n 4 --steps 3 --quiet --log "$work/ok.csv" >/dev/null 2>&1
+grep -q incomplete "$work/ok.csv" && err "the --log of a complete run is marked incomplete"
+
 # ---- 6. a corrupt checkpoint is file data ----------------------------------
 if "$PYTHON3" -c "import json" 2>/dev/null; then
     head -c 3000 "$top_srcdir/README" > "$work/t.txt"

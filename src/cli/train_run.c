@@ -274,6 +274,23 @@ static int run_steps(ac_trainer *tr, const train_run_opts *o, run_state *run)
     return finish(tr, o, run);
 }
 
+/* The log of a run that failed after opening it ends with a line saying
+ * so, so that it never looks like the log of a complete run (CSV: a
+ * comment line; JSON lines: {"incomplete": true, "exit_status": N}). */
+static void mark_failed_log(const train_run_opts *o, const run_state *run, int st)
+{
+    if (!o->log || !(run->rs.t_start > 0) || st < AC_EUSAGE)
+        return;
+    FILE *f = fopen(o->log, "a");
+    if (!f)
+        return;
+    if (run->rs.jsonl)
+        fprintf(f, "{\"incomplete\": true, \"exit_status\": %d}\n", st);
+    else
+        fprintf(f, "# incomplete: the run failed (exit status %d)\n", st);
+    fclose(f);
+}
+
 int train_run(const train_run_opts *o, const ac_train_config *cfg)
 {
     ac_trainer tr;
@@ -296,8 +313,12 @@ int train_run(const train_run_opts *o, const ac_train_config *cfg)
         st = dump_grads(&tr, o);
     else
         st = run_steps(&tr, o, &run);
+    if (st < AC_EUSAGE && cli_stdout_check()) /* the output is part of the run */
+        st = AC_ECANTCREAT;
     if (run.rs.log)
         fclose(run.rs.log);
+    run.rs.log = NULL;
+    mark_failed_log(o, &run, st);
     free(run.evals);
     ac_trainer_free(&tr);
     return st;
