@@ -69,6 +69,19 @@ for sc in $SYSCALLS; do
 done
 [ -z "$(ls -A "$work" | grep '^\.out\.')" ] || err "stale staging left after a complete run: $(ls -A "$work")"
 
+# ---- a write that fails in the staging directory: the message names the
+# user's path (DIR/FILE), never the staging directory; DIR is not created
+named=0
+for k in 1 2 3 4 5 6 7 8; do
+    strace -f -qq -o /dev/null -e trace=write -e inject=write:error=ENOSPC:when=$k \
+        "$A" rep-theorem --n 6 --out-dir "$work/wout" >/dev/null 2>"$work/err"
+    if grep -q 'tmp-' "$work/err"; then err "a write error names the staging path: $(cat "$work/err")"; fi
+    if grep -q "wout/[A-Za-z]*\.\(npy\|json\): cannot write" "$work/err"; then named=$((named + 1)); fi
+    if grep -q 'cannot write' "$work/err" && [ -e "$work/wout" ]; then err "a failed run created --out-dir: $(cat "$work/err")"; fi
+    rm -rf "$work/wout"
+done
+[ "$named" -gt 0 ] || err "no injected write error was reported with the user's path"
+
 # ---- checkpoints: saves at steps 2, 4, 6 over an old checkpoint ----------
 # a checkpoint is complete when it loads (every tensor's checksum is the one
 # config.json lists): --resume with one more step exits 0, 1 or 2
