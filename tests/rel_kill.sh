@@ -100,6 +100,8 @@ for sc in $SYSCALLS; do
     done
 done
 
+[ -z "$(ls -A "$work" | grep '^\.ck\.')" ] || err "stale checkpoint staging left after a complete run: $(ls -A "$work")"
+
 echo "rel_kill: $runs runs, $kills injected kills, $mixed mixed sets"
 [ "$kills" -gt 0 ] || err "no kill was injected (strace's injection did not work)"
 exit $fail

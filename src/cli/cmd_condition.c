@@ -309,7 +309,7 @@ static int prepare(const cond_args *a, cond_files *f)
     if ((st = ac_cond_memory_need(&a->o, a->heads, a->dims, a->nh, &need, &err)))
         return st == AC_EUSAGE ? cli_usage("%s", cli_err_message(buf, sizeof buf, &err))
                                : cli_fail_err(&err);
-    double avail = ac_cond_memory_available();
+    double avail = ac_memory_available(NULL); /* MemAvailable, cgroup, ulimit -v */
     if (avail > 0 && need > 0.9 * avail)
         return cli_usage("--trials %zu with these sizes needs %.3g GiB of memory; only %.3g GiB "
                          "are available (reduce --trials, --heads or --spectrum)",
