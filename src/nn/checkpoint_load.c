@@ -172,10 +172,10 @@ static int check_model(const ac_nn_config *m, const char *file, ac_err *err)
         (st = size_in(m->heads, 1, 4096, "heads", file, err)) ||
         (st = size_in(m->head_dim, 0, 1 << 16, "head_dim", file, err)) ||
         (st = size_in(m->ffn, 0, (size_t)64 << 16, "ffn", file, err)) ||
-        (st = size_in(m->vocab, 0, 1 << 16, "vocab", file, err)) ||
-        (st = size_in(m->in_dim, 0, 1 << 16, "in_dim", file, err)) ||
-        (st = size_in(m->out_dim, 0, 1 << 16, "out_dim", file, err)) ||
-        (st = size_in(m->max_seq, 0, 1 << 16, "max_seq", file, err)))
+        (st = size_in(m->vocab, 0, 256, "vocab", file, err)) ||
+        (st = size_in(m->in_dim, 0, 1 << 20, "in_dim", file, err)) ||
+        (st = size_in(m->out_dim, 0, 1 << 20, "out_dim", file, err)) ||
+        (st = size_in(m->max_seq, 0, 1 << 20, "max_seq", file, err)))
         return st;
     ac_err e;
     ac_err_clear(&e);
@@ -189,7 +189,8 @@ static int check_train(const ac_train_config *c, const char *file, ac_err *err)
 {
     int st;
     if ((st = size_in(c->batch, 1, 1 << 20, "batch", file, err)) ||
-        (st = size_in(c->seq, 1, 1 << 16, "seq", file, err)) ||
+        (st = size_in(c->seq, 1, c->task == AC_TASK_FIT_P ? 1 << 20 : 1 << 16, "seq", file,
+                      err)) ||
         (st = size_in(c->steps, 1, CK_MAX_SIZE, "steps", file, err)) ||
         (st = size_in(c->warmup, 0, c->steps, "warmup", file, err)) ||
         (st = size_in(c->eval_every, 1, CK_MAX_SIZE, "eval_every", file, err)) ||
@@ -209,9 +210,12 @@ static int check_train(const ac_train_config *c, const char *file, ac_err *err)
 static int check_data(const ac_train_config *c, const char *file, ac_err *err)
 {
     int st;
-    if ((st = size_in(c->fitp_n, 0, 1 << 14, "n", file, err)) ||
-        (st = size_in(c->fitp_d, 0, 1 << 14, "d", file, err)) ||
-        (st = size_in(c->fitp_dk, 0, 1 << 14, "dk", file, err)) ||
+    /* sizes taken from the task's files may exceed the options' ranges (the
+     * memory check bounds them); generated ones may not */
+    size_t fitp_max = c->x_path[0] || c->p_path[0] ? (size_t)1 << 20 : (size_t)1 << 14;
+    if ((st = size_in(c->fitp_n, 0, fitp_max, "n", file, err)) ||
+        (st = size_in(c->fitp_d, 0, fitp_max, "d", file, err)) ||
+        (st = size_in(c->fitp_dk, 0, fitp_max, "dk", file, err)) ||
         (st = real_in(c->holdout, 0, 0.99, "holdout", file, err)) ||
         (st = size_in(c->listops_depth, 1, 64, "listops_depth", file, err)) ||
         (st = size_in(c->listops_args, 2, 1000, "listops_args", file, err)) ||
@@ -221,9 +225,6 @@ static int check_data(const ac_train_config *c, const char *file, ac_err *err)
     if (c->task == AC_TASK_TEXT && !c->text_path[0])
         return ac_err_set(err, AC_EDATA, "%s: \"text\" is empty: a text checkpoint names its "
                           "text file", file);
-    if (c->task == AC_TASK_FIT_P && (!c->x_path[0]) != (!c->p_path[0]))
-        return ac_err_set(err, AC_EDATA, "%s: \"x\" and \"p\" must both name a file or "
-                          "both be empty", file);
     return AC_OK;
 }
 
