@@ -6,6 +6,7 @@ src_libattncheck_la_SOURCES += \
 	src/io/npy_header.c \
 	src/io/npy_impl.h \
 	src/io/fileio.c \
+	src/io/stagedir.c \
 	src/io/reslimits.c \
 	src/io/json.c \
 	src/io/jsonparse.c \
