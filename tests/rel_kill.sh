@@ -81,6 +81,15 @@ for k in 1 2 3 4 5 6 7 8; do
     rm -rf "$work/wout"
 done
 [ "$named" -gt 0 ] || err "no injected write error was reported with the user's path"
+named=0
+for k in 2 3 4 5 6 7 8 9; do
+    strace -f -qq -o /dev/null -e trace=write -e inject=write:error=ENOSPC:when=$k \
+        "$A" train --task fit-p --n 4 --steps 2 --quiet --save "$work/wck" >/dev/null 2>"$work/err"
+    if grep -q 'tmp-' "$work/err"; then err "a checkpoint write error names the staging path: $(cat "$work/err")"; fi
+    if grep -q "wck/[A-Za-z.]*: cannot write" "$work/err"; then named=$((named + 1)); fi
+    rm -rf "$work/wck"
+done
+[ "$named" -gt 0 ] || err "no injected checkpoint write error was reported with the user's path"
 
 # ---- checkpoints: saves at steps 2, 4, 6 over an old checkpoint ----------
 # a checkpoint is complete when it loads (every tensor's checksum is the one

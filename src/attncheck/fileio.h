@@ -145,6 +145,12 @@ int ac_stagedir_check_files(const char *dir, const char *required, const char *s
  * commit): valid until the next call; NULL if out of memory. */
 const char *ac_stagedir_path(ac_stagedir *s, const char *name);
 
+/* A message about a file in the staging directory names the destination
+ * instead: the staging path in err->msg ("DIR/.BASE.tmp-XXXXXX/FILE: ...")
+ * becomes DIR ("DIR/FILE: ...").  Does nothing if the message does not name
+ * it, or on NULL. */
+void ac_stagedir_unstage_err(const ac_stagedir *s, ac_err *err);
+
 /* Move the staged files into place (see the modes above), remove the
  * staging directory and free s (zeroed afterwards, whatever the outcome).
  * Returns AC_OK; AC_ECANTCREAT "PATH: cannot create: <strerror>" (merge) or

@@ -292,6 +292,16 @@ const char *cli_outdir_path(cli_outdir *o, const char *name)
     return ac_stagedir_path(&o->stage, name);
 }
 
+int cli_outdir_write_mat(cli_outdir *o, const char *name, const ac_mat *m, ac_err *err)
+{
+    const char *path = cli_outdir_path(o, name);
+    if (!path)
+        return ac_err_set(err, AC_EINTERNAL, "out of memory");
+    int st = ac_npy_write_mat(path, m, err);
+    ac_stagedir_unstage_err(&o->stage, err);
+    return st;
+}
+
 int cli_outdir_commit(cli_outdir *o, ac_err *err)
 {
     if (outdir_npending == OUTDIR_PENDING_MAX) /* not reached by any command */
@@ -349,13 +359,6 @@ int cli_finish(int status)
     return status;
 }
 
-int cli_outdir_write_mat(cli_outdir *o, const char *name, const ac_mat *m, ac_err *err)
-{
-    const char *path = cli_outdir_path(o, name);
-    if (!path)
-        return ac_err_set(err, AC_EINTERNAL, "out of memory");
-    return ac_npy_write_mat(path, m, err);
-}
 
 int cli_outdir_write_json(cli_outdir *o, const char *name, void (*write)(ac_json *, const void *),
                           const void *ctx, ac_err *err)

@@ -313,6 +313,18 @@ const char *ac_stagedir_path(ac_stagedir *s, const char *name)
     return s->path;
 }
 
+void ac_stagedir_unstage_err(const ac_stagedir *s, ac_err *err)
+{
+    const char *hit, *dest;
+    char buf[AC_ERR_MSG_MAX];
+    if (!s || !s->tmp || !err || !(hit = strstr(err->msg, s->tmp)))
+        return;
+    dest = s->dest ? s->dest : s->dir;
+    snprintf(buf, sizeof buf, "%.*s%s%s", (int)(hit - err->msg), err->msg, dest ? dest : "",
+             hit + strlen(s->tmp));
+    memcpy(err->msg, buf, sizeof buf);
+}
+
 /* Merge mode: rename each staged file into DIR. */
 static int commit_merge(ac_stagedir *s, ac_err *err)
 {
