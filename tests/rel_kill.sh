@@ -11,6 +11,9 @@ set -u
 A=$ATTNCHECK
 command -v strace >/dev/null 2>&1 || { echo "rel_kill: no strace; skipped"; exit 77; }
 strace -qq -o /dev/null true 2>/dev/null || { echo "rel_kill: ptrace not permitted; skipped"; exit 77; }
+# LeakSanitizer cannot run under ptrace (make check-sanitize)
+ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+export ASAN_OPTIONS
 work=$(mktemp -d "${TMPDIR:-/tmp}/rel_kill.XXXXXX") || exit 99
 trap 'rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM HUP
