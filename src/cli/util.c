@@ -258,7 +258,6 @@ ac_schedule cli_schedule(const cli_common *c)
  * cli_finish), so that a reader sees either the old complete set or the new
  * one, and a run whose output could not be written commits nothing. */
 
-
 /* Names attncheck writes into an output directory: a non-empty DIR is
  * replaced only if it is a previous output (certificate.json and nothing but
  * .npy and .json files), never a directory of the user's. */
