@@ -45,6 +45,9 @@ if "$A" condition --help | grep -q -- --plot && command -v gnuplot >/dev/null 2>
         [ ! -e "$f" ] || err "--plot: a file name ran as a command (it created $f)"
     done
     [ -z "$(find . -name '.*' -type f)" ] || err "--plot left staging files: $(find . -name '.*' -type f)"
+    ATTNCHECK_GNUPLOT=/bin/true "$A" condition --heads 1,2 --trials 4 --seq 8 --head-dim 4 \
+        --plot empty.svg >/dev/null 2>&1; st=$?
+    [ "$st" -eq 73 ] && [ ! -e empty.svg ] || err "--plot with a gnuplot that wrote nothing: status $st"
     head -c 5 "q'uote.svg" | grep -q '<?xm' || err "--plot q'uote.svg is not an SVG"
     head -c 4 'bang!.pdf' | grep -q '%PDF' || err "--plot bang!.pdf is not a PDF"
     cd "$work" || exit 99

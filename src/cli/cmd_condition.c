@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifdef _OPENMP
@@ -389,6 +390,10 @@ static int write_outputs(const cond_args *a, const ac_cond_result *res, cond_fil
         if (gs != 0)
             return cli_fail(AC_ECANTCREAT, "--plot %s: gnuplot (%s) failed (status %d)", a->plot,
                             f->gp, gs);
+        struct stat sb; /* gnuplot does not report every failed write */
+        if (fstat(fileno(f->plot.fp), &sb) != 0 || sb.st_size == 0)
+            return cli_fail(AC_ECANTCREAT, "--plot %s: gnuplot (%s) wrote nothing", a->plot,
+                            f->gp);
     }
     if (a->csv) {
         cond_write_csv(f->csv.fp, a, res, a->nh);
