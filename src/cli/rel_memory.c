@@ -25,19 +25,19 @@
 
 double cli_mem_rep_theorem(size_t d, size_t n)
 {
-    /* n = 256 .. 1024: 17 n x n matrices of doubles (P, the interval
-     * enclosures of log P and of the construction, the refinement) */
+    /* n = d = 256 .. 1024: about 16.5 n x n matrices of doubles (P, the
+     * interval enclosures of log P and of the construction, the refinement) */
     double N = (double)n, D = (double)d;
-    return BASE_BYTES + 8.0 * (18.0 * N * N + 4.0 * D * N);
+    return BASE_BYTES + 8.0 * (14.0 * N * N + 4.0 * D * N);
 }
 
 double cli_mem_separate(size_t d, size_t h, size_t p, size_t dp, size_t n)
 {
-    /* d = 256 .. 1024, n = 2 .. 64: 25 doubles per parameter block h d dp
-     * of g_V (and h d p of f_W), 27 per d x d, 38 per d x n */
+    /* d = 256 .. 1024, h = 2, n = 2 .. 64: 25 doubles per h d dp (g_V),
+     * 27 per h d p = d x d (f_W and the work of its size), 38 per d x n */
     double D = (double)d, H = (double)h, N = (double)n;
-    return BASE_BYTES + 8.0 * (28.0 * H * D * ((double)p + (double)dp) +
-                               30.0 * D * D + 40.0 * D * N + 8.0 * H * N * N);
+    return BASE_BYTES + 8.0 * (26.0 * H * D * (double)dp + 14.0 * H * D * (double)p +
+                               16.0 * D * D + 40.0 * D * N + 8.0 * H * N * N);
 }
 
 double cli_mem_train(const ac_train_config *c)
