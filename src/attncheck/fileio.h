@@ -64,12 +64,16 @@ int ac_mkdir_p(const char *dir, ac_err *err);
 /* Read the whole file `path` into a new buffer: *buf (malloc'd, to be freed
  * by the caller; one NUL byte follows the data, so text may be parsed in
  * place) receives the *len bytes of the file.  max_bytes bounds the size
- * (0: no bound).
+ * (0: half of ac_memory_available(), the bound of a file read whole).  Only
+ * regular files and pipes are read: a device (/dev/zero) or a socket is
+ * refused before any read, and a regular file over the bound before its
+ * first byte is read.
  *
  * Returns AC_OK; AC_ENOINPUT "PATH: cannot open: <strerror>" (also for a
  * directory: "cannot open: Is a directory") or "PATH: cannot read:
  * <strerror>"; AC_EDATA "PATH: larger than MAX bytes" when the file
- * exceeds max_bytes; AC_EINTERNAL "out of memory".  On failure *buf is
+ * exceeds max_bytes, "PATH: N bytes; reading it needs more memory than the
+ * X GiB available", "PATH: not a regular file (a character device)"; AC_EINTERNAL "out of memory".  On failure *buf is
  * NULL and *len 0. */
 int ac_file_read(const char *path, size_t max_bytes, unsigned char **buf, size_t *len,
                  ac_err *err);
@@ -100,6 +104,8 @@ typedef struct {
     size_t path_cap;
     int replace;      /* the mode */
     int exists;       /* replace: DIR existed at begin */
+    int lock;         /* replace: 1 + the descriptor holding the staging
+                         directory's lock (0: none) */
 } ac_stagedir;
 
 /* Whether the existing, non-empty directory DIR may be replaced: AC_OK, or
@@ -112,8 +118,13 @@ typedef int (*ac_stagedir_check)(const char *dir, ac_err *err);
 int ac_stagedir_begin(ac_stagedir *s, const char *dir, ac_err *err);
 
 /* Replace mode.  `what` names DIR in messages ("checkpoint directory").
- * An existing DIR must be a directory, and if it is not empty, `check`
- * decides whether it may be replaced (NULL: any directory may).  Returns
+ * An existing DIR must be a writable directory, and if it is not empty,
+ * `check` decides whether it may be replaced (NULL: any directory may).
+ * The staging directory gets DIR's mode (a new DIR: 0777 & ~umask, as
+ * mkdir) and is locked (flock) until the commit or abort; stale staging
+ * directories of DIR — ".BASE.tmp-XXXXXX" or ".BASE.old-XXXXXX" in PARENT,
+ * owned by this user and locked by no process, left by a killed run — are
+ * removed first.  Returns
  * AC_OK; AC_ECANTCREAT "DIR: bad WHAT name", "DIR: name the WHAT itself"
  * (DIR ends in . or ..), "DIR: exists and is not a directory", "DIR: path
  * too long", "PARENT: cannot create files there: <strerror>", the error of
@@ -122,9 +133,23 @@ int ac_stagedir_begin(ac_stagedir *s, const char *dir, ac_err *err);
 int ac_stagedir_begin_replace(ac_stagedir *s, const char *dir, const char *what,
                               ac_stagedir_check check, ac_err *err);
 
+/* A check for ac_stagedir_begin_replace: AC_OK if the directory DIR holds
+ * the file `required` and nothing but regular files whose names end in one
+ * of the comma-separated `suffixes` (and staging directories ".attncheck-*"
+ * of older versions); else AC_ECANTCREAT "it holds NAME", "it has no
+ * REQUIRED" or "DIR: cannot open: <strerror>". */
+int ac_stagedir_check_files(const char *dir, const char *required, const char *suffixes,
+                            ac_err *err);
+
 /* The path in the staging directory of the file `name` (remembered for the
  * commit): valid until the next call; NULL if out of memory. */
 const char *ac_stagedir_path(ac_stagedir *s, const char *name);
+
+/* A message about a file in the staging directory names the destination
+ * instead: the staging path in err->msg ("DIR/.BASE.tmp-XXXXXX/FILE: ...")
+ * becomes DIR ("DIR/FILE: ...").  Does nothing if the message does not name
+ * it, or on NULL. */
+void ac_stagedir_unstage_err(const ac_stagedir *s, ac_err *err);
 
 /* Move the staged files into place (see the modes above), remove the
  * staging directory and free s (zeroed afterwards, whatever the outcome).
@@ -137,6 +162,15 @@ int ac_stagedir_commit(ac_stagedir *s, ac_err *err);
 /* Give up: remove the staging directory and the files in it, free s and
  * zero it.  DIR is untouched.  Safe on NULL and on a zeroed s. */
 void ac_stagedir_abort(ac_stagedir *s);
+
+/* The memory this process may still allocate, in bytes: the least of the
+ * kernel's MemAvailable (/proc/meminfo), the room under the memory cgroup's
+ * limit (cgroup v2 memory.max - memory.current, v1 memory.limit_in_bytes -
+ * memory.usage_in_bytes, of the process's cgroup and its ancestors) and the
+ * room under the address-space limit RLIMIT_AS (ulimit -v).  *source (if
+ * source is not NULL) names the one that bounds it.  0 when none is known.
+ * Commands compare their memory estimate with it before any work. */
+double ac_memory_available(const char **source);
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,7 @@
 #include "attncheck/common.h"
 #include "attncheck/fileio.h"
 #include "attncheck/json.h"
+#include "attncheck/train.h"
 #include "attncheck/verdict.h"
 
 #define CLI_EXIT_PROVED 0
@@ -90,9 +91,13 @@ void cli_common_init(cli_common *c);
 void cli_common_apply(const cli_common *c);
 ac_schedule cli_schedule(const cli_common *c);
 
-/* Staged output directory: files are written into a private temporary
- * directory inside DIR and renamed into DIR only when all are complete, so an
- * error leaves nothing half-written behind (ac_stagedir_begin, merge mode). */
+/* Output directory (--out-dir DIR), replaced as a whole set: the files are
+ * written into a private staging directory beside DIR, and the complete
+ * directory is swapped in with one rename (ac_stagedir_begin_replace) by
+ * cli_finish, after stdout has been flushed, so that a reader sees either
+ * the old complete set or the new one, never a mix, and nothing when the run
+ * fails.  An existing non-empty DIR is replaced only if it is a previous
+ * attncheck output (certificate.json, nothing but .npy and .json files). */
 typedef struct {
     ac_stagedir stage;
 } cli_outdir;
@@ -100,6 +105,8 @@ typedef struct {
 int cli_outdir_begin(cli_outdir *o, const char *dir, ac_err *err);
 /* Path in the staging area for the file `name` (remembered for commit). */
 const char *cli_outdir_path(cli_outdir *o, const char *name);
+/* The staged directory is complete: it is swapped in by cli_finish (o is
+ * zeroed; cli_outdir_abort on it does nothing). */
 int cli_outdir_commit(cli_outdir *o, ac_err *err);
 void cli_outdir_abort(cli_outdir *o);
 /* Write the matrix as NAME (.npy) into the staging area. */
@@ -130,6 +137,27 @@ void cli_json_steps(ac_json *j, const ac_step *steps, size_t n);
 /* Open stdout for --json output (one JSON object) */
 ac_json *cli_json_stdout(void);
 int cli_json_finish(ac_json *j);
+
+/* Flush stdout and check its error flag: AC_OK, or AC_ECANTCREAT after one
+ * message "stdout: cannot write: <strerror>" (printed once per run). */
+int cli_stdout_check(void);
+/* The end of every command (main.c): check stdout (a failed write turns a
+ * verdict's status into AC_ECANTCREAT), then swap in the output directories
+ * committed by the command if the status is a verdict, or remove them if it
+ * is an error.  Returns the exit status. */
+int cli_finish(int status);
+
+/* rel_memory.c: the memory a command needs (an estimate, in bytes, from
+ * measured peak sizes) and the check before any work: AC_OK, or the error
+ * "WHAT needs about X GiB of memory (an estimate); only Y GiB are available
+ * (SOURCE)" with `status` (AC_EUSAGE for sizes given as options, printed as
+ * a usage error; AC_EDATA for sizes read from a file) when the estimate
+ * exceeds 90% of ac_memory_available(). */
+double cli_mem_rep_theorem(size_t d, size_t n);
+double cli_mem_separate(size_t d, size_t h, size_t p, size_t dp, size_t n);
+double cli_mem_train(const ac_train_config *c);
+int cli_memory_check(double need, int status, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Commands */
 int cmd_rep_theorem(int argc, char **argv);

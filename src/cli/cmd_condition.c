@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #ifdef _OPENMP
@@ -339,7 +340,7 @@ static int prepare(const cond_args *a, cond_files *f)
     if ((st = ac_cond_memory_need(&a->o, a->heads, a->dims, a->nh, &need, &err)))
         return st == AC_EUSAGE ? cli_usage("%s", cli_err_message(buf, sizeof buf, &err))
                                : cli_fail_err(&err);
-    double avail = ac_cond_memory_available();
+    double avail = ac_memory_available(NULL); /* MemAvailable, cgroup, ulimit -v */
     if (avail > 0 && need > 0.9 * avail)
         return cli_usage("--trials %zu with these sizes needs %.3g GiB of memory; only %.3g GiB "
                          "are available (reduce --trials, --heads or --spectrum)",
@@ -413,11 +414,16 @@ static int write_outputs(const cond_args *a, const ac_cond_result *res, cond_fil
     int st;
     ac_err_clear(&err);
     if (a->plot) {
-        plot_ctx pc = {a, res, f->plot.tmp_path};
-        int gs = cli_run_gnuplot(f->gp, write_plot, &pc);
+        plot_ctx pc = {a, res, NULL}; /* no file name in the script (plot.h) */
+        fflush(f->plot.fp);
+        int gs = cli_run_gnuplot(f->gp, fileno(f->plot.fp), write_plot, &pc);
         if (gs != 0)
             return cli_fail(AC_ECANTCREAT, "--plot %s: gnuplot (%s) failed (status %d)", a->plot,
                             f->gp, gs);
+        struct stat sb; /* gnuplot does not report every failed write */
+        if (fstat(fileno(f->plot.fp), &sb) != 0 || sb.st_size == 0)
+            return cli_fail(AC_ECANTCREAT, "--plot %s: gnuplot (%s) wrote nothing", a->plot,
+                            f->gp);
     }
     if (a->csv) {
         cond_write_csv(f->csv.fp, a, res, a->nh);

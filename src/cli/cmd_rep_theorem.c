@@ -494,10 +494,18 @@ int cmd_rep_theorem(int argc, char **argv)
         return st;
     cli_common_apply(&a.common);
     cli_set_flags(t1_flags);
+    if (!a.xfile && !a.pfile && !a.example && a.have_n &&
+        (st = cli_memory_check(cli_mem_rep_theorem(a.have_d ? a.d : a.n, a.n), AC_EUSAGE,
+                               "--n %zu", a.n)))
+        return st;
     if ((st = load_instance(&a, &X, &P, &d0, &nd0, &gen_x, &gen_p, &err))) {
         st = cli_fail_err(&err);
         goto out;
     }
+    if ((a.xfile || a.pfile) &&
+        (st = cli_memory_check(cli_mem_rep_theorem(X.rows, X.cols), AC_EDATA, "%s (n = %zu)",
+                               a.xfile ? a.xfile : a.pfile, X.cols)))
+        goto out;
     describe_instance(instance, sizeof instance, &a, &X);
     if (a.learn.on) {
         st = rep_learn_run(&a.learn, &X, &P, a.xfile ? a.xfile : "X", a.pfile ? a.pfile : "P",

@@ -426,10 +426,18 @@ int cmd_separate(int argc, char **argv)
     if ((st = parse_args(&a, argc, argv)))
         return st;
     cli_common_apply(&a.common);
+    if (!a.wdir && !a.vdir && a.h &&
+        (st = cli_memory_check(cli_mem_separate(a.d, a.h, a.d / a.h, a.dp, a.n), AC_EUSAGE,
+                               "--d %zu --h %zu --dp %zu --n %zu", a.d, a.h, a.dp, a.n)))
+        return st;
     if ((st = load_layers(&a, &W, &V, vdesc, wdesc, embnote, sizeof vdesc, &err))) {
         st = cli_fail_err(&err);
         goto out;
     }
+    if ((a.wdir || a.vdir) &&
+        (st = cli_memory_check(cli_mem_separate(W.d, W.h, W.hs, V.hs, a.n), AC_EDATA,
+                               "the layers of %s (d = %zu)", a.wdir ? a.wdir : a.vdir, W.d)))
+        goto out;
     sep_out c = {&a, vdesc, wdesc, &W, &V, NULL, NULL, embnote};
     st = a.embed ? run_embed(&c) : run_separate(&c);
 out:

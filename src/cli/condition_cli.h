@@ -56,7 +56,8 @@ void cond_write_csv(FILE *f, const cond_args *a, const ac_cond_result *res, size
 /* `condition --model DIR` (condition_model.c): kappa of trained heads. */
 int cmd_condition_model(int argc, char **argv);
 
-/* The gnuplot script of --plot: kappa against h, writing the image to out. */
+/* The gnuplot script of --plot: kappa against h, writing the image to out
+ * (NULL: to gnuplot's standard output, no file name in the script). */
 void cond_write_gnuplot_script(FILE *f, const cond_args *a, const ac_cond_result *res, size_t nh,
                                const char *out);
 

@@ -90,10 +90,14 @@ void cond_write_gnuplot_script(FILE *f, const cond_args *a, const ac_cond_result
 {
     double ymin = INFINITY, ymax = 0;
     int have_ed = 0, have_tw = 0;
-    fprintf(f, "set terminal %s\nset output ", cli_plot_terminal(a->plot));
-    cli_gp_quote(f, out);
+    fprintf(f, "set terminal %s\n", cli_plot_terminal(a->plot));
+    if (out) { /* NULL: gnuplot's standard output (plot.h) */
+        fputs("set output ", f);
+        cli_gp_quote(f, out);
+        fputc('\n', f);
+    }
     /* NaN marks an undefined value: lines break there */
-    fputs("\n$data << EOD\n", f);
+    fputs("$data << EOD\n", f);
     for (size_t i = 0; i < nh; i++) {
         const ac_cond_result *r = &res[i];
         const ac_rmt_pred *p = &r->pred;

@@ -6,7 +6,8 @@
 attncheck_SOURCES += \
 	src/cli/cli.h \
 	src/cli/main.c \
-	src/cli/util.c
+	src/cli/util.c \
+	src/cli/rel_memory.c
 
 # attncheck rep-theorem
 attncheck_SOURCES += \

@@ -76,7 +76,7 @@ static void print_version(void)
     printf("BLAS kernels: %s (%d threads)\n", ac_blas_corename(), ac_blas_get_threads());
 }
 
-int main(int argc, char **argv)
+static int run(int argc, char **argv)
 {
     ac_blas_fix_core(argv);
     gsl_set_error_handler_off(); /* GSL errors are handled, never fatal */
@@ -116,4 +116,10 @@ int main(int argc, char **argv)
             return 0;
         }
     return c->run(argc - 1, argv + 1);
+}
+
+int main(int argc, char **argv)
+{
+    /* stdout is checked, and the output directories committed, here */
+    return cli_finish(run(argc, argv));
 }

@@ -58,9 +58,16 @@ void cli_gp_quote(FILE *f, const char *s)
 {
     fputc('\'', f);
     for (; *s; s++) {
-        if (*s == '\'')
+        unsigned char c = (unsigned char)*s;
+        if (c < 0x20 || c == 0x7f) {
+            /* a newline would end the command and start another one: no
+             * control character ever reaches the script */
+            fputc('?', f);
+            continue;
+        }
+        if (c == '\'')
             fputc('\'', f);
-        fputc(*s, f);
+        fputc(c, f);
     }
     fputc('\'', f);
 }
@@ -73,7 +80,7 @@ void cli_gp_val(FILE *f, double x)
         fprintf(f, " %.10g", x);
 }
 
-int cli_run_gnuplot(const char *gp, void (*write)(FILE *f, void *ctx), void *ctx)
+int cli_run_gnuplot(const char *gp, int out_fd, void (*write)(FILE *f, void *ctx), void *ctx)
 {
     int fd[2];
     if (pipe(fd) != 0)
@@ -90,9 +97,11 @@ int cli_run_gnuplot(const char *gp, void (*write)(FILE *f, void *ctx), void *ctx
         dup2(fd[0], 0);
         close(fd[0]);
         close(fd[1]);
-        int devnull = open("/dev/null", O_WRONLY);
-        if (devnull >= 0)
-            dup2(devnull, 1); /* gnuplot prints nothing useful on stdout */
+        /* the picture goes to gnuplot's standard output (the script has no
+         * "set output"): no file name reaches the script */
+        int out = out_fd >= 0 ? out_fd : open("/dev/null", O_WRONLY);
+        if (out < 0 || dup2(out, 1) < 0)
+            _exit(127);
         execl(gp, "gnuplot", (char *)NULL);
         _exit(127);
     }

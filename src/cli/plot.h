@@ -16,14 +16,18 @@ const char *cli_plot_terminal(const char *path);
  * not executable. */
 const char *cli_find_gnuplot(char *buf, size_t n);
 
-/* A gnuplot single-quoted string (a quote is written twice). */
+/* A gnuplot single-quoted string (a quote is written twice; a control
+ * character, which could end the command, is written as '?'). */
 void cli_gp_quote(FILE *f, const char *s);
 /* " %.10g", or " NaN" for a value that is not finite (lines break there). */
 void cli_gp_val(FILE *f, double x);
 
-/* Run gnuplot `gp` with the script write(f, ctx) on its standard input (its
- * standard output goes to /dev/null).  Returns gnuplot's exit status, or -1
- * if it could not be started or did not exit normally. */
-int cli_run_gnuplot(const char *gp, void (*write)(FILE *f, void *ctx), void *ctx);
+/* Run gnuplot `gp` with the script write(f, ctx) on its standard input and
+ * its standard output on the descriptor out_fd (/dev/null if out_fd < 0).
+ * The script names no output file: gnuplot writes the picture to its
+ * standard output, so no file name of the user's ever reaches the script.
+ * Returns gnuplot's exit status, or -1 if it could not be started or did
+ * not exit normally. */
+int cli_run_gnuplot(const char *gp, int out_fd, void (*write)(FILE *f, void *ctx), void *ctx);
 
 #endif

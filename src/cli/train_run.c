@@ -303,6 +303,23 @@ static int run_steps(ac_trainer *tr, const train_run_opts *o, run_state *run)
     return finish(tr, o, run);
 }
 
+/* The log of a run that failed after opening it ends with a line saying
+ * so, so that it never looks like the log of a complete run (CSV: a
+ * comment line; JSON lines: {"incomplete": true, "exit_status": N}). */
+static void mark_failed_log(const train_run_opts *o, const run_state *run, int st)
+{
+    if (!o->log || !(run->rs.t_start > 0) || st < AC_EUSAGE)
+        return;
+    FILE *f = fopen(o->log, "a");
+    if (!f)
+        return;
+    if (run->rs.jsonl)
+        fprintf(f, "{\"incomplete\": true, \"exit_status\": %d}\n", st);
+    else
+        fprintf(f, "# incomplete: the run failed (exit status %d)\n", st);
+    fclose(f);
+}
+
 int train_run(const train_run_opts *o, const ac_train_config *cfg)
 {
     ac_trainer tr;
@@ -313,14 +330,24 @@ int train_run(const train_run_opts *o, const ac_train_config *cfg)
     memset(&run, 0, sizeof run);
     ac_err_clear(&err);
     run.nthreads = set_threads(o->threads);
+    char ck[PATH_MAX + 16];
+    snprintf(ck, sizeof ck, "%s/config.json", o->resume ? o->resume : "");
+    if ((st = cli_memory_check(cli_mem_train(cfg), o->resume ? AC_EDATA : AC_EUSAGE,
+                               o->resume ? "%s: the model it describes" : "%s this model",
+                               o->resume ? ck : "training")))
+        return st;
     if (ac_trainer_init(&tr, cfg, &err) || (o->resume && ac_trainer_load(&tr, o->resume, &err)))
         st = cli_fail_err(&err);
     else if (o->dump)
         st = dump_grads(&tr, o);
     else
         st = run_steps(&tr, o, &run);
+    if (st < AC_EUSAGE && cli_stdout_check()) /* the output is part of the run */
+        st = AC_ECANTCREAT;
     if (run.rs.log)
         fclose(run.rs.log);
+    run.rs.log = NULL;
+    mark_failed_log(o, &run, st);
     free(run.evals);
     ac_trainer_free(&tr);
     return st;

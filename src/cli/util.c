@@ -23,6 +23,14 @@
 
 const char *cli_cmd_name = "attncheck";
 
+/* Output directories staged and complete, swapped in by cli_finish. */
+#define OUTDIR_PENDING_MAX 4
+static ac_stagedir outdir_pending[OUTDIR_PENDING_MAX];
+static size_t outdir_npending;
+/* The staging path and the user's path of the last directory begun, so
+ * that a message about a staged file names the user's path. */
+static char *outdir_stage_tmp, *outdir_stage_dir;
+
 static void vfail(const char *fmt, va_list ap)
 {
     if (strcmp(cli_cmd_name, "attncheck") == 0)
@@ -109,11 +117,23 @@ const char *cli_err_message(char *buf, size_t n, const ac_err *err)
     return buf;
 }
 
+/* msg with the staging directory of the output directory replaced by the
+ * user's path (a message about a staged file names DIR/FILE). */
+static const char *unstage(char *buf, size_t n, const char *msg)
+{
+    const char *hit;
+    if (!outdir_stage_tmp || !outdir_stage_dir || !(hit = strstr(msg, outdir_stage_tmp)))
+        return msg;
+    snprintf(buf, n, "%.*s%s%s", (int)(hit - msg), msg, outdir_stage_dir,
+             hit + strlen(outdir_stage_tmp));
+    return buf;
+}
+
 int cli_fail_err(const ac_err *err)
 {
-    char buf[2 * AC_ERR_MSG_MAX];
+    char buf[2 * AC_ERR_MSG_MAX], buf2[3 * AC_ERR_MSG_MAX];
     return cli_fail(err->status ? err->status : AC_EINTERNAL, "%s",
-                    cli_err_message(buf, sizeof buf, err));
+                    unstage(buf2, sizeof buf2, cli_err_message(buf, sizeof buf, err)));
 }
 
 int cli_usage(const char *fmt, ...)
@@ -232,11 +252,38 @@ ac_schedule cli_schedule(const cli_common *c)
 
 /* ---- staged output directory ---------------------------------------------- */
 
-/* The merge mode of the library's staged directories (attncheck/fileio.h). */
+/* The replace mode of the library's staged directories (attncheck/fileio.h):
+ * the whole directory is built aside and swapped in with one rename, after
+ * the command has printed its result and stdout has been flushed (main.c,
+ * cli_finish), so that a reader sees either the old complete set or the new
+ * one, and a run whose output could not be written commits nothing. */
+
+/* Names attncheck writes into an output directory: a non-empty DIR is
+ * replaced only if it is a previous output (certificate.json and nothing but
+ * .npy and .json files), never a directory of the user's. */
+static int replaceable_outdir(const char *dir, ac_err *err)
+{
+    int st = ac_stagedir_check_files(dir, "certificate.json", ".npy,.json", err);
+    char why[AC_ERR_MSG_MAX];
+    if (st) {
+        snprintf(why, sizeof why, "%s", err->msg);
+        return ac_err_set(err, AC_ECANTCREAT, "%s: exists and is not an attncheck output "
+                          "directory (%s); give a new or empty directory", dir, why);
+    }
+    return AC_OK;
+}
 
 int cli_outdir_begin(cli_outdir *o, const char *dir, ac_err *err)
 {
-    return ac_stagedir_begin(&o->stage, dir, err);
+    int st = ac_stagedir_begin_replace(&o->stage, dir, "output directory", replaceable_outdir,
+                                       err);
+    if (st)
+        return st;
+    free(outdir_stage_tmp);
+    free(outdir_stage_dir);
+    outdir_stage_tmp = strdup(o->stage.tmp);
+    outdir_stage_dir = strdup(o->stage.dest);
+    return AC_OK;
 }
 
 const char *cli_outdir_path(cli_outdir *o, const char *name)
@@ -244,9 +291,24 @@ const char *cli_outdir_path(cli_outdir *o, const char *name)
     return ac_stagedir_path(&o->stage, name);
 }
 
+int cli_outdir_write_mat(cli_outdir *o, const char *name, const ac_mat *m, ac_err *err)
+{
+    const char *path = cli_outdir_path(o, name);
+    if (!path)
+        return ac_err_set(err, AC_EINTERNAL, "out of memory");
+    int st = ac_npy_write_mat(path, m, err);
+    ac_stagedir_unstage_err(&o->stage, err);
+    return st;
+}
+
 int cli_outdir_commit(cli_outdir *o, ac_err *err)
 {
-    return ac_stagedir_commit(&o->stage, err);
+    if (outdir_npending == OUTDIR_PENDING_MAX) /* not reached by any command */
+        return ac_stagedir_commit(&o->stage, err);
+    /* the staged directory is complete: it is swapped in by cli_finish */
+    outdir_pending[outdir_npending++] = o->stage;
+    memset(&o->stage, 0, sizeof o->stage);
+    return AC_OK;
 }
 
 void cli_outdir_abort(cli_outdir *o)
@@ -254,13 +316,48 @@ void cli_outdir_abort(cli_outdir *o)
     ac_stagedir_abort(&o->stage);
 }
 
-int cli_outdir_write_mat(cli_outdir *o, const char *name, const ac_mat *m, ac_err *err)
+/* ---- the end of every command: stdout, then the output directories -------- */
+
+static int stdout_failed;
+
+int cli_stdout_check(void)
 {
-    const char *path = cli_outdir_path(o, name);
-    if (!path)
-        return ac_err_set(err, AC_EINTERNAL, "out of memory");
-    return ac_npy_write_mat(path, m, err);
+    if (stdout_failed)
+        return AC_ECANTCREAT;
+    errno = 0;
+    int bad = fflush(stdout) != 0;
+    int e = errno;
+    if (!bad && !ferror(stdout))
+        return AC_OK;
+    stdout_failed = 1;
+    if (bad && e)
+        cli_fail(AC_ECANTCREAT, "stdout: cannot write: %s", strerror(e));
+    else
+        cli_fail(AC_ECANTCREAT, "stdout: cannot write: a write to standard output failed");
+    return AC_ECANTCREAT;
 }
+
+int cli_finish(int status)
+{
+    int out = cli_stdout_check();
+    if (out && status < AC_EUSAGE)
+        status = out;
+    for (size_t i = 0; i < outdir_npending; i++) {
+        ac_err err;
+        ac_err_clear(&err);
+        if (status >= AC_EUSAGE) {
+            ac_stagedir_abort(&outdir_pending[i]);
+        } else if (ac_stagedir_commit(&outdir_pending[i], &err)) {
+            status = cli_fail_err(&err);
+        }
+    }
+    outdir_npending = 0;
+    free(outdir_stage_tmp);
+    free(outdir_stage_dir);
+    outdir_stage_tmp = outdir_stage_dir = NULL;
+    return status;
+}
+
 
 int cli_outdir_write_json(cli_outdir *o, const char *name, void (*write)(ac_json *, const void *),
                           const void *ctx, ac_err *err)
@@ -376,7 +473,8 @@ int cli_json_finish(ac_json *j)
 {
     int st = ac_json_error(j);
     ac_json_free(j);
-    fflush(stdout);
+    if (cli_stdout_check())
+        return AC_ECANTCREAT;
     if (st)
         return cli_fail(AC_EINTERNAL, "could not write the JSON output");
     return AC_OK;

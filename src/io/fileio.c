@@ -1,5 +1,5 @@
-/* fileio.c — atomic output files, staged output directories, directory
- * creation and whole-file reading (attncheck/fileio.h). */
+/* fileio.c — atomic output files, directory creation and whole-file
+ * reading (attncheck/fileio.h); staged output directories are stagedir.c. */
 #include <config.h>
 
 /* POSIX.1-2008 + XSI (mkstemp, mkdtemp, fchmod, fdopen, fileno, fsync...)
@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -254,6 +255,29 @@ int ac_file_read(const char *path, size_t max_bytes, unsigned char **buf, size_t
         fclose(f);
         return ac_err_set(err, AC_ENOINPUT, "%s: cannot open: %s", path, strerror(EISDIR));
     }
+    if (fstat(fileno(f), &sb) == 0 && !S_ISREG(sb.st_mode) && !S_ISFIFO(sb.st_mode)) {
+        /* /dev/zero and its kind never end */
+        fclose(f);
+        return ac_err_set(err, AC_EDATA, "%s: not a regular file (a %s)", path,
+                          S_ISCHR(sb.st_mode)   ? "character device"
+                          : S_ISBLK(sb.st_mode) ? "block device"
+                                                : "socket");
+    }
+    if (!max_bytes) {
+        /* the bound of a file read whole: half the memory there is */
+        double avail = ac_memory_available(NULL);
+        max_bytes = avail > 0 && avail / 2 < (double)(SIZE_MAX / 2) ? (size_t)(avail / 2) : 0;
+        if (max_bytes && S_ISREG(sb.st_mode) && (uintmax_t)sb.st_size > max_bytes) {
+            fclose(f);
+            return ac_err_set(err, AC_EDATA, "%s: %jd bytes; reading it needs more memory than "
+                              "the %.3g GiB available", path, (intmax_t)sb.st_size,
+                              avail / 1073741824.0);
+        }
+    }
+    if (max_bytes && S_ISREG(sb.st_mode) && (uintmax_t)sb.st_size > max_bytes) {
+        fclose(f);
+        return ac_err_set(err, AC_EDATA, "%s: larger than %zu bytes", path, max_bytes);
+    }
     size_t cap = (size_t)1 << 16, n = 0;
     unsigned char *b = malloc(cap);
     if (!b) {
@@ -292,258 +316,4 @@ int ac_file_read(const char *path, size_t max_bytes, unsigned char **buf, size_t
     *buf = b;
     *len = n;
     return AC_OK;
-}
-
-/* ---- staged output directories --------------------------------------------- */
-
-/* Remove the plain files in dir, then dir itself (best effort). */
-static void remove_tree(const char *dir)
-{
-    DIR *dp = opendir(dir);
-    if (dp) {
-        struct dirent *e;
-        char p[PATH_MAX];
-        while ((e = readdir(dp))) {
-            if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-                continue;
-            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-            unlink(p);
-        }
-        closedir(dp);
-    }
-    rmdir(dir);
-}
-
-static int dir_is_empty(const char *dir)
-{
-    DIR *dp = opendir(dir);
-    if (!dp)
-        return 0;
-    struct dirent *e;
-    int empty = 1;
-    while ((e = readdir(dp)))
-        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
-            empty = 0;
-            break;
-        }
-    closedir(dp);
-    return empty;
-}
-
-int ac_stagedir_begin(ac_stagedir *s, const char *dir, ac_err *err)
-{
-    int st;
-    memset(s, 0, sizeof *s);
-    if ((st = ac_mkdir_p(dir, err)))
-        return st;
-    size_t len = strlen(dir) + 32;
-    s->dir = strdup(dir);
-    s->tmp = malloc(len);
-    if (!s->dir || !s->tmp) {
-        ac_stagedir_abort(s);
-        return ac_err_set(err, AC_EINTERNAL, "out of memory");
-    }
-    snprintf(s->tmp, len, "%s/.attncheck-XXXXXX", dir);
-    if (!mkdtemp(s->tmp)) {
-        int e = errno;
-        free(s->tmp);
-        s->tmp = NULL;
-        ac_stagedir_abort(s);
-        return ac_err_set(err, AC_ECANTCREAT, "%s: cannot create files there: %s", dir,
-                          strerror(e));
-    }
-    return AC_OK;
-}
-
-/* Split dir (trailing slashes dropped) into s->parent and s->base. */
-static int split_dir(ac_stagedir *s, const char *dir, const char *what, ac_err *err)
-{
-    size_t len = strlen(dir);
-    while (len > 1 && dir[len - 1] == '/')
-        len--;
-    if (len == 0 || len >= PATH_MAX)
-        return ac_err_set(err, AC_ECANTCREAT, "%s: bad %s name", dir, what);
-    s->dir = strdup(dir);
-    s->dest = strndup(dir, len);
-    s->parent = malloc(len + 2);
-    s->base = malloc(len + 1);
-    if (!s->dir || !s->dest || !s->parent || !s->base)
-        return ac_err_set(err, AC_EINTERNAL, "out of memory");
-    char *slash = strrchr(s->dest, '/');
-    if (!slash) {
-        strcpy(s->base, s->dest);
-        strcpy(s->parent, ".");
-    } else {
-        strcpy(s->base, slash + 1);
-        if (slash == s->dest) { /* "/NAME": the parent is "/" */
-            strcpy(s->parent, "/");
-        } else {
-            memcpy(s->parent, s->dest, (size_t)(slash - s->dest));
-            s->parent[slash - s->dest] = 0;
-        }
-    }
-    if (!strcmp(s->base, ".") || !strcmp(s->base, ".."))
-        return ac_err_set(err, AC_ECANTCREAT, "%s: name the %s itself", dir, what);
-    return AC_OK;
-}
-
-int ac_stagedir_begin_replace(ac_stagedir *s, const char *dir, const char *what,
-                              ac_stagedir_check check, ac_err *err)
-{
-    struct stat sb;
-    int st;
-    memset(s, 0, sizeof *s);
-    s->replace = 1;
-    if ((st = split_dir(s, dir, what, err)))
-        goto fail;
-    s->exists = stat(dir, &sb) == 0;
-    if (s->exists && !S_ISDIR(sb.st_mode)) {
-        st = ac_err_set(err, AC_ECANTCREAT, "%s: exists and is not a directory", dir);
-        goto fail;
-    }
-    if (s->exists && check && !dir_is_empty(dir) && (st = check(dir, err)))
-        goto fail;
-    if ((st = ac_mkdir_p(s->parent, err)))
-        goto fail;
-    char tmp[PATH_MAX];
-    if ((size_t)snprintf(tmp, sizeof tmp, "%s/.%s.tmp-XXXXXX", s->parent, s->base) >= sizeof tmp) {
-        st = ac_err_set(err, AC_ECANTCREAT, "%s: path too long", dir);
-        goto fail;
-    }
-    if (!mkdtemp(tmp)) {
-        st = ac_err_set(err, AC_ECANTCREAT, "%s: cannot create files there: %s", s->parent,
-                        strerror(errno));
-        goto fail;
-    }
-    if (!(s->tmp = strdup(tmp))) {
-        rmdir(tmp);
-        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
-        goto fail;
-    }
-    return AC_OK;
-fail:
-    ac_stagedir_abort(s);
-    return st;
-}
-
-const char *ac_stagedir_path(ac_stagedir *s, const char *name)
-{
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? 2 * s->cap : 8;
-        char **nn = realloc(s->names, cap * sizeof *nn);
-        if (!nn)
-            return NULL;
-        s->names = nn;
-        s->cap = cap;
-    }
-    size_t need = strlen(s->tmp) + strlen(name) + 2;
-    if (need > s->path_cap) {
-        char *np = realloc(s->path, need);
-        if (!np)
-            return NULL;
-        s->path = np;
-        s->path_cap = need;
-    }
-    if (!(s->names[s->n] = strdup(name)))
-        return NULL;
-    s->n++;
-    snprintf(s->path, s->path_cap, "%s/%s", s->tmp, name);
-    return s->path;
-}
-
-/* Merge mode: rename each staged file into DIR. */
-static int commit_merge(ac_stagedir *s, ac_err *err)
-{
-    char a[PATH_MAX], b[PATH_MAX];
-    for (size_t i = 0; i < s->n; i++) {
-        snprintf(a, sizeof a, "%s/%s", s->tmp, s->names[i]);
-        snprintf(b, sizeof b, "%s/%s", s->dir, s->names[i]);
-        if (rename(a, b) != 0)
-            return ac_err_set(err, AC_ECANTCREAT, "%s: cannot create: %s", b, strerror(errno));
-    }
-    return AC_OK;
-}
-
-/* Replace mode without an atomic exchange: move the old DIR aside, the
- * staging directory in, and remove the old one (put back on failure). */
-static int swap_aside(ac_stagedir *s, ac_err *err)
-{
-    char old[2 * PATH_MAX + 16];
-    snprintf(old, sizeof old, "%s/.%s.old-XXXXXX", s->parent, s->base);
-    if (!mkdtemp(old) || rmdir(old) != 0 || rename(s->dest, old) != 0)
-        return ac_err_set(err, AC_ECANTCREAT, "%s: cannot replace: %s", s->dir, strerror(errno));
-    if (rename(s->tmp, s->dest) != 0) {
-        int e = errno;
-        rename(old, s->dest);
-        return ac_err_set(err, AC_ECANTCREAT, "%s: cannot replace: %s", s->dir, strerror(e));
-    }
-    remove_tree(old);
-    return AC_OK;
-}
-
-/* Replace mode: swap the staging directory with DIR ("checkpoint swap"). */
-static int commit_replace(ac_stagedir *s, ac_err *err)
-{
-    int st = AC_OK;
-    if (!s->exists) {
-        if (rename(s->tmp, s->dest) != 0)
-            return ac_err_set(err, AC_ECANTCREAT, "%s: cannot create: %s", s->dir,
-                              strerror(errno));
-    } else {
-#ifdef RENAME_EXCHANGE
-        if (renameat2(AT_FDCWD, s->tmp, AT_FDCWD, s->dest, RENAME_EXCHANGE) != 0)
-#endif
-            st = swap_aside(s, err);
-        if (st)
-            return st;
-        /* the staging directory now holds the previous DIR (or is gone) */
-    }
-    int fd = open(s->parent, O_RDONLY | O_DIRECTORY);
-    if (fd >= 0) {
-        fsync(fd);
-        close(fd);
-    }
-    return AC_OK;
-}
-
-int ac_stagedir_commit(ac_stagedir *s, ac_err *err)
-{
-    int st;
-    if (!s->replace)
-        st = commit_merge(s, err);
-    else if (!s->tmp)
-        st = ac_err_set(err, AC_ECANTCREAT, "%s: cannot create: nothing staged",
-                        s->dir ? s->dir : "(output)");
-    else
-        st = commit_replace(s, err);
-    ac_stagedir_abort(s); /* removes what is left and the staging directory */
-    return st;
-}
-
-void ac_stagedir_abort(ac_stagedir *s)
-{
-    if (!s)
-        return;
-    if (s->tmp) {
-        if (s->replace) {
-            remove_tree(s->tmp);
-        } else {
-            char a[PATH_MAX];
-            for (size_t i = 0; i < s->n; i++) {
-                snprintf(a, sizeof a, "%s/%s", s->tmp, s->names[i]);
-                unlink(a);
-            }
-            rmdir(s->tmp);
-        }
-    }
-    for (size_t i = 0; i < s->n; i++)
-        free(s->names[i]);
-    free(s->names);
-    free(s->dir);
-    free(s->tmp);
-    free(s->dest);
-    free(s->parent);
-    free(s->base);
-    free(s->path);
-    memset(s, 0, sizeof *s);
 }

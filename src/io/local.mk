@@ -7,6 +7,8 @@ src_libattncheck_la_SOURCES += \
 	src/io/npz.c \
 	src/io/npy_impl.h \
 	src/io/fileio.c \
+	src/io/stagedir.c \
+	src/io/reslimits.c \
 	src/io/json.c \
 	src/io/jsonparse.c \
 	src/io/jsonparse.h

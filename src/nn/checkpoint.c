@@ -354,6 +354,7 @@ static int save_staged(const char *dir, const save_ctx *sc, ac_err *err)
         st = write_config(s.tmp, sc, sums, err);
     free(sums);
     if (st) {
+        ac_stagedir_unstage_err(&s, err); /* the message names DIR/FILE */
         ac_stagedir_abort(&s);
         return st;
     }

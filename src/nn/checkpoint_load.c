@@ -145,6 +145,108 @@ static int data_from_json(const ac_jv *d, ac_train_config *c, const char *file, 
     return AC_OK;
 }
 
+/* ---------------------------------------------------------------- checking */
+
+/* The ranges of the values a checkpoint may hold: those of the options that
+ * made it (attncheck-train(1)); a value outside them is corrupt file data,
+ * never a usage error about an option the user did not give. */
+#define CK_MAX_SIZE ((size_t)1 << 32)
+
+static int size_in(size_t v, size_t lo, size_t hi, const char *key, const char *file,
+                   ac_err *err)
+{
+    if (v < lo || v > hi)
+        return ac_err_set(err, AC_EDATA, "%s: \"%s\" is %zu, outside [%zu, %zu]", file, key, v,
+                          lo, hi);
+    return AC_OK;
+}
+
+static int real_in(double v, double lo, double hi, const char *key, const char *file,
+                   ac_err *err)
+{
+    if (!(v >= lo && v <= hi)) /* also NaN */
+        return ac_err_set(err, AC_EDATA, "%s: \"%s\" is %g, outside [%g, %g]", file, key, v, lo,
+                          hi);
+    return AC_OK;
+}
+
+static int check_model(const ac_nn_config *m, const char *file, ac_err *err)
+{
+    int st;
+    if ((st = size_in(m->width, 1, 1 << 16, "width", file, err)) ||
+        (st = size_in(m->layers, 0, 1024, "layers", file, err)) ||
+        (st = size_in(m->heads, 1, 4096, "heads", file, err)) ||
+        (st = size_in(m->head_dim, 0, 1 << 16, "head_dim", file, err)) ||
+        (st = size_in(m->ffn, 0, (size_t)64 << 16, "ffn", file, err)) ||
+        (st = size_in(m->vocab, 0, 256, "vocab", file, err)) ||
+        (st = size_in(m->in_dim, 0, 1 << 20, "in_dim", file, err)) ||
+        (st = size_in(m->out_dim, 0, 1 << 20, "out_dim", file, err)) ||
+        (st = size_in(m->max_seq, 0, 1 << 20, "max_seq", file, err)))
+        return st;
+    ac_err e;
+    ac_err_clear(&e);
+    if (ac_nn_config_check(m, &e))
+        return ac_err_set(err, AC_EDATA, "%s: \"model\" describes no model the trainer builds "
+                          "(%s)", file, e.msg);
+    return AC_OK;
+}
+
+static int check_train(const ac_train_config *c, const char *file, ac_err *err)
+{
+    int st;
+    if ((st = size_in(c->batch, 1, 1 << 20, "batch", file, err)) ||
+        (st = size_in(c->seq, 1, c->task == AC_TASK_FIT_P ? 1 << 20 : 1 << 16, "seq", file,
+                      err)) ||
+        (st = size_in(c->steps, 1, CK_MAX_SIZE, "steps", file, err)) ||
+        (st = size_in(c->warmup, 0, c->steps, "warmup", file, err)) ||
+        (st = size_in(c->eval_every, 1, CK_MAX_SIZE, "eval_every", file, err)) ||
+        (st = size_in(c->eval_batches, 1, 1 << 20, "eval_batches", file, err)) ||
+        (st = real_in(c->lr, 1e-300, 1e6, "lr", file, err)) ||
+        (st = real_in(c->min_lr, 0, 1e6, "min_lr", file, err)) ||
+        (st = real_in(c->beta1, 0, 0.999999999, "beta1", file, err)) ||
+        (st = real_in(c->beta2, 0, 0.999999999, "beta2", file, err)) ||
+        (st = real_in(c->eps, 1e-300, 1, "eps", file, err)) ||
+        (st = real_in(c->weight_decay, 0, 1e6, "weight_decay", file, err)) ||
+        (st = real_in(c->clip, 0, 1e300, "clip", file, err)) ||
+        (st = real_in(c->init_std, -1e3, 1e3, "init_std", file, err)))
+        return st;
+    return AC_OK;
+}
+
+static int check_data(const ac_train_config *c, const char *file, ac_err *err)
+{
+    int st;
+    /* sizes taken from the task's files may exceed the options' ranges (the
+     * memory check bounds them); generated ones may not */
+    size_t fitp_max = c->x_path[0] || c->p_path[0] ? (size_t)1 << 20 : (size_t)1 << 14;
+    if ((st = size_in(c->fitp_n, 0, fitp_max, "n", file, err)) ||
+        (st = size_in(c->fitp_d, 0, fitp_max, "d", file, err)) ||
+        (st = size_in(c->fitp_dk, 0, fitp_max, "dk", file, err)) ||
+        (st = real_in(c->holdout, 0, 0.99, "holdout", file, err)) ||
+        (st = size_in(c->listops_depth, 1, 64, "listops_depth", file, err)) ||
+        (st = size_in(c->listops_args, 2, 1000, "listops_args", file, err)) ||
+        (st = size_in(c->listops_min, 0, CK_MAX_SIZE, "listops_min_len", file, err)) ||
+        (st = size_in(c->listops_max, 0, CK_MAX_SIZE, "listops_max_len", file, err)))
+        return st;
+    if (c->task == AC_TASK_TEXT && !c->text_path[0])
+        return ac_err_set(err, AC_EDATA, "%s: \"text\" is empty: a text checkpoint names its "
+                          "text file", file);
+    return AC_OK;
+}
+
+/* Every value read from a checkpoint, checked as file data (AC_EDATA,
+ * naming the file and the key). */
+static int check_config(const ac_train_config *c, const char *file, ac_err *err)
+{
+    int st;
+    ac_nn_config m = c->model;
+    m.max_seq = c->seq; /* as the trainer sets it */
+    if ((st = check_train(c, file, err)) || (st = check_model(&m, file, err)) ||
+        (st = check_data(c, file, err)))
+        return st;
+    return AC_OK;
+}
+
 static int config_from_json(const ac_jv *root, ac_train_config *c, size_t *step, const char *file,
                             ac_err *err)
 {
@@ -175,8 +277,12 @@ static int config_from_json(const ac_jv *root, ac_train_config *c, size_t *step,
         d->type != AC_JV_OBJECT)
         return ac_err_set(err, AC_EDATA, "%s: missing \"model\", \"train\" or \"data\"", file);
     if ((st = model_from_json(m, &c->model, file, err)) ||
-        (st = train_from_json(t, c, file, err)) || (st = data_from_json(d, c, file, err)))
+        (st = train_from_json(t, c, file, err)) || (st = data_from_json(d, c, file, err)) ||
+        (st = check_config(c, file, err)))
         return st;
+    if (*step > c->steps)
+        return ac_err_set(err, AC_EDATA, "%s: \"step\" %zu is beyond \"steps\" %zu", file, *step,
+                          c->steps);
     return AC_OK;
 }
 

@@ -1,0 +1,84 @@
+/* rel_memory.c — the memory each command needs, estimated before any work
+ * and compared with what the process may really use (ac_memory_available:
+ * MemAvailable, the memory cgroup's limit, ulimit -v), so that sizes beyond
+ * the machine are refused with the estimate instead of being killed by the
+ * OOM killer after minutes.
+ *
+ * The estimates are measured, not derived: peak resident sizes
+ * (/usr/bin/time -f %M) of runs at several sizes, fitted by the dominant
+ * terms below with coefficients rounded up (attncheck(1), RESOURCE LIMITS
+ * gives the commands).  They decide only whether to start, with a margin:
+ * a run is refused when the estimate exceeds 90% of the available memory. */
+#include <config.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "attncheck/fileio.h"
+#include "cli.h"
+
+#define GIB 1073741824.0
+
+/* Fixed part: the program, the libraries, the BLAS buffers. */
+#define BASE_BYTES (16.0 * 1048576.0)
+
+double cli_mem_rep_theorem(size_t d, size_t n)
+{
+    /* n = d = 256 .. 1024: about 16.5 n x n matrices of doubles (P, the
+     * interval enclosures of log P and of the construction, the refinement) */
+    double N = (double)n, D = (double)d;
+    return BASE_BYTES + 8.0 * (14.0 * N * N + 4.0 * D * N);
+}
+
+double cli_mem_separate(size_t d, size_t h, size_t p, size_t dp, size_t n)
+{
+    /* d = 256 .. 1024, h = 2, n = 2 .. 64: 25 doubles per h d dp (g_V),
+     * 27 per h d p = d x d (f_W and the work of its size), 38 per d x n */
+    double D = (double)d, H = (double)h, N = (double)n;
+    return BASE_BYTES + 8.0 * (26.0 * H * D * (double)dp + 14.0 * H * D * (double)p +
+                               16.0 * D * D + 40.0 * D * N + 8.0 * H * N * N);
+}
+
+double cli_mem_train(const ac_train_config *c)
+{
+    const ac_nn_config *m = &c->model;
+    double B = (double)c->batch, T = (double)(c->seq ? c->seq : 8), L = (double)m->layers;
+    double w = (double)m->width, h = (double)m->heads, ffn = (double)m->ffn;
+    double V = (double)(m->vocab ? m->vocab : 256);
+    if (c->task == AC_TASK_FIT_P) {
+        /* n = 64 .. 256: 34 n x n per head (scores, gradients, AdamW, the
+         * certification at the end) */
+        double n = (double)(c->fitp_n ? c->fitp_n : 8);
+        return BASE_BYTES + 8.0 * 40.0 * n * n * (h > 0 ? h : 1);
+    }
+    if (m->arch != AC_NN_ARCH_TRANSFORMER) {
+        L = 1;
+        ffn = 0;
+    }
+    /* width 128 .. 512, layers 2 .. 4, batch 4 .. 16: the parameters with
+     * their gradients and two AdamW moments, 12 w + 4 ffn activations per
+     * token and layer, 3 T x T per head and layer, 3 logits per token */
+    double P = L * (4.0 * w * w + 2.0 * w * ffn) + (V + T) * w + V * w;
+    double act = B * T * L * (12.0 * w + 4.0 * ffn) + 3.0 * B * L * h * T * T + 3.0 * B * T * V;
+    return BASE_BYTES + 8.0 * (4.0 * P + act);
+}
+
+int cli_memory_check(double need, int status, const char *fmt, ...)
+{
+    const char *src;
+    double avail = ac_memory_available(&src);
+    if (!(avail > 0) || need <= 0.9 * avail)
+        return AC_OK;
+    char what[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    if (status == AC_EUSAGE)
+        return cli_usage("%s needs about %.3g GiB of memory (an estimate); only %.3g GiB are "
+                         "available (%s); nothing was computed", what, need / GIB, avail / GIB,
+                         src);
+    return cli_fail(status, "%s needs about %.3g GiB of memory (an estimate); only %.3g GiB are "
+                    "available (%s); nothing was computed", what, need / GIB, avail / GIB, src);
+}
