@@ -293,9 +293,9 @@ static void write_plot(FILE *f, void *ctx)
 {
     const mplot_ctx *c = ctx;
     const ac_mkappa_result *r = c->r;
-    fprintf(f, "set terminal %s\nset output ", cli_plot_terminal(c->a->plot));
-    cli_gp_quote(f, c->out);
-    fputs("\n$data << EOD\n", f);
+    /* the picture goes to gnuplot's standard output: no file name in the script */
+    fprintf(f, "set terminal %s\n", cli_plot_terminal(c->a->plot));
+    fputs("$data << EOD\n", f);
     for (size_t l = 0; l < r->L; l++) {
         const ac_mkappa_layer *ly = &r->layers[l];
         fprintf(f, "%zu", l);
@@ -325,7 +325,7 @@ static void write_plot(FILE *f, void *ctx)
           "     $data using ($1+0.15):9:10:11 with yerrorbars pt 6 lw 2 lc rgb '#7f7f7f' "
           "title 'same model, initial weights', \\\n"
           "     $data using 1:8 with points pt 2 ps 2 lw 2 lc rgb '#2ca02c' "
-          "title 'Gaussian block prediction (median)'\nset output\n", f);
+          "title 'Gaussian block prediction (median)'\n", f);
 }
 
 static int write_outputs(const model_args *a, const ac_mkappa_result *r, const model_cmp *cmp)
@@ -345,7 +345,7 @@ static int write_outputs(const model_args *a, const ac_mkappa_result *r, const m
         if (ac_atomic_open(&plot, a->plot, &err))
             return cli_fail_err(&err);
         mplot_ctx pc = {a, r, cmp, plot.tmp_path};
-        int gs = cli_run_gnuplot(gp, write_plot, &pc);
+        int gs = cli_run_gnuplot(gp, fileno(plot.fp), write_plot, &pc);
         if (gs != 0) {
             st = cli_fail(AC_ECANTCREAT, "--plot %s: gnuplot (%s) failed (status %d)", a->plot,
                           gp, gs);

@@ -192,8 +192,8 @@ static void write_plot(FILE *f, void *ctx)
 {
     const plot_ctx *p = ctx;
     const learn_report *r = p->r;
-    fprintf(f, "set terminal %s\nset output ", cli_plot_terminal(r->o->plot));
-    cli_gp_quote(f, p->out);
+    (void)p->out; /* the picture goes to gnuplot's standard output: no file name in the script */
+    fprintf(f, "set terminal %s\n", cli_plot_terminal(r->o->plot));
     /* columns: dk, learned error (certified), lower bound (NaN when 0) */
     fputs("\n$data << EOD\n", f);
     for (size_t i = 0; i < r->nrows; i++) {
@@ -220,7 +220,6 @@ static void write_plot(FILE *f, void *ctx)
     fprintf(f, "     %.17g with lines dt 3 lw 2 lc rgb '#7f7f7f' title 'tol', \\\n", r->tol);
     fputs("     NaN with lines dt 2 lw 2 lc rgb '#2ca02c' "
           "title 'exact criterion: first d_k not refuted'\n", f);
-    fputs("set output\n", f);
 }
 
 /* ---- all outputs ------------------------------------------------------------------ */
@@ -232,7 +231,7 @@ int rep_learn_write(const learn_report *r, rep_learn_files *f, int json)
     ac_err_clear(&err);
     if (r->o->plot) {
         plot_ctx pc = {r, f->plot.tmp_path};
-        int gs = cli_run_gnuplot(f->gp, write_plot, &pc);
+        int gs = cli_run_gnuplot(f->gp, fileno(f->plot.fp), write_plot, &pc);
         if (gs != 0) {
             rep_learn_files_abort(f);
             return cli_fail(AC_ECANTCREAT, "--plot %s: gnuplot (%s) failed (status %d)",

@@ -609,7 +609,7 @@ static int write_outputs(const stu_run *r, ac_atomic *csv, ac_atomic *plot, cons
     ac_err_clear(&err);
     if (a->plot) {
         plot_ctx pc = {r, plot->tmp_path};
-        int gs = cli_run_gnuplot(gp, write_plot, &pc);
+        int gs = cli_run_gnuplot(gp, fileno(plot->fp), write_plot, &pc);
         if (gs != 0)
             return cli_fail(AC_ECANTCREAT, "--plot %s: gnuplot (%s) failed (status %d)", a->plot,
                             gp, gs);

@@ -242,8 +242,8 @@ void stu_write_csv(FILE *f, const stu_run *r)
  * seed (log scale). */
 void stu_write_gnuplot(FILE *f, const stu_run *r, const char *out)
 {
-    fprintf(f, "set terminal %s\nset output ", cli_plot_terminal(r->a->plot));
-    cli_gp_quote(f, out);
+    (void)out; /* the picture goes to gnuplot's standard output: no file name in the script */
+    fprintf(f, "set terminal %s\n", cli_plot_terminal(r->a->plot));
     fprintf(f, "\nset logscale y\nset format y '10^{%%L}'\nset xlabel 'step'\nset ylabel '|f-g|^2/|g|^2 (held out)'\n"
                "set key outside right\nset title 'students of g_V: d = %zu, h = %zu, dp = %zu'\n",
             r->V.d, r->V.h, r->V.hs);
