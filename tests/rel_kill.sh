@@ -101,11 +101,11 @@ ck_ok() {
     "$A" train --resume "$1" --steps 7 --quiet >/dev/null 2>"$work/rerr"
     [ $? -le 2 ]
 }
-"$A" train --task fit-p --n 4 --steps 6 --save-every 2 --save "$work/ck" --quiet >/dev/null 2>&1
+"$A" train --task fit-p --optimizer adamw --n 4 --steps 6 --save-every 2 --save "$work/ck" --quiet >/dev/null 2>&1
 ck_ok "$work/ck" || { err "the reader rejects a complete checkpoint: $(cat "$work/rerr")"; exit 1; }
 for sc in $SYSCALLS; do
     k=1
-    while [ $k -le 60 ] && killrun "$sc" "$k" "$A" train --task fit-p --n 4 --steps 6 --save-every 2 \
+    while [ $k -le 60 ] && killrun "$sc" "$k" "$A" train --task fit-p --optimizer adamw --n 4 --steps 6 --save-every 2 \
             --save "$work/ck" --quiet; do
         ck_ok "$work/ck" || { mixed=$((mixed + 1)); err "checkpoint: unloadable after a kill at $sc #$k: $(cat "$work/rerr")"; }
         k=$((k + 1))
