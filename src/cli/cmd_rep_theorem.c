@@ -45,6 +45,9 @@ const char cmd_rep_theorem_help[] =
     "                    0 = double precision stage only)\n"
     "  --optimize ITERS  BFGS iterations refining the best approximation when P\n"
     "                    is not reached exactly (default 200; 0 = off)\n"
+    "  --wq FILE, --wk FILE  a head to certify (float64 .npy, dk x d each): its\n"
+    "                    max|Softmax - P| is an upper bound on the distance, and\n"
+    "                    it is written if it is the best head found\n"
     "Output:\n"
     "  --trace           print each proof step with its certified residual\n"
     "  --json            print one JSON object (verdict, certificate, ...)\n"
@@ -59,7 +62,7 @@ const char cmd_rep_theorem_help[] =
 enum {
     OPT_X = 256, OPT_P, OPT_D0, OPT_NORMALIZE, OPT_EXAMPLE, OPT_N, OPT_D, OPT_SEED,
     OPT_REPRESENTABLE, OPT_DK, OPT_TOL, OPT_MAXPREC, OPT_OPTIMIZE, OPT_TRACE, OPT_JSON,
-    OPT_OUTDIR, OPT_THREADS
+    OPT_OUTDIR, OPT_THREADS, OPT_WQ, OPT_WK
 };
 
 static const struct option long_opts[] = {
@@ -80,6 +83,8 @@ static const struct option long_opts[] = {
     {"json", no_argument, NULL, OPT_JSON},
     {"out-dir", required_argument, NULL, OPT_OUTDIR},
     {"threads", required_argument, NULL, OPT_THREADS},
+    {"wq", required_argument, NULL, OPT_WQ},
+    {"wk", required_argument, NULL, OPT_WK},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -95,7 +100,7 @@ static const cli_flag t1_flags[] = {
 #define MAX_DIM ((size_t)1 << 16)
 
 typedef struct {
-    const char *xfile, *pfile, *d0file, *example;
+    const char *xfile, *pfile, *d0file, *example, *wqfile, *wkfile;
     int normalize, representable;
     size_t n, d, dk;
     int have_n, have_d, have_dk;
@@ -140,6 +145,8 @@ static int parse_args(t1_args *a, int argc, char **argv)
         case OPT_JSON: a->common.json = 1; break;
         case OPT_OUTDIR: a->common.out_dir = optarg; break;
         case OPT_THREADS: st = cli_parse_threads(optarg, &a->common.threads); break;
+        case OPT_WQ: a->wqfile = optarg; break;
+        case OPT_WK: a->wkfile = optarg; break;
         default: return cli_bad_option(c, argv);
         }
         if (st)
@@ -150,6 +157,8 @@ static int parse_args(t1_args *a, int argc, char **argv)
     if (a->example && (a->xfile || a->pfile || a->have_n || a->have_d || a->representable))
         return cli_usage("--example paper fixes X and P; it cannot be combined with --x, --p, "
                          "--n, --d or --representable");
+    if (!a->wqfile != !a->wkfile)
+        return cli_usage("--wq and --wk give one head together; give both");
     if (a->pfile && a->representable)
         return cli_usage("--representable generates P; it cannot be combined with --p");
     return AC_OK;
@@ -288,7 +297,13 @@ static void write_json(ac_json *j, const t1_args *a, const char *instance, const
     ac_json_begin_object(j);
     ac_json_kv_number(j, "lo", r->dist_lo);
     ac_json_kv_number(j, "hi", r->dist_hi);
+    ac_json_kv_string(j, "lower_method", r->lower_method);
+    ac_json_kv_string(j, "upper_method", r->upper_method);
     ac_json_end_object(j);
+    if (r->user_cert.stage != AC_STAGE_NONE && a->wqfile) {
+        ac_json_key(j, "given_head");
+        cli_json_cert(j, &r->user_cert);
+    }
     ac_json_key(j, "weights");
     cli_json_cert(j, &r->weights_cert);
     ac_json_key(j, "trace");
@@ -321,6 +336,8 @@ static void print_text(const t1_args *a, const char *instance, const ac_t1_resul
            cli_stage_name(sb, sizeof sb, r->weights_cert.stage, r->weights_cert.prec));
     printf("distance   inf over heads of max|Softmax - P| in [%s, %s]\n",
            cli_num(b1, sizeof b1, r->dist_lo), cli_num(b2, sizeof b2, r->dist_hi));
+    printf("  lower    %s\n", r->lower_method[0] ? r->lower_method : "none");
+    printf("  upper    %s\n", r->upper_method[0] ? r->upper_method : "none");
     if (a->common.trace) {
         printf("trace\n");
         cli_print_steps(r->steps, r->nsteps);
@@ -377,6 +394,7 @@ int cmd_rep_theorem(int argc, char **argv)
     int gen_x, gen_p, st;
     ac_err err;
     ac_t1_result r;
+    ac_mat Wq = {0}, Wk = {0};
     char instance[256];
     memset(&r, 0, sizeof r);
     ac_err_clear(&err);
@@ -400,6 +418,15 @@ int cmd_rep_theorem(int argc, char **argv)
     o.tol = a.tol;
     o.sched = cli_schedule(&a.common);
     o.optimize = (int)a.optimize;
+    if (a.wqfile && ((st = ac_npy_read_mat(a.wqfile, &Wq, &err)) ||
+                     (st = ac_npy_read_mat(a.wkfile, &Wk, &err)))) {
+        st = cli_fail_err(&err);
+        goto out;
+    }
+    o.user_wq = a.wqfile ? &Wq : NULL;
+    o.user_wk = a.wkfile ? &Wk : NULL;
+    o.wqname = a.wqfile;
+    o.wkname = a.wkfile;
     if ((st = ac_t1_check(&r, &X, &P, &o, &err))) {
         st = cli_fail_err(&err);
         goto out;
@@ -419,6 +446,8 @@ out:
     ac_t1_result_free(&r);
     ac_mat_free(&X);
     ac_mat_free(&P);
+    ac_mat_free(&Wq);
+    ac_mat_free(&Wk);
     free(d0);
     return st;
 }

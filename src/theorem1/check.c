@@ -20,6 +20,7 @@
 #include "attncheck/interval.h"
 #include "attncheck/theorem1.h"
 #include "attention/head_impl.h"
+#include "theorem1/t1_bounds.h"
 #include "theorem1/t1_impl.h"
 
 void ac_t1_opts_default(ac_t1_opts *o)
@@ -84,9 +85,11 @@ int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1
     res->weights_cert.verdict = AC_UNDECIDED;
     if ((st = ac_t1_certify_rank(res, &Y, &YX, &piv, X, o, err)))
         goto out;
-    if (res->rank == (long)n && dk >= n)
+    if (res->rank == (long)n && dk >= n) {
         st = ac_t1_route_construct(res, &basis, X, P, &Y, &YX, o, err);
-    else if (res->rank >= 0)
+        if (!st) /* the user's head, the bounds of bounds.c */
+            st = ac_t1_tighten(res, X, P, o, err);
+    } else if (res->rank >= 0)
         st = ac_t1_route_decide(res, &basis, X, P, piv, o, err);
     else {
         res->route = AC_T1_ROUTE_DECIDE;

@@ -29,6 +29,7 @@
 #include "attncheck/theorem1.h"
 #include "core/ac_arb.h"
 #include "core/ball.h"
+#include "theorem1/t1_bounds.h"
 #include "theorem1/t1_impl.h"
 
 typedef struct {
@@ -568,6 +569,8 @@ int ac_t1_route_decide(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X, c
             res->dist_lo = res->weights_cert.lo;
         }
     }
+    if ((st = ac_t1_tighten(res, X, P, o, err))) /* bounds.c, upper.c */
+        return st;
     decide_summary(res, r, o);
     return AC_OK;
 }

@@ -8,6 +8,10 @@ src_libattncheck_la_SOURCES += \
 	src/theorem1/construct.c \
 	src/theorem1/decide.c \
 	src/theorem1/refine.c \
+	src/theorem1/t1_bounds.h \
+	src/theorem1/bounds.c \
+	src/theorem1/bounds_d1.c \
+	src/theorem1/upper.c \
 	src/theorem1/check.c \
 	src/theorem1/result.c
 
