@@ -21,3 +21,9 @@ UNIT_TESTS += tests/test_theorem1
 tests_test_theorem1_SOURCES = tests/test_theorem1.c tests/testutil.h
 tests_test_theorem1_CFLAGS = $(TEST_CFLAGS)
 tests_test_theorem1_LDADD = $(TEST_LIBS) $(LAPACKE_LIBS)
+
+check_PROGRAMS += tests/test_t1_bounds
+UNIT_TESTS += tests/test_t1_bounds
+tests_test_t1_bounds_SOURCES = tests/test_t1_bounds.c tests/testutil.h
+tests_test_t1_bounds_CFLAGS = $(TEST_CFLAGS)
+tests_test_t1_bounds_LDADD = $(TEST_LIBS)
