@@ -1,13 +1,15 @@
 /* refine.c — weights for route DECIDE of Theorem 1 (doc/mathematics.md
- * §3.4, §3.6): the projected construction (the logits Pi M(c*) Pi of the
- * exact criterion, truncated to rank dk), certified; then, if they do not
- * prove C(tol), a best approximation by BFGS on the squared error (GSL
- * multimin), kept only if its certified error is smaller.  Approximate
+ * §3.4, §3.6): the projected constructions (the logits Pi M(c*) Pi of the
+ * exact criterion, or K Pi log(P) Pi of the rank condition, truncated to
+ * rank dk, through X^+ of the certified or of numerical rank), the best in
+ * double certified; then, if they do not prove C(tol), a best approximation
+ * by BFGS (GSL multimin) on the squared error and then on p-norm surrogates
+ * of the max-abs error, kept only if its certified error is smaller.  Approximate
  * steps only propose weights: every weight written is certified
  * (attention/head.c).
  *
  * Dimension letters: d model width, n tokens, dk head size, r = rank X.
- * Buffers are row-major: X d x n, X^+ n x d, P, Pi, T n x n, A d x d,
+ * Buffers are row-major: X d x n, X^+ n x d, P, Pi, T n x n,
  * Wk/Wq dk x d.
  */
 #include <config.h>
@@ -130,42 +132,40 @@ out:
     return st;
 }
 
-/* res->Wk, res->Wq (dk x d) with (Wk X)'(Wq X)/sqrt(dk) = X' A_dk X, A_dk the
- * rank-dk truncation of A = Xp' T Xp (d x d): sqrt(dk) A_dk = Wk' Wq by the
- * SVD of A. */
+/* Wk, Wq (dk x d) with (Wk X)'(Wq X)/sqrt(dk) = Pi T_dk Pi, T_dk the rank-dk
+ * truncation of T (n x n, an SVD T = U S V'): Wk = S^(1/2) U_dk' X^+,
+ * Wq = sqrt(dk) S^(1/2) V_dk' X^+, since X^+ X = Pi.  When T = Pi T Pi its
+ * singular vectors lie in range(Pi) and the logits are T_dk itself. */
 static int factor_logits(ac_mat *Wk, ac_mat *Wq, const ac_mat *T, const ac_mat *Xp, size_t dk,
                          ac_err *err)
 {
     size_t n = Xp->rows, d = Xp->cols;
-    ac_mat TX = {0}, A = {0}, U = {0}, Vt = {0};
-    double *s = NULL;
+    ac_mat U = {0}, Vt = {0}, F = {0}, G = {0};
+    double *s = malloc((n ? n : 1) * sizeof(double));
     int st;
-    if ((st = ac_mat_init(&TX, n, d, err)) || (st = ac_mat_init(&A, d, d, err)))
-        goto out;
-    ac_gemm(&TX, AC_NOTRANS, T, AC_NOTRANS, Xp, err);
-    ac_gemm(&A, AC_TRANS, Xp, AC_NOTRANS, &TX, err);
-    s = malloc(d * sizeof(double));
-    if (!s) {
-        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
-        goto out;
-    }
-    if ((st = ac_approx_svd(&A, &U, s, &Vt, err)) || (st = ac_mat_init(Wk, dk, d, err)) ||
+    if (!s)
+        return ac_err_set(err, AC_EINTERNAL, "out of memory");
+    if ((st = ac_approx_svd(T, &U, s, &Vt, err)) || (st = ac_mat_init(&F, dk, n, err)) ||
+        (st = ac_mat_init(&G, dk, n, err)) || (st = ac_mat_init(Wk, dk, d, err)) ||
         (st = ac_mat_init(Wq, dk, d, err)))
         goto out;
     double sq = sqrt((double)dk);
-    for (size_t k = 0; k < dk && k < d; k++) {
+    for (size_t k = 0; k < dk && k < n; k++) {
         double rs = sqrt(s[k]);
-        for (size_t j = 0; j < d; j++) {
-            AC_MAT(Wk, k, j) = rs * AC_MAT(&U, j, k);
-            AC_MAT(Wq, k, j) = sq * rs * AC_MAT(&Vt, k, j);
+        for (size_t i = 0; i < n; i++) {
+            AC_MAT(&F, k, i) = rs * AC_MAT(&U, i, k);
+            AC_MAT(&G, k, i) = sq * rs * AC_MAT(&Vt, k, i);
         }
     }
+    if ((st = ac_gemm(Wk, AC_NOTRANS, &F, AC_NOTRANS, Xp, err)) ||
+        (st = ac_gemm(Wq, AC_NOTRANS, &G, AC_NOTRANS, Xp, err)))
+        goto out;
 out:
     free(s);
-    ac_mat_free(&TX);
-    ac_mat_free(&A);
     ac_mat_free(&U);
     ac_mat_free(&Vt);
+    ac_mat_free(&F);
+    ac_mat_free(&G);
     return st;
 }
 
