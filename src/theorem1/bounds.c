@@ -444,12 +444,17 @@ int ac_t1_lower_bounds(ac_t1_result *res, const ac_mat *X, const ac_mat *P, doub
                  res->rank == 0 ? "X = 0: every head gives uniform columns (exact)"
                                 : "log-domain obstruction m, p_min (1 - exp(-m/n))");
     }
-    lb_offer(&b, lb_colsum(P, &j1), "column %zu of P does not sum to 1: |1 - sum|/n", j1);
-    lb_offer(&b, lb_zero_cols(X, P, &j1),
-             "column %zu of X is 0: softmax column %zu is uniform, max_i |P_ij - 1/n|", j1, j1);
-    lb_offer(&b, lb_equal_cols(X, P, &j1, &j2),
+    /* (each bound computed before its message reads the indices it found;
+     * columns are numbered from 1 in the messages) */
+    double v = lb_colsum(P, &j1);
+    lb_offer(&b, v, "column %zu of P does not sum to 1: |1 - sum|/n", j1 + 1);
+    v = lb_zero_cols(X, P, &j1);
+    lb_offer(&b, v, "column %zu of X is 0: softmax column %zu is uniform, max_i |P_ij - 1/n|",
+             j1 + 1, j1 + 1);
+    v = lb_equal_cols(X, P, &j1, &j2);
+    lb_offer(&b, v,
              "columns %zu and %zu of X are equal: equal softmax columns and rows, half their "
-             "largest gap in P", j1, j2);
+             "largest gap in P", j1 + 1, j2 + 1);
     double m = 0;
     if (!isnan(res->rho_lo))
         m = fmax(m, res->rho_lo);
