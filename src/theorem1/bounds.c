@@ -378,6 +378,7 @@ static int cmp_double(const void *a, const void *b)
 
 #define SUB_TAUS 24     /* thresholds tried */
 #define SUB_MAX_N 256   /* largest n searched */
+#define ENTRYWISE_MAX_N 1024 /* largest n of the entrywise bound (n^2 MPFR logs) */
 
 /* The rank obstruction on the best submatrix found: every head's logits
  * Z = X'AX have rank <= k = min(dk, r), and log S = Z + 1c' kills c under
@@ -460,7 +461,7 @@ int ac_t1_lower_bounds(ac_t1_result *res, const ac_mat *X, const ac_mat *P, doub
         m = fmax(m, res->rho_lo);
     if (!isnan(res->lowrank_lo))
         m = fmax(m, res->lowrank_lo);
-    if (m > 0 && res->route == AC_T1_ROUTE_DECIDE)
+    if (m > 0 && res->route == AC_T1_ROUTE_DECIDE && n <= ENTRYWISE_MAX_N)
         lb_offer(&b, t_certified(P->data, n * n, m),
                  "log-domain obstruction m >= %.3g entry by entry: ||-log(1 - t/P)||_F < m", m);
     if (res->route == AC_T1_ROUTE_DECIDE && res->rank > 0) {
