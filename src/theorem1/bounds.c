@@ -480,5 +480,10 @@ int ac_t1_lower_bounds(ac_t1_result *res, const ac_mat *X, const ac_mat *P, doub
     }
     snprintf(res->lower_method, sizeof res->lower_method, "%s",
              b.lo > 0 ? b.method : "none (no bound certified above 0)");
+    /* every head is >= dist_lo from P, so >= dist_lo - norm_gap > 0 from the
+     * column-normalised P: that one is not exactly representable either */
+    if (res->route == AC_T1_ROUTE_DECIDE && res->exact == AC_UNDECIDED &&
+        res->dist_lo > res->norm_gap)
+        res->exact = AC_REFUTED;
     return AC_OK;
 }
