@@ -37,8 +37,11 @@ int main(int argc, char **argv)
             ac_trainer_free(&tr);
             return err.status;
         }
-        if (si.step % 500 == 0 || si.step == cfg.steps)
-            printf("step %5zu  loss %.10f  max|S - P| %.3g\n", si.step, si.loss, si.maxdev);
+        if (si.step % 500 == 0 || si.step == cfg.steps || si.done)
+            printf("step %5zu  KL(P || S) %.3g  max|S - P| %.3g\n", si.step, si.loss,
+                   si.maxdev);
+        if (si.done) /* BFGS (the default): no further progress possible */
+            break;
     }
     /* a rigorous enclosure of max|Softmax((Wk X)^T (Wq X)/sqrt(dk)) - P| */
     ac_mat X = {0}, P = {0}, Wq = {0}, Wk = {0};

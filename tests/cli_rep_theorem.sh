@@ -82,6 +82,8 @@ import sys, numpy as np
 t = sys.argv[1]
 X = np.load(t + "/good/X.npy"); P = np.load(t + "/good/P.npy")
 np.save(t + "/f32.npy", X.astype(np.float32))
+np.save(t + "/f32w.npy", X.astype(np.float32).astype(np.float64))
+np.savez(t + "/arch.npz", X=X, P=P)
 np.save(t + "/int.npy", np.arange(16).reshape(4, 4))
 np.save(t + "/vec.npy", np.ones(4))
 np.save(t + "/fortran.npy", np.asfortranarray(X))
@@ -95,7 +97,13 @@ np.save(t + "/d0.npy", np.array([1.0, 2.0, 3.0, 4.0]))
 np.save(t + "/d0neg.npy", np.array([1.0, -2.0, 3.0, 4.0]))
 np.save(t + "/d0len.npy", np.array([1.0, 2.0]))
 PY
-    expect 65 "f32.npy: dtype '<f4' is not supported" -- $A --x "$tmp/f32.npy"
+    # float32 is widened exactly: the same answer as its float64 copy
+    $A --x "$tmp/f32.npy" --json > "$tmp/f32.json"; $A --x "$tmp/f32w.npy" --json > "$tmp/f32w.json"
+    grep -v seconds "$tmp/f32.json" | sed 's/f32w*\.npy//' > "$tmp/a.txt"
+    grep -v seconds "$tmp/f32w.json" | sed 's/f32w*\.npy//' > "$tmp/b.txt"
+    cmp -s "$tmp/a.txt" "$tmp/b.txt" || { echo "FAIL: float32 X differs from its float64 copy"; fail=1; }
+    expect 0 "verdict" -- $A --x "$tmp/arch.npz:X" --p "$tmp/arch.npz:P"
+    expect 65 "arch.npz:Q: the archive .* has no array 'Q'" -- $A --x "$tmp/arch.npz:Q"
     expect 65 "int.npy: dtype" -- $A --x "$tmp/int.npy"
     expect 65 "vec.npy: expected a 2-D array" -- $A --x "$tmp/vec.npy"
     expect 0 "PROVED" -- $A --x "$tmp/fortran.npy" --p "$tmp/good/P.npy"
@@ -132,6 +140,7 @@ if ls -A "$tmp/good" | grep -q '^\.attncheck-'; then echo "FAIL: staging directo
 expect 0 "Usage: attncheck rep-theorem" -- $A --help
 expect 0 "Usage: attncheck rep-theorem" -- $ATTNCHECK help rep-theorem
 expect 0 "attncheck [0-9]" -- $ATTNCHECK --version
+expect 0 "License GPL-3.0-or-later" -- $ATTNCHECK --version
 expect 64 "no such command" -- $ATTNCHECK help nope
 
 # ---- the OpenBLAS core fix: a misdetected generic core is replaced once

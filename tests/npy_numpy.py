@@ -9,7 +9,9 @@ NumPy writes a set of arrays (C order, Fortran order, big-endian, 0-size,
   - `NPY_TOOL copy` must write a file that numpy.load reads back equal (bit
     for bit) and that is byte-identical to np.save of the C-order '<f8'
     array.
-Files NumPy writes with other dtypes must be rejected with status 65.
+float32 files (any byte order) are widened to double exactly: they must
+dump as NumPy's astype('<f8').  Files NumPy writes with other dtypes must
+be rejected with status 65.
 Exit status 0 if everything matches, 1 otherwise.  The random values use
 the seed in ATTNCHECK_TEST_SEED (default 20240601).
 """
@@ -86,6 +88,14 @@ def main():
     add("v3", np.asfortranarray(arr((4, 3))), (3, 0))
     add("v1_explicit", arr((2, 2)), (1, 0))
     add("wide_dim", np.zeros((12345678901, 0)))
+    # float32 is widened exactly: the dump must equal NumPy's astype('<f8')
+    add("f32", arr((5, 7)).astype("<f4"))
+    add("f32_be", arr((3, 4)).astype(">f4"))
+    add("f32_fortran", np.asfortranarray(arr((4, 6)).astype("<f4")))
+    add("f32_extremes", np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45,
+                                  np.finfo(np.float32).max, np.finfo(np.float32).tiny,
+                                  0.1, 1 / 3], dtype="<f4"))
+    add("f32_0d", np.array(2.5, dtype="<f4"))
     for k in range(20):
         nd = int(rng.integers(0, 9))
         shape = tuple(int(x) for x in rng.integers(0, 4 if nd > 4 else 6, nd))
@@ -160,8 +170,46 @@ def main():
                             "difference at byte %d)" % (name, len(mine), len(buf.getvalue()), first))
             continue
 
+    # .npz archives: "FILE.npz:NAME" reads array NAME, stored (savez) or deflated
+    # (savez_compressed, with a float32 member), and "-" reads standard input.
+    arrays = {"X": arr((6, 5)), "P": arr((5, 5)).astype("<f4"), "v": arr((7,)),
+              "F": np.asfortranarray(arr((3, 4)))}
+    for kind, save in (("stored", np.savez), ("deflated", np.savez_compressed)):
+        src = os.path.join(work, "arch_%s.npz" % kind)
+        save(src, **arrays)
+        for name, a in arrays.items():
+            r = run(["dump", "%s:%s" % (src, name)])
+            expect = a.astype("<f8", order="C").reshape(-1)
+            got = None
+            if r.returncode == 0:
+                got = np.array([float(x) for x in r.stdout.decode().split("\n")[2:] if x],
+                               dtype="<f8")
+            if got is None or got.view("<u8").tolist() != expect.view("<u8").tolist():
+                failures.append("npz %s member %s: status %d %s" % (
+                    kind, name, r.returncode, r.stderr.decode().strip()))
+        r = run(["dump", src + ":nope"])
+        if r.returncode != EX_DATAERR or "has no array 'nope'" not in r.stderr.decode():
+            failures.append("npz %s: a missing member gives %d %r" % (
+                kind, r.returncode, r.stderr.decode()))
+        blob = open(src, "rb").read()
+        bad_cases = {"truncated": blob[:len(blob) // 2], "not_zip": b"PK" + b"\0" * 100,
+                     "flipped": blob[:60] + bytes([blob[60] ^ 0xff]) + blob[61:]}
+        for bname, data in bad_cases.items():
+            f = os.path.join(work, "bad_%s_%s.npz" % (kind, bname))
+            with open(f, "wb") as fh:
+                fh.write(data)
+            r = run(["dump", f + ":X"])
+            if r.returncode != EX_DATAERR or not r.stderr.decode().startswith("npy_tool: " + f):
+                failures.append("npz %s %s: status %d %r (expected 65 naming the file)" % (
+                    kind, bname, r.returncode, r.stderr.decode()))
+    with open(os.path.join(work, "c2d.npy"), "rb") as fh:
+        r = subprocess.run([tool, "dump", "-"], stdin=fh, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
+    if r.returncode != 0 or not r.stdout.decode().startswith("ndim 2\nshape 5 7"):
+        failures.append("stdin '-': status %d %r" % (r.returncode, r.stderr.decode()))
+
     # Other dtypes must be refused.
-    for dt in ["<f4", "<i8", "<c16", "|u1", ">i4", "<f2", "|b1"]:
+    for dt in ["<i8", "<c16", "|u1", ">i4", "<f2", "|b1", "<c8"]:
         src = os.path.join(work, "dtype_%s.npy" % dt.replace("<", "l").replace(">", "b")
                            .replace("|", "n"))
         np.save(src, np.zeros((2, 2), dtype=dt))

@@ -2,7 +2,8 @@
  *
  * Reading accepts format versions 1.0, 2.0 and 3.0, little- or big-endian
  * float64 data (descr '<f8', '>f8', or a native-order spelling such as
- * 'float64' or '=f8'), in C or Fortran order; the array is always returned
+ * 'float64' or '=f8') and float32 data ('<f4', '>f4', ..., widened to double
+ * exactly), in C or Fortran order; the array is always returned as doubles
  * in C (row-major) order.  Any other dtype, and any malformed, truncated or
  * over-long file, is rejected with AC_EDATA and a message that starts with
  * the file name.

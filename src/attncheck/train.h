@@ -14,7 +14,14 @@
  *            Softmax((Wk X)^T (Wq X)/sqrt(dk)) matches a given P on a given X
  *            (X d x n, P n x n column-stochastic, as read by rep-theorem).
  *            Loss: mean over the n columns of the cross-entropy
- *            -sum_i P_ij log S_ij, minimal exactly when S = P.  In the row
+ *            -sum_i P_ij log S_ij, minimal exactly when S = P; the loss
+ *            *reported* (ac_step_info.loss, ac_eval_info.loss) is instead
+ *            KL(P || S) summed over the columns, sum_ij P_ij log(P_ij/S_ij)
+ *            (the same up to the constant entropy of P, so the same
+ *            gradient, and 0 exactly when S = P).  Default optimiser BFGS.
+ *            Every evaluation keeps the best iterate so far by
+ *            max|S - P| (ac_trainer_fitp_best); the weights returned by
+ *            ac_trainer_fitp_instance are the best ones.  In the row
  *            layout of nn.h the tokens are X^T and the target rows P^T.
  *   teacher  regression onto the output of a given attention layer g
  *            (Theorem 2), from a directory holding either the layer's
@@ -53,6 +60,10 @@ extern "C" {
 
 typedef enum { AC_TASK_FIT_P = 0, AC_TASK_TEACHER, AC_TASK_LISTOPS, AC_TASK_TEXT } ac_task_kind;
 typedef enum { AC_SCHED_COSINE = 0, AC_SCHED_LINEAR, AC_SCHED_CONSTANT } ac_sched_kind;
+/* The optimiser: AdamW (every task), or BFGS (fit-p only: GSL's
+ * vector_bfgs2 on the whole loss, one BFGS iteration per step; the default
+ * of fit-p). */
+typedef enum { AC_OPT_ADAMW = 0, AC_OPT_BFGS = 1 } ac_train_optimizer;
 
 #define AC_TRAIN_PATH_MAX 1024
 
@@ -69,14 +80,16 @@ typedef struct {
     size_t batch, seq, steps, warmup;
     double lr, min_lr, beta1, beta2, eps, weight_decay, clip, init_std;
     ac_sched_kind schedule;
+    ac_train_optimizer optimizer;
     uint64_t seed;
     size_t eval_every, eval_batches;
     /* fit-p: X, P files (empty = generated with fitp_d x fitp_n and the seed) */
     char x_path[AC_TRAIN_PATH_MAX], p_path[AC_TRAIN_PATH_MAX];
     size_t fitp_n, fitp_d, fitp_dk;
     /* teacher: the directory, and the letter of its weight files (W for
-     * Wq.npy ... Wo.npy, V for Vq.npy ... Vo.npy; 0 = W if Wq.npy exists,
-     * else V) */
+     * Wq.npy ... Wo.npy, V for Vq.npy ... Vo.npy; 0 = V if Vq.npy exists --
+     * the fixed-head layer g_V of a directory written by `attncheck
+     * separate`, which holds both -- else W) */
     char teacher_dir[AC_TRAIN_PATH_MAX];
     char teacher_stack;
     /* text */
@@ -95,6 +108,9 @@ void ac_train_config_default(ac_train_config *c, ac_task_kind task);
 /* "fit-p", "teacher", "listops", "text"; and back (AC_EUSAGE on others). */
 const char *ac_task_name(ac_task_kind t);
 int ac_task_parse(const char *s, ac_task_kind *t);
+/* "adamw", "bfgs"; and back (AC_EUSAGE on others). */
+const char *ac_train_optimizer_name(ac_train_optimizer o);
+int ac_train_optimizer_parse(const char *s, ac_train_optimizer *o);
 
 /* The learning rate at step s = 1, 2, ..., steps: linear warm-up from
  * lr/warmup to lr over the first `warmup` steps, then cosine (or linear)
@@ -123,6 +139,12 @@ typedef struct {
  * configuration, AC_EINTERNAL.  tr must be freed with ac_trainer_free in
  * every case. */
 int ac_trainer_init(ac_trainer *tr, const ac_train_config *cfg, ac_err *err);
+/* fit-p on an instance in memory: as ac_trainer_init, with X (d x n) and P
+ * (n x n) copied from the arguments instead of cfg's files or the
+ * generator (cfg's x_path and p_path must be empty; names used in messages:
+ * "X", "P"). */
+int ac_trainer_init_fitp(ac_trainer *tr, const ac_train_config *cfg, const ac_mat *X,
+                         const ac_mat *P, ac_err *err);
 void ac_trainer_free(ac_trainer *tr);
 
 /* A short description of the data ("text.txt: 12345 characters, 65 in the
@@ -135,21 +157,35 @@ typedef struct {
     size_t tokens;      /* tokens processed by this step */
     double accuracy;    /* LM / classification: fraction correct (else NaN) */
     double maxdev;      /* fit-p, teacher: max |output - target| (else NaN) */
+    int done;           /* BFGS: no further progress is possible (the line
+                           search found no decrease, also after a restart, or
+                           the gradient is 0); later steps change nothing */
 } ac_step_info;
 
 /* One step: the batch of step tr->step + 1, forward, backward, gradient
- * clipping at cfg.clip (0 = none), AdamW at the scheduled learning rate. */
+ * clipping at cfg.clip (0 = none), AdamW at the scheduled learning rate;
+ * or (optimizer BFGS) one BFGS iteration on the loss of the batch. */
 int ac_trainer_step(ac_trainer *tr, ac_step_info *info, ac_err *err);
 
 typedef struct {
     double loss;        /* mean over the evaluation data */
     double accuracy;    /* LM / classification (else NaN) */
     double maxdev;      /* fit-p, teacher (else NaN) */
+    double rel_mse;     /* teacher: sum (output - target)^2 / sum target^2 over the
+                           evaluation data, the relative error |f - g|^2/|g|^2 (else NaN) */
     size_t count;       /* rows or sequences evaluated */
 } ac_eval_info;
 
-/* Evaluate on the held-out data (fit-p: the instance itself). */
+/* Evaluate on the held-out data (fit-p: the instance itself; the
+ * evaluation also keeps the current weights as the best iterate when their
+ * max|S - P| is below the best so far). */
 int ac_trainer_eval(ac_trainer *tr, ac_eval_info *ev, ac_err *err);
+
+/* fit-p: the best iterate of the evaluations so far: its step, max|S - P|
+ * and KL(P || S) summed over columns (all in double).  Returns 0 (and
+ * leaves the outputs alone) before the first evaluation or for another
+ * task.  A resumed run tracks the best from the resumed step on. */
+int ac_trainer_fitp_best(const ac_trainer *tr, size_t *step, double *maxdev, double *kl);
 
 /* Checkpoints: the directory DIR holds config.json (the configuration, the
  * step, and an FNV-1a checksum of every tensor), one .npy per parameter
@@ -180,7 +216,8 @@ int ac_trainer_load(ac_trainer *tr, const char *dir, ac_err *err);
 int ac_trainer_dump_grads(ac_trainer *tr, const char *dir, double *loss, ac_err *err);
 
 /* fit-p: the instance (X d x n, P n x n) and the learned weights Wq, Wk
- * (dk x d) as matrices (zeroed ac_mat's, allocated here). */
+ * (dk x d) as matrices (zeroed ac_mat's, allocated here): the best iterate
+ * (ac_trainer_fitp_best), or the current weights before any evaluation. */
 int ac_trainer_fitp_instance(const ac_trainer *tr, ac_mat *X, ac_mat *P, ac_mat *Wq, ac_mat *Wk,
                              ac_err *err);
 

@@ -137,6 +137,8 @@ int cmd_report(int argc, char **argv);
 int cmd_separate(int argc, char **argv);
 int cmd_condition(int argc, char **argv);
 int cmd_train(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
+extern const char cmd_merge_help[];
 extern const char cmd_rep_theorem_help[];
 extern const char cmd_report_help[];
 extern const char cmd_separate_help[];

@@ -63,6 +63,10 @@ const char cmd_condition_help[] =
     "  --plot FILE       kappa against h (.svg, .png or .pdf) with gnuplot\n"
     "  --trace           print one line per sample\n"
     "  --threads N       number of threads (OpenMP; default: all cores)\n"
+    "Shards (a sweep split by trials across processes or machines):\n"
+    "  --shard I/K       compute only shard I of K of every h's trials\n"
+    "  --samples-out FILE  write the shard's samples to FILE (with --shard); then\n"
+    "                    `attncheck merge FILE...` gives exactly the whole result\n"
     "  -h, --help        show this help\n"
     "\n"
     "Exit status: 0 proved, 1 refuted, 2 undecided (always without --certify: no\n"
@@ -72,7 +76,7 @@ const char cmd_condition_help[] =
 enum {
     OPT_HEADS = 256, OPT_SEQ, OPT_HEADDIM, OPT_EMBED, OPT_MODE, OPT_INPUTDIM, OPT_TRIALS,
     OPT_SEED, OPT_RTOL, OPT_MAXPREC, OPT_CERTIFY, OPT_SPECTRUM, OPT_BINS, OPT_JSON, OPT_CSV,
-    OPT_PLOT, OPT_TRACE, OPT_THREADS
+    OPT_PLOT, OPT_TRACE, OPT_THREADS, OPT_SHARD, OPT_SAMPLES_OUT, OPT_MERGE_FROM
 };
 
 static const struct option long_opts[] = {
@@ -94,6 +98,9 @@ static const struct option long_opts[] = {
     {"plot", required_argument, NULL, OPT_PLOT},
     {"trace", no_argument, NULL, OPT_TRACE},
     {"threads", required_argument, NULL, OPT_THREADS},
+    {"shard", required_argument, NULL, OPT_SHARD},
+    {"samples-out", required_argument, NULL, OPT_SAMPLES_OUT},
+    {"merge-from", required_argument, NULL, OPT_MERGE_FROM}, /* used by attncheck merge */
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -188,6 +195,10 @@ static int parse_args(cond_args *a, int argc, char **argv)
     int have_input_dim = 0;
     optind = 1;
     opterr = 0;
+    if ((st = cond_shard_words(a, argc, argv, long_opts)))
+        return st;
+    if (!(a->merge = calloc((size_t)argc + 1, sizeof *a->merge)))
+        return cli_fail(AC_EINTERNAL, "out of memory");
     while ((c = getopt_long(argc, argv, ":h", long_opts, NULL)) != -1) {
         st = AC_OK;
         switch (c) {
@@ -222,6 +233,9 @@ static int parse_args(cond_args *a, int argc, char **argv)
         case OPT_PLOT: a->plot = optarg; break;
         case OPT_TRACE: a->trace = 1; break;
         case OPT_THREADS: st = cli_parse_threads(optarg, &a->common.threads); break;
+        case OPT_SHARD: st = cond_parse_shard(a, optarg); break;
+        case OPT_SAMPLES_OUT: a->samples_out = optarg; break;
+        case OPT_MERGE_FROM: a->merge[a->nmerge++] = optarg; break;
         default: return cli_bad_option(c, argv);
         }
         if (st)
@@ -229,7 +243,9 @@ static int parse_args(cond_args *a, int argc, char **argv)
     }
     if ((st = cli_no_operands(argc, argv)))
         return st;
-    return finish_args(a, mode, have_input_dim, input_dim);
+    if ((st = finish_args(a, mode, have_input_dim, input_dim)))
+        return st;
+    return cond_check_shard_args(a);
 }
 
 /* ---- progress ------------------------------------------------------------------ */
@@ -434,7 +450,11 @@ int cmd_condition(int argc, char **argv)
         goto out;
     }
     double wall = 0;
-    if ((st = run_all(&a, res, &nres, &wall)))
+    if (a.shard_k) {
+        st = cond_run_shard(&a, res, &nres);
+        goto out;
+    }
+    if ((st = a.nmerge ? cond_merge_all(&a, res, &nres, &wall) : run_all(&a, res, &nres, &wall)))
         goto out;
     /* the certificate of claim C over every h */
     ac_cert cert;
@@ -448,5 +468,7 @@ out:
     for (size_t i = 0; i < nres; i++)
         ac_cond_result_free(&res[i]);
     free(res);
+    free(a.words);
+    free(a.merge);
     return st;
 }

@@ -7,6 +7,8 @@
 
 #include "attncheck/blas.h"
 #include "cli.h"
+#include "rep_learn.h"
+#include "separate_student.h"
 
 const char cmd_report_help[] =
     "Usage: attncheck report [OPTIONS]\n"
@@ -40,8 +42,10 @@ static const struct option long_opts[] = {
 static void (*const row_sources[])(cli_report *) = {
     report_rows_theorem1,
     report_rows_theorem2,
+    report_rows_student,
     report_rows_condition,
     report_rows_train,
+    report_rows_learn,
 };
 
 int cmd_report(int argc, char **argv)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "separate.h"
+#include "separate_student.h"
 
 const char cmd_separate_help[] =
     "Usage: attncheck separate [OPTIONS]\n"
@@ -55,6 +56,26 @@ const char cmd_separate_help[] =
     "  --audit           exhibit the gaps of the paper's proof on this instance: a\n"
     "                    v != 0 with {Wo_i Wv_i v} dependent, and (case 3) a v1 with\n"
     "                    no sign-separating v2~\n"
+    "Students (--student: Theorem 2 on learned weights, doc/mathematics.md §4.8):\n"
+    "  --student         train standard-head students (h' heads of size d/h') and a\n"
+    "                    fixed-head student (h heads of size dp) by regression onto\n"
+    "                    g_V on fresh inputs X ~ N(0,1); print per student the\n"
+    "                    held-out relative error |f-g|^2/|g|^2 (mean +- sd over the\n"
+    "                    seeds), a certified |f-g|/|g| at its worst held-out X, the\n"
+    "                    ratio to the fixed student, and the head counts h' for which\n"
+    "                    a standard layer represents g_V exactly (exact ranks).\n"
+    "                    Uses --v-dir, --d, --h, --dp, --n (default 8), --seed,\n"
+    "                    --max-prec, --json, --threads and:\n"
+    "  --student-heads L comma-separated h' of the standard students (default h)\n"
+    "  --student-seeds K seeds per student: --seed .. --seed + K - 1 (default 3)\n"
+    "  --student-steps N AdamW steps per student (default 2000)\n"
+    "  --student-lr LR   peak learning rate (default 1e-2, cosine to LR/10)\n"
+    "  --student-batch B inputs X per step (default 32)\n"
+    "  --samples K       held-out inputs (default 64 with --student)\n"
+    "  --csv FILE        the training curves (step, loss, held-out relative error)\n"
+    "  --plot FILE       the curves with gnuplot (.svg, .png or .pdf)\n"
+    "  --out-dir DIR     with --student: Vq.npy ... (g_V), samples.npy (k, d, n: the\n"
+    "                    held-out X) and KIND_hH_seedS_Wq.npy ... per trained student\n"
     "Output:\n"
     "  --trace           print the proof's steps for the case, each with the\n"
     "                    quantity it claims and its certified value\n"
@@ -73,7 +94,8 @@ const char cmd_separate_help[] =
     "UNDECIDED = neither could be certified.\n"
     "\n"
     "Exit status: 0 proved, 1 refuted, 2 undecided, 64 usage error, 65 bad input\n"
-    "data, 66 cannot open input, 70 internal error, 73 cannot create output.\n";
+    "data, 66 cannot open input, 70 internal error, 73 cannot create output.\n"
+    "With --student: 0 when the experiment ran (its outcome is in the table).\n";
 
 enum {
     OPT_VDIR = 256, OPT_WDIR, OPT_CASE, OPT_D, OPT_H, OPT_DP, OPT_N, OPT_SEED, OPT_TRIES,
@@ -391,6 +413,8 @@ int cmd_separate(int argc, char **argv)
     char vdesc[200] = "", wdesc[200] = "", embnote[200] = "";
     int st;
     ac_err_clear(&err);
+    if (sep_student_requested(argc, argv))
+        return cmd_separate_student(argc, argv);
     cli_set_flags(sep_flags);
     if ((st = parse_args(&a, argc, argv)))
         return st;

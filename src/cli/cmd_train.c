@@ -35,8 +35,10 @@ const char cmd_train_help[] =
     "  --teacher DIR     teacher: Wq.npy, Wk.npy, Wv.npy (h, s, d) and Wo.npy (h, d, s),\n"
     "                    as written by `attncheck separate` (inputs drawn N(0,1)),\n"
     "                    or X.npy (m, d, n) and Y.npy (m, e, n) pairs\n"
-    "  --teacher-stack L teacher: read Lq.npy ... Lo.npy, L = W or V (default W if\n"
-    "                    Wq.npy exists, else V)\n"
+    "  --teacher-stack L teacher: read Lq.npy ... Lo.npy, L = V (the fixed-head\n"
+    "                    layer g_V of a `separate` directory; the default when\n"
+    "                    Vq.npy exists) or W (the standard layer f_W; the default\n"
+    "                    otherwise)\n"
     "  --text FILE       text: any file; its bytes are the characters\n"
     "  --holdout F       fraction held out for evaluation (text, teacher pairs;\n"
     "                    default 0.1)\n"
@@ -63,6 +65,10 @@ const char cmd_train_help[] =
     "  --init-std S      standard deviation of the initial weights (default 0.02;\n"
     "                    <= 0: 1/sqrt(fan-in), the default of teacher and fit-p)\n"
     "Optimisation:\n"
+    "  --optimizer O     adamw (default) or bfgs (fit-p only, and its default:\n"
+    "                    GSL's BFGS on the whole loss, one iteration per step,\n"
+    "                    stopping early when no further progress is possible;\n"
+    "                    the learning-rate, AdamW and clipping options do not apply)\n"
     "  --steps N         optimisation steps (default 1000; listops, teacher 2000;\n"
     "                    fit-p 3000)\n"
     "  --batch B         sequences per step (default 32; fit-p 1)\n"
@@ -106,7 +112,7 @@ enum {
     OPT_POOL, OPT_SEQ, OPT_INITSTD, OPT_STEPS, OPT_BATCH, OPT_LR, OPT_MINLR, OPT_WARMUP,
     OPT_SCHEDULE, OPT_WD, OPT_BETA1, OPT_BETA2, OPT_ADAMEPS, OPT_CLIP, OPT_SEED, OPT_EVALEVERY,
     OPT_EVALBATCHES, OPT_SAVE, OPT_SAVEEVERY, OPT_RESUME, OPT_STOPAT, OPT_LOG, OPT_LOGFORMAT,
-    OPT_DUMP, OPT_TOL, OPT_MAXPREC, OPT_QUIET, OPT_JSON, OPT_THREADS, OPT_COUNT
+    OPT_DUMP, OPT_TOL, OPT_MAXPREC, OPT_QUIET, OPT_JSON, OPT_THREADS, OPT_OPTIMIZER, OPT_COUNT
 };
 
 static const struct option long_opts[] = {
@@ -164,6 +170,7 @@ static const struct option long_opts[] = {
     {"quiet", no_argument, NULL, OPT_QUIET},
     {"json", no_argument, NULL, OPT_JSON},
     {"threads", required_argument, NULL, OPT_THREADS},
+    {"optimizer", required_argument, NULL, OPT_OPTIMIZER},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -346,6 +353,10 @@ static int apply(train_args *a, ac_train_config *c)
         case OPT_QUIET: r->quiet = 1; break;
         case OPT_JSON: r->json = 1; break;
         case OPT_THREADS: st = cli_parse_threads(v, &r->threads); break;
+        case OPT_OPTIMIZER:
+            if (ac_train_optimizer_parse(v, &c->optimizer))
+                st = cli_usage("--optimizer: '%s' is not one of adamw, bfgs", v);
+            break;
         }
     }
     if (st)
@@ -512,6 +523,11 @@ static int check_consistent(const train_args *a, const ac_train_config *cfg, ac_
                                  "attention, whose width is the teacher's d); use --arch "
                                  "transformer", tf_only[i].name);
     }
+    if (cfg->optimizer == AC_OPT_BFGS && task != AC_TASK_FIT_P)
+        return cli_usage("--optimizer bfgs applies to --task fit-p only");
+    if (cfg->optimizer == AC_OPT_BFGS && a->given[OPT_RESUME])
+        return cli_usage("--resume: %s was trained with BFGS, whose curvature estimate is "
+                         "not saved in checkpoints; run it again from the start", a->val[OPT_RESUME]);
     if (a->run.have_stop && a->run.stop_at > cfg->steps)
         return cli_usage("--stop-at %zu is beyond --steps %zu", a->run.stop_at, cfg->steps);
     if (cfg->warmup > cfg->steps)

@@ -26,6 +26,13 @@ typedef struct {
     int trace;
     ac_cond_opts o;
     cli_common common;
+    /* shards (condition_shard.c) */
+    size_t shard_i, shard_k;     /* --shard I/K (k = 0: not sharded) */
+    const char *samples_out;     /* --samples-out FILE */
+    const char **merge;          /* --merge-from FILE... (attncheck merge) */
+    size_t nmerge;
+    const char **words;          /* the sweep's options, for the shard file */
+    size_t nwords;
 } cond_args;
 
 /* D = N: Edelman's law, the mean is not reported (E kappa = inf) */
@@ -49,5 +56,13 @@ void cond_write_csv(FILE *f, const cond_args *a, const ac_cond_result *res, size
 /* The gnuplot script of --plot: kappa against h, writing the image to out. */
 void cond_write_gnuplot_script(FILE *f, const cond_args *a, const ac_cond_result *res, size_t nh,
                                const char *out);
+
+struct option;
+/* condition_shard.c */
+int cond_shard_words(cond_args *a, int argc, char **argv, const struct option *opts);
+int cond_parse_shard(cond_args *a, const char *s);
+int cond_check_shard_args(const cond_args *a);
+int cond_run_shard(cond_args *a, ac_cond_result *res, size_t *nres);
+int cond_merge_all(cond_args *a, ac_cond_result *res, size_t *nres, double *wall);
 
 #endif

@@ -12,13 +12,24 @@ attncheck_SOURCES += \
 attncheck_SOURCES += \
 	src/cli/cmd_rep_theorem.c
 
+# attncheck rep-theorem --learn (Theorem 1 on learned weights)
+attncheck_SOURCES += \
+	src/cli/rep_learn.h \
+	src/cli/rep_learn_impl.h \
+	src/cli/rep_learn.c \
+	src/cli/rep_learn_out.c
+
 # attncheck separate
 attncheck_SOURCES += \
 	src/cli/separate.h \
 	src/cli/cmd_separate.c \
 	src/cli/separate_text.c \
 	src/cli/separate_json.c \
-	src/cli/separate_report.c
+	src/cli/separate_report.c \
+	src/cli/separate_student.h \
+	src/cli/separate_student.c \
+	src/cli/separate_student_out.c \
+	src/cli/separate_student_report.c
 
 # attncheck condition (and the gnuplot helper it uses)
 attncheck_SOURCES += \
@@ -28,6 +39,8 @@ attncheck_SOURCES += \
 	src/cli/condition_json.c \
 	src/cli/condition_files.c \
 	src/cli/condition_report.c \
+	src/cli/condition_shard.c \
+	src/cli/cmd_merge.c \
 	src/cli/plot.c \
 	src/cli/plot.h
 

@@ -20,6 +20,8 @@ const cli_command cli_commands[] = {
     {"condition", cmd_condition,
      "Theorem 3.2: sampled condition numbers of the multi-head block against every prediction",
      cmd_condition_help},
+    {"merge", cmd_merge, "combine the shard files of a condition sweep into its whole result",
+     cmd_merge_help},
     {"train", cmd_train, "train an attention stack (fit-p, teacher, listops, text) with checkpoints",
      cmd_train_help},
     {"report", cmd_report, "run every check on built-in defaults and print a one-page table",
@@ -69,6 +71,8 @@ static void print_main_help(FILE *f)
 static void print_version(void)
 {
     printf("attncheck %s\n", PACKAGE_VERSION);
+    printf("License GPL-3.0-or-later <https://gnu.org/licenses/gpl.html>: free software,\n"
+           "you may change and share it; there is NO WARRANTY, to the extent permitted by law.\n");
     printf("BLAS kernels: %s (%d threads)\n", ac_blas_corename(), ac_blas_get_threads());
 }
 

@@ -28,11 +28,16 @@ void train_print_header(const ac_trainer *tr, size_t last, int nthreads)
                m->arch == AC_NN_ARCH_ATTENTION ? "one attention layer" : "attention scores",
                m->heads, m->kind == AC_NN_ATTN_STANDARD ? "standard" : "fixed", tr->model.S,
                m->width, tr->model.nparams);
-    printf("training   steps %zu..%zu of %zu, batch %zu x %zu tokens, AdamW lr %g (warm-up "
-           "%zu, %s), %d thread%s\n", tr->step + 1, last, c->steps, c->batch, c->seq, c->lr,
-           c->warmup, c->schedule == AC_SCHED_COSINE ? "cosine" :
-           c->schedule == AC_SCHED_LINEAR ? "linear" : "constant", nthreads,
-           nthreads == 1 ? "" : "s");
+    if (c->optimizer == AC_OPT_BFGS)
+        printf("training   steps %zu..%zu of %zu, BFGS (GSL vector_bfgs2, one iteration per "
+               "step), %d thread%s\n", tr->step + 1, last, c->steps, nthreads,
+               nthreads == 1 ? "" : "s");
+    else
+        printf("training   steps %zu..%zu of %zu, batch %zu x %zu tokens, AdamW lr %g (warm-up "
+               "%zu, %s), %d thread%s\n", tr->step + 1, last, c->steps, c->batch, c->seq, c->lr,
+               c->warmup, c->schedule == AC_SCHED_COSINE ? "cosine" :
+               c->schedule == AC_SCHED_LINEAR ? "linear" : "constant", nthreads,
+               nthreads == 1 ? "" : "s");
     fflush(stdout);
 }
 
@@ -62,7 +67,7 @@ void train_draw_bar(train_progress *rs, const ac_step_info *si, size_t steps,
         bar[i] = i < fill ? '#' : '.';
     bar[w] = 0;
     fmt_time(eb, sizeof eb, eta);
-    fprintf(stderr, "\r  step %zu/%zu [%s] loss %.4f", si->step, steps, bar, si->loss);
+    fprintf(stderr, "\r  step %zu/%zu [%s] loss %.4g", si->step, steps, bar, si->loss);
     if (ev && !isnan(ev->loss))
         fprintf(stderr, " eval %.4f", ev->loss);
     fprintf(stderr, " %.0f tok/s ETA %s  ", tps, eb);
@@ -130,12 +135,20 @@ int train_log_open(train_progress *rs, const train_run_opts *o)
 void train_print_eval(const ac_trainer *tr, const ac_step_info *si, const ac_eval_info *ev,
                       double tps)
 {
-    printf("step %zu/%zu  loss %.6f  lr %.3g", si->step, tr->cfg.steps, si->loss, si->lr);
-    printf("  eval loss %.6f", ev->loss);
+    if (tr->cfg.task == AC_TASK_FIT_P) { /* KL(P || Softmax); BFGS has no lr */
+        printf("step %zu/%zu  KL %.6g", si->step, tr->cfg.steps, ev->loss);
+        if (!isnan(si->lr))
+            printf("  lr %.3g", si->lr);
+    } else {
+        printf("step %zu/%zu  loss %.6f  lr %.3g", si->step, tr->cfg.steps, si->loss, si->lr);
+        printf("  eval loss %.6f", ev->loss);
+    }
     if (!isnan(ev->accuracy))
         printf("  accuracy %.4f", ev->accuracy);
     if (!isnan(ev->maxdev))
         printf("  max dev %.3g", ev->maxdev);
+    if (!isnan(ev->rel_mse))
+        printf("  rel MSE %.3g", ev->rel_mse);
     printf("  %.0f tok/s\n", tps);
     fflush(stdout);
 }

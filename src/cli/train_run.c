@@ -100,6 +100,8 @@ static int train_loop(ac_trainer *tr, const train_run_opts *o, run_state *run)
         double t1 = ac_seconds();
         rs->tokens += (double)si->tokens;
         ac_eval_info ev, *evp = NULL;
+        if (si->done) /* BFGS: no further progress; evaluate and stop here */
+            run->last = si->step;
         if (si->step % c->eval_every == 0 || si->step == run->last) {
             if (ac_trainer_eval(tr, &ev, &err))
                 return cli_fail_err(&err);
@@ -136,8 +138,20 @@ static int print_json(const ac_trainer *tr, const train_run_opts *o, const run_s
     ac_json_kv_string(j, "task", ac_task_name(c->task));
     ac_json_kv_string(j, "data", ac_trainer_data_summary(tr));
     if (cert) {
+        size_t bstep = 0;
+        double bdev = NAN, bkl = NAN;
         ac_json_kv_string(j, "verdict", ac_verdict_name(cert->verdict));
         ac_json_kv_string(j, "claim", "the learned head has max|Softmax - P| <= tol");
+        ac_json_kv_string(j, "optimizer", ac_train_optimizer_name(c->optimizer));
+        ac_json_kv_bool(j, "stopped_early", tr->step < c->steps && !o->have_stop);
+        if (ac_trainer_fitp_best(tr, &bstep, &bdev, &bkl)) {
+            ac_json_key(j, "best");
+            ac_json_begin_object(j);
+            ac_json_kv_int(j, "step", (long long)bstep);
+            ac_json_kv_number(j, "maxdev", bdev);
+            ac_json_kv_number(j, "kl", bkl);
+            ac_json_end_object(j);
+        }
         ac_json_kv_number(j, "tol", o->tol);
         ac_json_key(j, "certificate");
         cli_json_cert(j, cert);
@@ -151,6 +165,8 @@ static int print_json(const ac_trainer *tr, const train_run_opts *o, const run_s
         ac_json_kv_number(j, "eval_accuracy", ev->accuracy);
     if (!isnan(ev->maxdev))
         ac_json_kv_number(j, "eval_maxdev", ev->maxdev);
+    if (!isnan(ev->rel_mse))
+        ac_json_kv_number(j, "eval_rel_mse", ev->rel_mse);
     ac_json_kv_number(j, "tokens_per_s", tps);
     ac_json_kv_number(j, "seconds", secs);
     ac_json_kv_int(j, "threads", run->nthreads);
@@ -167,6 +183,8 @@ static int print_json(const ac_trainer *tr, const train_run_opts *o, const run_s
             ac_json_kv_number(j, "accuracy", e->ev.accuracy);
         if (!isnan(e->ev.maxdev))
             ac_json_kv_number(j, "maxdev", e->ev.maxdev);
+        if (!isnan(e->ev.rel_mse))
+            ac_json_kv_number(j, "rel_mse", e->ev.rel_mse);
         ac_json_end_object(j);
     }
     ac_json_end_array(j);
@@ -179,17 +197,28 @@ static void print_text(const ac_trainer *tr, const train_run_opts *o, const run_
                        const ac_cert *cert, double secs, double tps)
 {
     const ac_eval_info *ev = &run->last_ev;
-    printf("done       %zu steps in %.2f s, %.0f tokens/s; train loss %.6f, eval loss %.6f",
-           tr->step - run->rs.first_step, secs, tps, run->si.loss, ev->loss);
+    if (tr->cfg.task == AC_TASK_FIT_P) /* the loss reported is KL(P || Softmax) */
+        printf("done       %zu steps in %.2f s%s; KL %.3g", tr->step - run->rs.first_step, secs,
+               run->si.done ? " (BFGS: no further progress)" : "", ev->loss);
+    else
+        printf("done       %zu steps in %.2f s, %.0f tokens/s; train loss %.6f, eval loss %.6f",
+               tr->step - run->rs.first_step, secs, tps, run->si.loss, ev->loss);
     if (!isnan(ev->accuracy))
         printf(", accuracy %.4f", ev->accuracy);
     if (!isnan(ev->maxdev))
         printf(", max dev %.3g", ev->maxdev);
+    if (!isnan(ev->rel_mse))
+        printf(", relative MSE |f-g|^2/|g|^2 %.3g", ev->rel_mse);
     printf("\n");
     if (o->save)
         printf("checkpoint %s (step %zu)\n", o->save, tr->step);
     if (cert) {
         char b1[32], b2[32], b3[32], sb[64];
+        size_t bstep;
+        double bdev, bkl;
+        if (ac_trainer_fitp_best(tr, &bstep, &bdev, &bkl))
+            printf("best       step %zu: max|Softmax - P| %.3g, KL(P || Softmax) %.3g (the "
+                   "weights certified)\n", bstep, bdev, bkl);
         printf("verdict    %s: max|Softmax - P| <= %s for the learned weights; certified "
                "[%s, %s], %s\n", ac_verdict_name(cert->verdict), cli_num(b1, sizeof b1, o->tol),
                cli_num(b2, sizeof b2, cert->lo), cli_num(b3, sizeof b3, cert->hi),
@@ -268,7 +297,7 @@ static int run_steps(ac_trainer *tr, const train_run_opts *o, run_state *run)
         return cli_fail(AC_EINTERNAL, "out of memory");
     run->si.loss = NAN;
     run->si.step = tr->step;
-    run->last_ev = (ac_eval_info){NAN, NAN, NAN, 0};
+    run->last_ev = (ac_eval_info){NAN, NAN, NAN, NAN, 0};
     if ((st = train_loop(tr, o, run)))
         return st;
     return finish(tr, o, run);
@@ -325,6 +354,7 @@ void report_rows_train(cli_report *rep)
     double t0 = ac_seconds();
     ac_err_clear(&err);
     ac_train_config_default(&c, AC_TASK_FIT_P);
+    c.optimizer = AC_OPT_ADAMW; /* this row is about AdamW; BFGS has the learn row */
     c.fitp_n = n;
     c.fitp_d = 2 * n;
     c.seed = rep->seed;

@@ -128,4 +128,8 @@ size_t cond_eff_E(const ac_cond_opts *o, size_t h, size_t d);
 #define AC_TW_LO (-12.0)
 #define AC_TW_HI 12.0
 
+/* run.c: r initialised as ac_cond_run does before sampling (sizes, zeroed
+ * samples, the predictions); shard.c fills the samples of a merge into it. */
+int cond_result_init(ac_cond_result *r, size_t h, size_t d, const ac_cond_opts *o, ac_err *err);
+
 #endif /* AC_COND_IMPL_H */

@@ -13,7 +13,8 @@ src_libattncheck_la_SOURCES += \
 	src/conditioning/certify.c \
 	src/conditioning/stats.c \
 	src/conditioning/claims.c \
-	src/conditioning/run.c
+	src/conditioning/run.c \
+	src/conditioning/shard.c
 
 # unit tests of this module
 check_PROGRAMS += tests/test_rmt tests/test_condition

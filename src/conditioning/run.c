@@ -21,6 +21,7 @@
 
 #include "core/ac_arb.h"
 #include "attncheck/blas.h"
+#include "attncheck/shard.h"
 #include "cond_impl.h"
 
 void ac_cond_result_free(ac_cond_result *r)
@@ -162,20 +163,30 @@ static int run_init(ac_cond_result *r, size_t h, size_t d, size_t E, const ac_co
 }
 
 /* Step 2a: trial 0 alone; it fixes the first route of the others (*start:
- * GRAM if trial 0 took it, else SVD, unless o->start_route is set). */
+ * GRAM if trial 0 took it, else SVD, unless o->start_route is set).  A
+ * shard without trial 0 (keep = 0) computes it for the route and drops it,
+ * so that every shard's samples are those of the whole run. */
 static int run_first_sample(ac_cond_result *r, size_t E, const ac_cond_opts *o, int *start,
-                            ac_err *err)
+                            int keep, ac_err *err)
 {
     cond_ws w0;
     if (cond_ws_init(&w0, r->N, r->h, r->d, E, o->mode))
         return ac_err_set(err, AC_EINTERNAL, "out of memory for the workspace (N = %zu, D = %zu)",
                           r->N, r->D);
     *start = o->start_route >= 0 ? o->start_route : AC_COND_GRAM;
-    int st = do_sample(&w0, o, 0, *start, &r->samples[0], o->spectrum ? r->eig : NULL, err);
+    ac_cond_sample s0;
+    double *eig0 = NULL;
+    if (!keep && o->spectrum && !(eig0 = malloc(r->m * sizeof *eig0))) {
+        cond_ws_free(&w0);
+        return ac_err_set(err, AC_EINTERNAL, "out of memory for the workspace");
+    }
+    int st = do_sample(&w0, o, 0, *start, keep ? &r->samples[0] : &s0,
+                       o->spectrum ? (keep ? r->eig : eig0) : NULL, err);
+    free(eig0);
     accumulate(r, &w0);
     cond_ws_free(&w0);
     if (o->start_route < 0)
-        *start = r->samples[0].route == AC_COND_GRAM ? AC_COND_GRAM : AC_COND_SVD;
+        *start = (keep ? r->samples[0] : s0).route == AC_COND_GRAM ? AC_COND_GRAM : AC_COND_SVD;
     return st;
 }
 
@@ -184,9 +195,9 @@ static int run_first_sample(ac_cond_result *r, size_t E, const ac_cond_opts *o, 
  * (for o->progress); the first failure stops the others and is returned
  * with its message in *err. */
 static int run_other_samples(ac_cond_result *r, size_t E, const ac_cond_opts *o, int start,
-                             size_t *done_p, ac_err *err)
+                             size_t lo, size_t hi, size_t *done_p, ac_err *err)
 {
-    size_t T = r->trials, m = r->m, done = *done_p;
+    size_t T = hi - lo, m = r->m, done = *done_p;
     int fail = 0, have_ferr = 0;
     ac_err ferr;
     ac_err_clear(&ferr);
@@ -203,7 +214,7 @@ static int run_other_samples(ac_cond_result *r, size_t E, const ac_cond_opts *o,
             fail = lst;
         }
 #pragma omp for schedule(dynamic, 1)
-        for (size_t t = 1; t < T; t++) {
+        for (size_t t = lo > 1 ? lo : 1; t < hi; t++) {
             int f;
 #pragma omp atomic read
             f = fail;
@@ -244,19 +255,21 @@ static int run_other_samples(ac_cond_result *r, size_t E, const ac_cond_opts *o,
     return fail;
 }
 
-/* Step 2: every sample, with single-threaded BLAS (restored afterwards). */
-static int run_samples(ac_cond_result *r, size_t E, const ac_cond_opts *o, ac_err *err)
+/* Step 2: the samples of trials lo .. hi - 1 (all: 0 .. T - 1), with
+ * single-threaded BLAS (restored afterwards). */
+static int run_samples(ac_cond_result *r, size_t E, const ac_cond_opts *o, size_t lo, size_t hi,
+                       ac_err *err)
 {
-    size_t T = r->trials;
+    size_t T = hi - lo;
     int old_blas = ac_blas_get_threads();
     ac_blas_set_threads(1);
     int start;
-    int st = run_first_sample(r, E, o, &start, err);
-    size_t done = 1;
-    if (!st && o->progress)
+    int st = run_first_sample(r, E, o, &start, lo == 0, err);
+    size_t done = lo == 0;
+    if (!st && o->progress && done)
         o->progress(o->progress_ctx, done, T);
-    if (!st && T > 1)
-        st = run_other_samples(r, E, o, start, &done, err);
+    if (!st && hi > 1)
+        st = run_other_samples(r, E, o, start, lo, hi, &done, err);
     ac_blas_set_threads(old_blas);
     if (!st && o->progress)
         o->progress(o->progress_ctx, T, T);
@@ -375,19 +388,48 @@ static int run_certificate(ac_cond_result *r, const ac_cond_opts *o, ac_err *err
     return cond_cert_stats(r, err);
 }
 
-int ac_cond_run(ac_cond_result *r, size_t h, size_t d, const ac_cond_opts *o, ac_err *err)
+int cond_result_init(ac_cond_result *r, size_t h, size_t d, const ac_cond_opts *o, ac_err *err)
+{
+    memset(r, 0, sizeof *r);
+    return run_init(r, h, d, cond_eff_E(o, h, d), o, err);
+}
+
+int ac_cond_run_range(ac_cond_result *r, size_t h, size_t d, const ac_cond_opts *o, size_t lo,
+                      size_t hi, ac_err *err)
 {
     size_t E = cond_eff_E(o, h, d);
     int st;
     memset(r, 0, sizeof *r);
+    if (lo >= hi || hi > o->trials)
+        return ac_err_set_field(err, AC_EUSAGE, "trials",
+                                "trial range [%zu, %zu) is empty or beyond trials %zu", lo, hi,
+                                o->trials);
     double t_start = ac_seconds();
     if ((st = run_init(r, h, d, E, o, err)))
         return st;
-    if ((st = run_samples(r, E, o, err)) || (st = run_summary(r, err)) ||
-        (st = run_spectrum(r, o, err)) || (st = run_certificate(r, o, err))) {
+    if ((st = run_samples(r, E, o, lo, hi, err))) {
         ac_cond_result_free(r);
         return st;
     }
     r->wall = ac_seconds() - t_start;
     return AC_OK;
+}
+
+int ac_cond_finish(ac_cond_result *r, const ac_cond_opts *o, ac_err *err)
+{
+    double t_start = ac_seconds();
+    int st;
+    if ((st = run_summary(r, err)) || (st = run_spectrum(r, o, err)) ||
+        (st = run_certificate(r, o, err))) {
+        ac_cond_result_free(r);
+        return st;
+    }
+    r->wall += ac_seconds() - t_start;
+    return AC_OK;
+}
+
+int ac_cond_run(ac_cond_result *r, size_t h, size_t d, const ac_cond_opts *o, ac_err *err)
+{
+    int st = ac_cond_run_range(r, h, d, o, 0, o->trials, err);
+    return st ? st : ac_cond_finish(r, o, err);
 }

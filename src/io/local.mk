@@ -4,6 +4,7 @@
 src_libattncheck_la_SOURCES += \
 	src/io/npy.c \
 	src/io/npy_header.c \
+	src/io/npz.c \
 	src/io/npy_impl.h \
 	src/io/fileio.c \
 	src/io/json.c \

@@ -392,14 +392,36 @@ static int read_header(const char *path, FILE *fp, size_t hlen, hparse *p, ac_er
     return st;
 }
 
+/* float32 data (size values in the buffer *data, of the file's byte order)
+ * widened to doubles in a new buffer: exact, every float is a double. */
+static int widen_singles(const char *path, double **data, size_t size, int big_endian,
+                         ac_err *err)
+{
+    double *w = malloc(size ? size * sizeof *w : 1);
+    if (!w) {
+        free(*data);
+        *data = NULL;
+        return ac_err_set(err, AC_EINTERNAL, "%s: out of memory for %zu values", path, size);
+    }
+    const unsigned char *b = (const unsigned char *)*data;
+    for (size_t i = 0; i < size; i++) {
+        uint32_t u = 0;
+        for (int k = 0; k < 4; k++) {
+            uint32_t byte = b[4 * i + (size_t)k];
+            u |= byte << (big_endian ? 8 * (3 - k) : 8 * k);
+        }
+        float f;
+        memcpy(&f, &u, sizeof f);
+        w[i] = (double)f;
+    }
+    free(*data);
+    *data = w;
+    return AC_OK;
+}
+
 static int npy_read_fp(const char *path, FILE *fp, ac_array *a, ac_err *err)
 {
     struct stat sb;
-    size_t prelen = 0, hlen = 0, size, nbytes;
-    int known_size, st;
-    uintmax_t fsize = 0;
-    double *data = NULL;
-    hparse p;
 
     if (fstat(fileno(fp), &sb) != 0) {
         int e = errno;
@@ -407,9 +429,19 @@ static int npy_read_fp(const char *path, FILE *fp, ac_array *a, ac_err *err)
     }
     if (S_ISDIR(sb.st_mode))
         return ac_err_set(err, AC_ENOINPUT, "%s: is a directory, not a .npy file", path);
-    known_size = S_ISREG(sb.st_mode);
-    if (known_size)
-        fsize = sb.st_size > 0 ? (uintmax_t)sb.st_size : 0;
+    if (!S_ISREG(sb.st_mode))
+        return npy_read_stream(path, fp, 0, 0, a, err);
+    return npy_read_stream(path, fp, 1, sb.st_size > 0 ? (uintmax_t)sb.st_size : 0, a, err);
+}
+
+int npy_read_stream(const char *path, FILE *fp, int known_size, uintmax_t fsize, ac_array *a,
+                    ac_err *err)
+{
+    size_t prelen = 0, hlen = 0, size, nbytes;
+    int st;
+    double *data = NULL;
+    hparse p;
+
     if ((st = read_preamble(path, fp, known_size, fsize, &prelen, &hlen, err)) ||
         (st = read_header(path, fp, hlen, &p, err)))
         return st;
@@ -418,14 +450,18 @@ static int npy_read_fp(const char *path, FILE *fp, ac_array *a, ac_err *err)
         format_tuple(buf, sizeof buf, p.ndim, p.shape);
         return ac_err_set(err, AC_EDATA, "%s: bad shape %s: the array size overflows", path, buf);
     }
-    nbytes = size * sizeof(double);
+    nbytes = size * (p.single ? sizeof(float) : sizeof(double));
 
     /* Data. */
     st = read_data(path, fp, known_size, fsize > prelen + hlen ? fsize - prelen - hlen : 0,
                    nbytes, &data, err);
     if (st)
         return st;
-    if (p.big_endian == npy_host_is_little_endian())
+    if (p.single) {
+        if ((st = widen_singles(path, &data, size, p.big_endian, err)))
+            return st;
+        nbytes = size * sizeof(double);
+    } else if (p.big_endian == npy_host_is_little_endian())
         swap_doubles(data, size);
     if (p.fortran && p.ndim >= 2 && size > 1) {
         double *c = malloc(nbytes);
@@ -454,6 +490,20 @@ int ac_npy_read(const char *path, ac_array *a, ac_err *err)
     memset(a, 0, sizeof *a);
     if (!path)
         return ac_err_set(err, AC_EUSAGE, "no file name given");
+    size_t flen;
+    const char *member;
+    if (npz_split(path, &flen, &member)) {
+        st = npz_read(path, flen, member, a, err);
+        if (st)
+            memset(a, 0, sizeof *a);
+        return st;
+    }
+    if (strcmp(path, "-") == 0) {
+        st = npy_read_fp("-", stdin, a, err);
+        if (st)
+            memset(a, 0, sizeof *a);
+        return st;
+    }
     fp = fopen(path, "rb");
     if (!fp) {
         int e = errno;

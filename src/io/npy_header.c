@@ -170,13 +170,15 @@ static int str_is(const hparse *p, size_t start, size_t len, const char *lit)
 }
 
 /* The value of 'descr' is s[start..start+len-1]: accept the float64
- * spellings, reject anything else. */
+ * spellings and the float32 ones (p->single; every float32 is a double, so
+ * widening is exact), reject anything else. */
 static int check_descr(hparse *p, size_t start, size_t len)
 {
     static const char *const little[] = {"<f8", "<d", NULL};
     static const char *const big[] = {">f8", ">d", NULL};
     static const char *const native[] = {"=f8", "=d", "|f8", "|d", "f8", "d",
                                          "float64", "double", "float", NULL};
+    static const char *const single[] = {"f4", "float32", "single", NULL};
     char sn[SNIP_BUF];
     char q = p->s[start];
 
@@ -199,9 +201,21 @@ static int check_descr(hparse *p, size_t start, size_t len)
                 p->big_endian = !npy_host_is_little_endian();
                 return AC_OK;
             }
+        /* float32: '<f4', '>f4', '=f4', '|f4', 'f4', 'float32', 'single' */
+        char order = cl > 0 ? p->s[cs] : 0;
+        int has_order = order == '<' || order == '>' || order == '=' || order == '|';
+        for (int k = 0; single[k]; k++)
+            if (str_is(p, cs + (size_t)has_order, cl - (size_t)has_order, single[k]) &&
+                (!has_order || k == 0)) {
+                p->single = 1;
+                p->big_endian = order == '>' ||
+                                (order != '<' && !npy_host_is_little_endian());
+                return AC_OK;
+            }
     }
     npy_snip(sn, p->s + start, len);
-    return ac_err_set(p->err, AC_EDATA, "%s: dtype %s is not supported (expected float64, '<f8')",
+    return ac_err_set(p->err, AC_EDATA,
+                      "%s: dtype %s is not supported (expected float64 '<f8' or float32 '<f4')",
                       p->path, sn);
 }
 

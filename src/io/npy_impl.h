@@ -4,6 +4,8 @@
 #define ATTNCHECK_IO_NPY_IMPL_H
 
 #include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
 
 #include "attncheck/common.h"
 #include "attncheck/npy.h"
@@ -21,6 +23,7 @@ typedef struct {
     ac_err *err;
     /* results */
     int big_endian;  /* data are big-endian */
+    int single;      /* float32 ('<f4'): widened to double on reading (exactly) */
     int fortran;     /* fortran_order True */
     size_t ndim;
     size_t shape[AC_NPY_MAXDIM];
@@ -39,5 +42,16 @@ void npy_snip(char *out, const char *s, size_t n);
 
 /* 1 on a little-endian host. */
 int npy_host_is_little_endian(void);
+
+/* npy.c: parse a .npy stream; known_size: fsize is the number of bytes
+ * the stream holds (a regular file, a member in memory), else read to EOF. */
+int npy_read_stream(const char *path, FILE *fp, int known_size, uintmax_t fsize, ac_array *a,
+                    ac_err *err);
+
+/* npz.c: "FILE.npz:NAME" names the array NAME of an archive (1, with the
+ * length of FILE.npz and NAME), anything else a plain path (0). */
+int npz_split(const char *path, size_t *file_len, const char **member);
+/* Read array member ("NAME.npy") of the archive path[0 .. file_len - 1]. */
+int npz_read(const char *path, size_t file_len, const char *member, ac_array *a, ac_err *err);
 
 #endif /* ATTNCHECK_IO_NPY_IMPL_H */

@@ -86,6 +86,7 @@ static void write_train_json(ac_json *j, const ac_train_config *c)
     ac_json_kv_number(j, "lr", c->lr);
     ac_json_kv_number(j, "min_lr", c->min_lr);
     ac_json_kv_string(j, "schedule", ck_sched_names[c->schedule]);
+    ac_json_kv_string(j, "optimizer", ac_train_optimizer_name(c->optimizer));
     ac_json_kv_number(j, "beta1", c->beta1);
     ac_json_kv_number(j, "beta2", c->beta2);
     ac_json_kv_number(j, "eps", c->eps);

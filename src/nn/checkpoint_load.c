@@ -110,6 +110,12 @@ static int train_from_json(const ac_jv *t, ac_train_config *c, const char *file,
     if ((st = get_enum(t, "schedule", ck_sched_names, 3, &e, file, err)))
         return st;
     c->schedule = (ac_sched_kind)e;
+    /* "optimizer" (absent in checkpoints written before BFGS: AdamW) */
+    const ac_jv *ov = ac_jv_get(t, "optimizer");
+    c->optimizer = AC_OPT_ADAMW;
+    if (ov && (ov->type != AC_JV_STRING || ac_train_optimizer_parse(ov->s, &c->optimizer)))
+        return ac_err_set(err, AC_EDATA, "%s: \"optimizer\": must be \"adamw\" or \"bfgs\"",
+                          file);
     return AC_OK;
 }
 
@@ -350,6 +356,7 @@ int ac_trainer_load(ac_trainer *tr, const char *dir, ac_err *err)
     memcpy(m->v, nv, n * sizeof *nv);
     memset(m->grads, 0, n * sizeof *m->grads);
     tr->step = step;
+    train_fitp_reset(tr); /* fit-p: the best iterate and BFGS start again here */
 out:
     free(np);
     free(nm);

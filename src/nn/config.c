@@ -26,6 +26,23 @@ int ac_task_parse(const char *s, ac_task_kind *t)
     return AC_EUSAGE;
 }
 
+static const char *const optimizer_names[] = {"adamw", "bfgs"};
+
+const char *ac_train_optimizer_name(ac_train_optimizer o)
+{
+    return (unsigned)o < 2 ? optimizer_names[o] : "unknown";
+}
+
+int ac_train_optimizer_parse(const char *s, ac_train_optimizer *o)
+{
+    for (int i = 0; i < 2; i++)
+        if (strcmp(s, optimizer_names[i]) == 0) {
+            *o = (ac_train_optimizer)i;
+            return AC_OK;
+        }
+    return AC_EUSAGE;
+}
+
 /* ---------------------------------------------------------------- config */
 
 void ac_train_config_default(ac_train_config *c, ac_task_kind task)
@@ -97,6 +114,7 @@ void ac_train_config_default(ac_train_config *c, ac_task_kind task)
         c->clip = 0;
         c->init_std = -1;
         c->fitp_n = 8;
+        c->optimizer = AC_OPT_BFGS;
         break;
     }
     c->warmup = c->steps / 10;
@@ -166,6 +184,7 @@ const char *ac_train_config_diff(const ac_train_config *a, const ac_train_config
     DIFF(clip);
     DIFF(init_std);
     DIFF(schedule);
+    DIFF(optimizer);
     DIFF(seed);
     if (strcmp(a->x_path, b->x_path) != 0)
         return "x_path";

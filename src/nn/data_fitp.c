@@ -12,9 +12,51 @@
 #include "attncheck/theorem1.h"
 #include "nn/nn_impl.h"
 
-int train_fitp_open(ac_train_data *d, ac_train_config *c, ac_err *err)
+/* Validate the instance in d (n tokens, d rows) and complete c: the sizes,
+ * the model (one head of size dk on the scores architecture), the summary.
+ * xname, pname name the inputs in messages and in the summary. */
+static int fitp_finish(ac_train_data *d, ac_train_config *c, size_t n, size_t dd,
+                       const char *xname, const char *pname, ac_err *err)
 {
     int st;
+    size_t dk = c->fitp_dk ? c->fitp_dk : dd;
+    if ((st = ac_t1_validate(&d->X, xname, &d->P, pname, NULL, 0, "D0", dk, err)))
+        return st;
+    if (c->seq && c->seq != n)
+        return ac_err_set_field(err, AC_EUSAGE, "seq", "seq %zu contradicts the instance's n = %zu",
+                                c->seq, n);
+    c->seq = n;
+    c->fitp_n = n;
+    c->fitp_d = dd;
+    c->fitp_dk = dk;
+    c->batch = 1;
+    ac_nn_config *m = &c->model;
+    m->arch = AC_NN_ARCH_SCORES;
+    m->input = AC_NN_INPUT_VECTORS;
+    m->head = AC_NN_HEAD_SCORES;
+    m->width = dd;
+    m->heads = 1;
+    m->kind = AC_NN_ATTN_FIXED;
+    m->head_dim = dk;
+    m->causal = 0;
+    d->checksum = fnv_doubles(fnv_doubles(FNV_INIT, d->X.data, dd * n), d->P.data, n * n);
+    snprintf(d->summary, sizeof d->summary, "X %s (%zu x %zu), P %s, head size dk = %zu", xname,
+             dd, n, pname, dk);
+    return AC_OK;
+}
+
+int train_fitp_open(ac_train_data *d, ac_train_config *c, const ac_mat *Xm, const ac_mat *Pm,
+                    ac_err *err)
+{
+    int st;
+    if (Xm && Pm) { /* in memory (ac_trainer_init_fitp): validated below */
+        if ((st = ac_mat_copy(&d->X, Xm, err)) || (st = ac_mat_copy(&d->P, Pm, err)))
+            return st;
+        if (c->fitp_d && c->fitp_d != Xm->rows)
+            return ac_err_set_field(err, AC_EUSAGE, "fitp_d", "fitp_d %zu contradicts X, which "
+                                    "has d = %zu rows", c->fitp_d, Xm->rows);
+        return fitp_finish(d, c, Xm->cols, Xm->rows, "X", "P", err);
+    }
     if (c->x_path[0]) {
         if ((st = ac_npy_read_mat(c->x_path, &d->X, err)))
             return st;
@@ -52,32 +94,8 @@ int train_fitp_open(ac_train_data *d, ac_train_config *c, ac_err *err)
         ac_mat_free(&X);
         ac_mat_free(&P);
     }
-    size_t dk = c->fitp_dk ? c->fitp_dk : dd;
-    if ((st = ac_t1_validate(&d->X, c->x_path[0] ? c->x_path : "X", &d->P,
-                             c->p_path[0] ? c->p_path : "P", NULL, 0, "D0", dk, err)))
-        return st;
-    if (c->seq && c->seq != n)
-        return ac_err_set_field(err, AC_EUSAGE, "seq", "seq %zu contradicts the instance's n = %zu",
-                                c->seq, n);
-    c->seq = n;
-    c->fitp_n = n;
-    c->fitp_d = dd;
-    c->fitp_dk = dk;
-    c->batch = 1;
-    ac_nn_config *m = &c->model;
-    m->arch = AC_NN_ARCH_SCORES;
-    m->input = AC_NN_INPUT_VECTORS;
-    m->head = AC_NN_HEAD_SCORES;
-    m->width = dd;
-    m->heads = 1;
-    m->kind = AC_NN_ATTN_FIXED;
-    m->head_dim = dk;
-    m->causal = 0;
-    d->checksum = fnv_doubles(fnv_doubles(FNV_INIT, d->X.data, dd * n), d->P.data, n * n);
-    snprintf(d->summary, sizeof d->summary, "X %s (%zu x %zu), P %s, head size dk = %zu",
-             c->x_path[0] ? c->x_path : "Gaussian", dd, n,
-             c->p_path[0] ? c->p_path : "Dirichlet", dk);
-    return AC_OK;
+    return fitp_finish(d, c, n, dd, c->x_path[0] ? c->x_path : "Gaussian",
+                       c->p_path[0] ? c->p_path : "Dirichlet", err);
 }
 
 void train_fitp_batch(ac_train_data *d, const ac_train_config *c, ac_nn_batch *b)

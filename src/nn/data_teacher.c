@@ -197,7 +197,7 @@ int train_teacher_open(ac_train_data *d, ac_train_config *c, ac_err *err)
                                 "Wk.npy, Wv.npy, Wo.npy or X.npy, Y.npy)", dir);
     char L = c->teacher_stack;
     if (L == 0)
-        L = file_exists(dir, "Wq.npy") || !file_exists(dir, "Vq.npy") ? 'W' : 'V';
+        L = file_exists(dir, "Vq.npy") ? 'V' : 'W'; /* g_V when `separate` wrote both */
     if (L != 'W' && L != 'V')
         return ac_err_set_field(err, AC_EUSAGE, "teacher_stack", "teacher_stack must be W or V");
     char fq[8], fo[8];
@@ -259,4 +259,21 @@ int train_teacher_batch(ac_train_data *d, const ac_train_config *c, int split, s
     b->x = d->x;
     b->y = d->y;
     return AC_OK;
+}
+
+void train_regress_sums(const ac_nn_model *m, const ac_nn_batch *b, double *sse, double *syy)
+{
+    size_t rows, cols;
+    const double *out = ac_nn_output(m, &rows, &cols);
+    size_t N = b->B * b->T * cols;
+    if (N > rows * cols)
+        N = rows * cols;
+    double e2 = 0, y2 = 0;
+    for (size_t i = 0; i < N; i++) {
+        double e = out[i] - b->y[i];
+        e2 += e * e;
+        y2 += b->y[i] * b->y[i];
+    }
+    *sse += e2;
+    *syy += y2;
 }

@@ -13,16 +13,20 @@ src_libattncheck_la_SOURCES += \
 	src/nn/data_listops.c \
 	src/nn/data_teacher.c \
 	src/nn/data_fitp.c \
+	src/nn/fitp_opt.c \
 	src/nn/trainer.c \
 	src/nn/checkpoint.c \
 	src/nn/checkpoint_load.c
 
 # unit tests of this module
-check_PROGRAMS += tests/test_nn tests/test_train
-UNIT_TESTS += tests/test_nn tests/test_train
+check_PROGRAMS += tests/test_nn tests/test_train tests/test_fitp
+UNIT_TESTS += tests/test_nn tests/test_train tests/test_fitp
 tests_test_nn_SOURCES = tests/test_nn.c tests/testutil.h
 tests_test_nn_CFLAGS = $(TEST_CFLAGS)
 tests_test_nn_LDADD = $(TEST_LIBS)
 tests_test_train_SOURCES = tests/test_train.c tests/testutil.h
 tests_test_train_CFLAGS = $(TEST_CFLAGS)
 tests_test_train_LDADD = $(TEST_LIBS)
+tests_test_fitp_SOURCES = tests/test_fitp.c tests/testutil.h
+tests_test_fitp_CFLAGS = $(TEST_CFLAGS)
+tests_test_fitp_LDADD = $(TEST_LIBS)

@@ -51,6 +51,7 @@ struct ac_train_data {
     size_t tm, td, te, ttrain;
     /* fit-p */
     ac_mat X, P;
+    struct train_fitp_state *fitp; /* best iterate, BFGS (fitp_opt.c) */
 };
 
 /* Each data source: *_open reads or generates the data and completes c
@@ -65,10 +66,32 @@ int train_listops_open(ac_train_data *d, ac_train_config *c, ac_err *err);
 int train_listops_batch(ac_train_data *d, const ac_train_config *c, int split, size_t index,
                         ac_nn_batch *b, ac_err *err);
 int train_teacher_open(ac_train_data *d, ac_train_config *c, ac_err *err);
+/* Add sum (output - target)^2 and sum target^2 of the last forward pass of a
+ * regression model on b to *sse, *syy (data_teacher.c). */
+void train_regress_sums(const ac_nn_model *m, const ac_nn_batch *b, double *sse, double *syy);
 int train_teacher_batch(ac_train_data *d, const ac_train_config *c, int split, size_t index,
                         ac_nn_batch *b, ac_err *err);
-int train_fitp_open(ac_train_data *d, ac_train_config *c, ac_err *err);
+int train_fitp_open(ac_train_data *d, ac_train_config *c, const ac_mat *X, const ac_mat *P,
+                    ac_err *err);
 void train_fitp_batch(ac_train_data *d, const ac_train_config *c, ac_nn_batch *b);
+
+/* fit-p's optimisation state (fitp_opt.c): the best iterate and BFGS.
+ *   train_fitp_setup    after the model is built (allocates d->fitp);
+ *   train_fitp_free     releases it;
+ *   train_fitp_kl       KL(P || S) summed over columns, from the last
+ *                       forward pass (before its backward);
+ *   train_fitp_note     after an evaluation: keep the weights if their
+ *                       max|S - P| is the best so far;
+ *   train_fitp_bfgs_step one BFGS iteration (ac_trainer_step's BFGS branch);
+ *   train_fitp_weights  the parameters of the best iterate (or the current
+ *                       ones before any evaluation). */
+int train_fitp_setup(ac_trainer *tr, ac_err *err);
+void train_fitp_free(ac_train_data *d);
+void train_fitp_reset(ac_trainer *tr); /* after a load: forget the best, restart BFGS */
+double train_fitp_kl(const ac_trainer *tr);
+void train_fitp_note(ac_trainer *tr, double maxdev, double kl);
+int train_fitp_bfgs_step(ac_trainer *tr, ac_step_info *info, ac_err *err);
+const double *train_fitp_weights(const ac_trainer *tr);
 
 /* The batch of (split, index) for the trainer's task (trainer.c). */
 int train_fill_batch(ac_trainer *tr, int split, size_t index, ac_nn_batch *b, ac_err *err);

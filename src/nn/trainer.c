@@ -32,6 +32,7 @@ static void data_free(ac_train_data *d)
     free(d->ty);
     ac_mat_free(&d->X);
     ac_mat_free(&d->P);
+    train_fitp_free(d);
     free(d);
 }
 
@@ -90,8 +91,9 @@ static size_t eval_batch_count(const ac_trainer *tr)
 }
 
 /* Check the optimiser's settings, then open the task's data (completing
- * the configuration). */
-static int open_data(ac_train_data *d, ac_train_config *c, ac_err *err)
+ * the configuration); fit-p's X and P from memory when given. */
+static int open_data(ac_train_data *d, ac_train_config *c, const ac_mat *X, const ac_mat *P,
+                     ac_err *err)
 {
     int st;
     if (c->batch == 0)
@@ -103,6 +105,11 @@ static int open_data(ac_train_data *d, ac_train_config *c, ac_err *err)
         return ac_err_set(err, AC_EUSAGE, "AdamW needs 0 <= beta < 1 and eps > 0");
     if (!(c->holdout >= 0 && c->holdout < 1))
         return ac_err_set_field(err, AC_EUSAGE, "holdout", "holdout must be in [0, 1)");
+    if (c->optimizer == AC_OPT_BFGS && c->task != AC_TASK_FIT_P)
+        return ac_err_set_field(err, AC_EUSAGE, "optimizer",
+                                "optimizer bfgs is for fit-p only (one fixed batch)");
+    if (c->optimizer != AC_OPT_ADAMW && c->optimizer != AC_OPT_BFGS)
+        return ac_err_set_field(err, AC_EUSAGE, "optimizer", "unknown optimizer");
     switch (c->task) {
     case AC_TASK_TEXT:
         if ((st = canon_path(c->text_path, err)) || (st = train_text_open(d, c, err)))
@@ -118,7 +125,7 @@ static int open_data(ac_train_data *d, ac_train_config *c, ac_err *err)
         break;
     case AC_TASK_FIT_P:
         if ((st = canon_path(c->x_path, err)) || (st = canon_path(c->p_path, err)) ||
-            (st = train_fitp_open(d, c, err)))
+            (st = train_fitp_open(d, c, X, P, err)))
             return st;
         break;
     default:
@@ -127,7 +134,8 @@ static int open_data(ac_train_data *d, ac_train_config *c, ac_err *err)
     return AC_OK;
 }
 
-int ac_trainer_init(ac_trainer *tr, const ac_train_config *cfg, ac_err *err)
+static int trainer_init(ac_trainer *tr, const ac_train_config *cfg, const ac_mat *X,
+                        const ac_mat *P, ac_err *err)
 {
     int st;
     memset(tr, 0, sizeof *tr);
@@ -137,7 +145,7 @@ int ac_trainer_init(ac_trainer *tr, const ac_train_config *cfg, ac_err *err)
     if (!tr->data)
         return ac_err_set(err, AC_EINTERNAL, "out of memory");
     ac_train_data *d = tr->data;
-    if ((st = open_data(d, c, err)))
+    if ((st = open_data(d, c, X, P, err)))
         return st;
     if (c->seq == 0)
         return ac_err_set_field(err, AC_EUSAGE, "seq", "seq must be at least 1");
@@ -159,7 +167,26 @@ int ac_trainer_init(ac_trainer *tr, const ac_train_config *cfg, ac_err *err)
         return st;
     ac_nn_model_init_weights(&tr->model, c->seed, c->init_std);
     tr->step = 0;
+    if (c->task == AC_TASK_FIT_P && (st = train_fitp_setup(tr, err)))
+        return st;
     return AC_OK;
+}
+
+int ac_trainer_init(ac_trainer *tr, const ac_train_config *cfg, ac_err *err)
+{
+    return trainer_init(tr, cfg, NULL, NULL, err);
+}
+
+int ac_trainer_init_fitp(ac_trainer *tr, const ac_train_config *cfg, const ac_mat *X,
+                         const ac_mat *P, ac_err *err)
+{
+    memset(tr, 0, sizeof *tr);
+    if (cfg->task != AC_TASK_FIT_P || cfg->x_path[0] || cfg->p_path[0])
+        return ac_err_set(err, AC_EUSAGE, "ac_trainer_init_fitp needs the fit-p task without "
+                          "input files");
+    if (!X || !P)
+        return ac_err_set(err, AC_EUSAGE, "ac_trainer_init_fitp needs X and P");
+    return trainer_init(tr, cfg, X, P, err);
 }
 
 void ac_trainer_free(ac_trainer *tr)
@@ -198,10 +225,13 @@ int ac_trainer_step(ac_trainer *tr, ac_step_info *info, ac_err *err)
     ac_nn_stats st;
     int rc;
     size_t s = tr->step + 1;
+    if (c->optimizer == AC_OPT_BFGS)
+        return train_fitp_bfgs_step(tr, info, err);
     if ((rc = train_fill_batch(tr, 0, s, &b, err)))
         return rc;
     if ((rc = ac_nn_forward(m, &b, &st, err)))
         return rc;
+    double kl = c->task == AC_TASK_FIT_P ? train_fitp_kl(tr) : NAN;
     if (!isfinite(st.loss))
         return ac_err_set_field(err, AC_EDATA, "lr", "the loss became %g at step %zu (try a "
                                 "smaller lr)", st.loss, s);
@@ -219,7 +249,8 @@ int ac_trainer_step(ac_trainer *tr, ac_step_info *info, ac_err *err)
     if (info) {
         info->step = s;
         info->lr = lr;
-        info->loss = st.loss;
+        info->loss = c->task == AC_TASK_FIT_P ? kl : st.loss;
+        info->done = 0;
         info->grad_norm = gn;
         info->tokens = b.B * b.T;
         info->accuracy = ratio_or_nan(tr, st.correct, st.count);
@@ -231,7 +262,7 @@ int ac_trainer_step(ac_trainer *tr, ac_step_info *info, ac_err *err)
 int ac_trainer_eval(ac_trainer *tr, ac_eval_info *ev, ac_err *err)
 {
     size_t nb = eval_batch_count(tr), count = 0, correct = 0;
-    double sum = 0, md = 0;
+    double sum = 0, md = 0, sse = 0, syy = 0;
     int rc;
     for (size_t i = 0; i < nb; i++) {
         ac_nn_batch b;
@@ -242,15 +273,25 @@ int ac_trainer_eval(ac_trainer *tr, ac_eval_info *ev, ac_err *err)
             break;
         if ((rc = ac_nn_forward(&tr->model, &b, &st, err)))
             return rc;
+        if (tr->cfg.task == AC_TASK_FIT_P) { /* KL, and the best iterate */
+            double kl = train_fitp_kl(tr);
+            st.loss = kl / (double)st.count;
+            train_fitp_note(tr, st.maxdev, kl);
+        }
         sum += st.loss * (double)st.count;
         count += st.count;
         correct += st.correct;
         md = st.maxdev > md ? st.maxdev : md;
+        if (tr->cfg.model.head == AC_NN_HEAD_REGRESS)
+            train_regress_sums(&tr->model, &b, &sse, &syy);
     }
     ev->loss = count ? sum / (double)count : NAN;
+    if (tr->cfg.task == AC_TASK_FIT_P) /* KL summed over the columns */
+        ev->loss = sum;
     ev->count = count;
     ev->accuracy = ratio_or_nan(tr, correct, count);
     ev->maxdev = maxdev_or_nan(tr, md);
+    ev->rel_mse = tr->cfg.model.head == AC_NN_HEAD_REGRESS && syy > 0 ? sse / syy : NAN;
     return AC_OK;
 }
 
@@ -266,7 +307,8 @@ int ac_trainer_fitp_instance(const ac_trainer *tr, ac_mat *X, ac_mat *P, ac_mat 
         (st = ac_mat_init(Wq, dk, d, err)) || (st = ac_mat_init(Wk, dk, d, err)))
         return st;
     const ac_nn_tensor *q = ac_nn_tensor_find(m, "Wq"), *k = ac_nn_tensor_find(m, "Wk");
-    memcpy(Wq->data, m->params + q->offset, dk * d * sizeof(double));
-    memcpy(Wk->data, m->params + k->offset, dk * d * sizeof(double));
+    const double *w = train_fitp_weights(tr);
+    memcpy(Wq->data, w + q->offset, dk * d * sizeof(double));
+    memcpy(Wk->data, w + k->offset, dk * d * sizeof(double));
     return AC_OK;
 }

@@ -152,7 +152,8 @@ int ac_t1_tighten(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_
         snprintf(res->upper_method, sizeof res->upper_method, "%s",
                  res->route == AC_T1_ROUTE_CONSTRUCT
                      ? "the construction of paper 1, eqs. (4)-(7)"
-                     : "the projected construction (doc/mathematics.md §3.6)");
+                     : "K Pi log(P) Pi, the family member of least rank, truncated to rank "
+                       "dk (doc/mathematics.md §3.5)");
     if (X->rows == 1 && res->route == AC_T1_ROUTE_DECIDE)
         ac_t1_d1_search(X, P, D1_WORK, &d1_lo, &a, &fa);
     if ((st = ac_t1_upper_candidates(res, X, P, isfinite(fa), a, o, err)))

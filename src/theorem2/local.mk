@@ -12,7 +12,8 @@ src_libattncheck_la_SOURCES += \
 	src/theorem2/trace.c \
 	src/theorem2/audit.c \
 	src/theorem2/embed.c \
-	src/theorem2/embed_check.c
+	src/theorem2/embed_check.c \
+	src/theorem2/headcount.c
 
 # unit tests of this module
 check_PROGRAMS += tests/test_theorem2
@@ -20,3 +21,9 @@ UNIT_TESTS += tests/test_theorem2
 tests_test_theorem2_SOURCES = tests/test_theorem2.c tests/testutil.h
 tests_test_theorem2_CFLAGS = $(TEST_CFLAGS)
 tests_test_theorem2_LDADD = $(TEST_LIBS)
+
+check_PROGRAMS += tests/test_headcount
+UNIT_TESTS += tests/test_headcount
+tests_test_headcount_SOURCES = tests/test_headcount.c tests/testutil.h
+tests_test_headcount_CFLAGS = $(TEST_CFLAGS)
+tests_test_headcount_LDADD = $(TEST_LIBS)

@@ -1,0 +1,24 @@
+"""attncheck: certified checks of the theory of multi-head attention.
+
+    import attncheck, numpy as np
+    X, P = attncheck.generate_instance(d=16, n=8, seed=1)
+    r = attncheck.rep_theorem(X, P, dk=7)
+    r.verdict, r.certificate, r.Wq.shape
+
+Functions: rep_theorem, certify_head, generate_instance (Theorem 1 of paper 1);
+separate, generate_layers, Layer (Theorem 2 of paper 1); condition (paper 2,
+Theorem 3.2); load_checkpoint, save_checkpoint (PyTorch).  Errors of the
+library are raised as AttncheckError with its one-line message; .status is
+the exit status the command line would give (64 usage, 65 data, 70 internal).
+See attncheck(1) and the README."""
+
+from ._config import VERSION as __version__
+from .core import (AttncheckError, Certificate, ConditionResult, ConditionRow, Layer,
+                   RepTheoremResult, SeparateResult, certify_head, condition, generate_instance,
+                   generate_layers, rep_theorem, separate)
+from .checkpoint import fnv1a64, load_checkpoint, save_checkpoint
+
+__all__ = ["AttncheckError", "Certificate", "ConditionResult", "ConditionRow", "Layer",
+           "RepTheoremResult", "SeparateResult", "certify_head", "condition",
+           "generate_instance", "generate_layers", "rep_theorem", "separate", "fnv1a64",
+           "load_checkpoint", "save_checkpoint", "__version__"]

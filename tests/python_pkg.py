@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""Tests of the Python package attncheck (ctypes over libattncheck).
+
+Usage: python_pkg.py ATTNCHECK   (the program of the same build; run by
+python_pkg.sh with PYTHONPATH and ATTNCHECK_LIBRARY set).
+
+Oracles: the command line of the same build (same seeds, same numbers: the
+package must compute exactly what the program computes), NumPy (the
+returned weights and separating inputs re-evaluated independently), and
+PyTorch (a checkpoint loaded into stock layers must reproduce the loss the
+trainer computed on the same batch).
+
+NumPy tolerance.  NumPy evaluates max|Softmax - P| in double: each softmax
+entry exp(l - m)/sum is computed with relative error at most (n + 4) u
+(|l - m| + 1) for logits of size |l| (exp, one subtraction, a sum of n
+terms, a division; Higham, ASNA 3.5); with entries <= 1 and the logits here
+below 100 in size that is below 2e-11 for n <= 16, which is the slack used
+when a NumPy value is compared with a certified interval."""
+import json
+import math
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+import attncheck as ac
+
+EXE = sys.argv[1]
+SLACK = 2e-11
+failures = 0
+
+
+def check(cond, what):
+    global failures
+    print(("ok   " if cond else "FAIL ") + what)
+    if not cond:
+        failures += 1
+
+
+def run(*args):
+    r = subprocess.run([EXE] + list(args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                       text=True)
+    return r.returncode, r.stdout, r.stderr
+
+
+def maxdev(X, P, Wq, Wk):
+    L = (Wk @ X).T @ (Wq @ X) / math.sqrt(Wq.shape[0])
+    S = np.exp(L - L.max(axis=0))
+    S /= S.sum(axis=0)
+    return np.abs(S - P).max()
+
+
+def expect_error(fn, exc, status, words, what):
+    try:
+        fn()
+    except exc as e:
+        ok = all(w in str(e) for w in words) and (status is None or e.status == status)
+        check(ok, "%s -> %s %s" % (what, type(e).__name__, e))
+        return
+    check(False, what + " raised nothing")
+
+
+# ---- Theorem 1: the same answer as the program, weights that check -------------
+for (d, n, dk, seed) in [(16, 8, 8, 1), (16, 8, 4, 2), (6, 6, 6, 3), (32, 16, 16, 4)]:
+    X, P = ac.generate_instance(d, n, seed=seed)
+    r = ac.rep_theorem(X, P, dk=dk)
+    rc, out, _ = run("rep-theorem", "--d", str(d), "--n", str(n), "--dk", str(dk), "--seed",
+                     str(seed), "--json")
+    j = json.loads(out)
+    check(r.verdict == j["verdict"] and r.exact == j["exact"]
+          and r.distance == (j["distance"]["lo"], j["distance"]["hi"]),
+          "rep_theorem d=%d n=%d dk=%d seed=%d equals the program: %s [%g, %g]"
+          % (d, n, dk, seed, r.verdict, *r.distance))
+    check(r.certificate.hi == j["certificate"]["hi"]
+          and r.certificate.precision == j["certificate"]["precision_bits"],
+          "  certificate equal (%s)" % r.certificate)
+    if r.Wq is not None:
+        dev = maxdev(X, P, r.Wq, r.Wk)
+        check(r.Wq.shape == (dk, d) and dev <= r.weights_certificate.hi + SLACK,
+              "  weights %s: NumPy max|Softmax - P| = %.3g within the certified [%.3g, %.3g]"
+              % (r.Wq.shape, dev, r.weights_certificate.lo, r.weights_certificate.hi))
+        c = ac.certify_head(X, P, r.Wq, r.Wk, tol=r.certificate.tau)
+        check(c.lo <= dev + SLACK and dev <= c.hi + SLACK,
+              "  certify_head on the returned weights: %s" % c)
+    check("rep_theorem" in repr(r) and r.verdict in repr(r), "  repr: %r" % r)
+
+# float32 is widened exactly: same answer as the float64 of the same values
+X, P = ac.generate_instance(8, 4, seed=5)
+X32 = X.astype(np.float32)
+r32 = ac.rep_theorem(X32, P, dk=4)
+r64 = ac.rep_theorem(X32.astype(np.float64), P, dk=4)
+check(r32.distance == r64.distance and np.array_equal(r32.Wq, r64.Wq),
+      "float32 X widened exactly (same certificate and weights as its float64 copy)")
+
+# given weights, perturbed: the certificate encloses NumPy's value
+X, P = ac.generate_instance(16, 8, seed=6)
+r = ac.rep_theorem(X, P, dk=8)
+Wq = r.Wq * (1 + 1e-3)
+c = ac.certify_head(X, P, Wq, r.Wk, tol=1e-6)
+dev = maxdev(X, P, Wq, r.Wk)
+check(c.verdict == ("PROVED" if c.hi <= 1e-6 else c.verdict) and c.lo - SLACK <= dev <= c.hi + SLACK,
+      "certify_head on perturbed weights: NumPy %.6g in [%.6g, %.6g], %s" % (dev, c.lo, c.hi,
+                                                                              c.verdict))
+
+# bad input: library messages as exceptions, shapes checked first
+X, P = ac.generate_instance(8, 4, seed=1)
+expect_error(lambda: ac.rep_theorem(X, P[:3]), ValueError, None, ["P", "(4, 4)"],
+             "P of the wrong shape")
+Pbad = P.copy()
+Pbad[0, 0] += 0.5
+expect_error(lambda: ac.rep_theorem(X, Pbad), ac.AttncheckError, 65, ["P"],
+             "P not column-stochastic")
+Xnan = X.copy()
+Xnan[1, 2] = np.nan
+expect_error(lambda: ac.rep_theorem(Xnan, P), ac.AttncheckError, 65, ["X"], "NaN in X")
+expect_error(lambda: ac.rep_theorem(X.astype(complex), P), TypeError, None, ["X"],
+             "complex X")
+r = ac.rep_theorem(X, Pbad, normalize=True)
+check(r.verdict in ac.core.VERDICTS, "normalize=True accepts the same P: %s" % r.verdict)
+
+# ---- Theorem 2 ------------------------------------------------------------------
+for (d, h, dp, n, case, seed) in [(8, 2, 4, 4, 1, 1), (16, 4, 8, 4, 0, 2), (8, 2, 4, 3, 2, 3)]:
+    W, V = ac.generate_layers(d, h, dp, case=case, seed=seed)
+    s = ac.separate(W, V, n, seed=seed)
+    args = ["separate", "--d", str(d), "--h", str(h), "--dp", str(dp), "--n", str(n),
+            "--seed", str(seed), "--json"] + (["--case", str(case)] if case else [])
+    rc, out, err = run(*args)
+    j = json.loads(out) if out else {}
+    check(s.verdict == j.get("verdict"),
+          "separate d=%d h=%d dp=%d n=%d case=%d: %s, the program says %s"
+          % (d, h, dp, n, case, s.verdict, j.get("verdict")))
+    if s.X is not None:
+        f, g = W(s.X), V(s.X)
+        rel = np.linalg.norm(f - g) / (np.linalg.norm(f) + np.linalg.norm(g))
+        check(rel >= s.relative_gap_lo * (1 - 1e-9),
+              "  NumPy relative gap %.6g >= certified %.6g at the returned X" % (
+                  rel, s.relative_gap_lo))
+expect_error(lambda: ac.separate(*ac.generate_layers(8, 2, 4, seed=1)[:1],
+                                 ac.generate_layers(16, 4, 8, seed=1)[1], 4),
+             ValueError, None, ["same d"], "layers of different widths")
+
+# ---- Theorem 3.2: the program's numbers ------------------------------------------
+c = ac.condition([1, 2], seq=16, head_dim=4, trials=20, seed=1)
+rc, out, _ = run("condition", "--heads", "1,2", "--seq", "16", "--head-dim", "4", "--trials",
+                 "20", "--seed", "1", "--json")
+j = json.loads(out)
+same = all(row.median == res["stats"]["median"] and row.mean == res["stats"]["mean"]
+           for row, res in zip(c.rows, j["results"]))
+check(same and len(c.rows) == 2, "condition medians equal the program's: %s"
+      % [round(r.median, 6) for r in c.rows])
+check(all(len(r.kappa) == 20 and np.all(r.kappa >= 1) for r in c.rows),
+      "condition returns every sampled kappa (>= 1)")
+expect_error(lambda: ac.condition([1], seq=16, head_dim=4, mode="gauss"), ValueError, None,
+             ["mode"], "unknown mode")
+expect_error(lambda: ac.condition([0], seq=16, head_dim=4, trials=2), ac.AttncheckError, 64,
+             [], "zero heads")
+
+# ---- checkpoints in PyTorch ---------------------------------------------------------
+try:
+    import torch
+except ImportError:
+    torch = None
+    print("skip checkpoints: no torch")
+
+if torch is not None:
+    torch.set_default_dtype(torch.float64)
+    tmp = tempfile.mkdtemp()
+    text = os.path.join(tmp, "text.txt")
+    with open(text, "w") as f:
+        f.write("the quick brown fox jumps over the lazy dog. " * 40)
+    for extra in ([], ["--attention", "fixed", "--head-dim", "4"]):
+        ck = os.path.join(tmp, "ck%d" % len(extra))
+        rc, out, err = run("train", "--task", "text", "--text", text, "--steps", "3", "--width",
+                           "16", "--layers", "2", "--heads", "2", "--seq", "16", "--batch", "2",
+                           "--dump-grads", ck, *extra)
+        check(rc == 0, "train --dump-grads %s (%s)" % (" ".join(extra) or "standard", err.strip()[-80:]))
+        m = ac.load_checkpoint(ck)
+        kind = type(m.blocks[0]).__name__
+        tok = torch.from_numpy(np.load(os.path.join(ck, "batch.tokens.npy")).astype(np.int64))
+        tgt = torch.from_numpy(np.load(os.path.join(ck, "batch.targets.npy")).astype(np.int64))
+        loss = float(np.load(os.path.join(ck, "loss.npy")).ravel()[0])
+        with torch.no_grad():
+            lg = m(tok)
+            ours = float(torch.nn.functional.cross_entropy(lg.reshape(-1, lg.shape[-1]),
+                                                           tgt.reshape(-1)))
+        # tolerance of tests/train_torch.py: 2*16*12(L+2) n u, n the longest reduction
+        tol = 2 * 16 * 12 * 4 * 95 * 2.0 ** -53
+        check(abs(ours - loss) <= tol * abs(loss),
+              "load_checkpoint (%s blocks): loss %.15g vs the trainer's %.15g" % (kind, ours,
+                                                                                  loss))
+        if extra:
+            continue
+        check(kind == "TransformerEncoderLayer", "standard heads load as stock layers")
+        with torch.no_grad():
+            m.blocks[1].linear1.weight.mul_(0.5)
+        out2 = os.path.join(tmp, "changed")
+        ac.save_checkpoint(m, out2)
+        m2 = ac.load_checkpoint(out2)
+        check(torch.equal(m2.blocks[1].linear1.weight, m.blocks[1].linear1.weight),
+              "save_checkpoint then load_checkpoint: the change survives")
+        rc, out, err = run("train", "--resume", out2, "--steps", "4")
+        check(rc == 0, "train --resume accepts the saved checkpoint (exit %d %s)" % (
+            rc, err.strip()[-120:]))
+        with open(os.path.join(out2, "Wrong.npy"), "w"):
+            pass
+        np.save(os.path.join(out2, "lnf.weight.npy"), np.zeros(16))
+        expect_error(lambda: ac.load_checkpoint(out2), ac.AttncheckError, 65, ["checksum"],
+                     "a changed tensor file")
+    # fit-p: learned Wq, Wk from a checkpoint, changed, saved, certified
+    X, P = ac.generate_instance(8, 6, seed=3)
+    np.save(os.path.join(tmp, "X.npy"), X)
+    np.save(os.path.join(tmp, "P.npy"), P)
+    ck = os.path.join(tmp, "fitp")
+    rc, out, err = run("train", "--task", "fit-p", "--x", os.path.join(tmp, "X.npy"), "--p",
+                       os.path.join(tmp, "P.npy"), "--steps", "300", "--save", ck)
+    check(rc in (0, 1, 2), "train --task fit-p --save (exit %d)" % rc)
+    m = ac.load_checkpoint(ck)
+    Wq, Wk = m.Wq.detach().numpy().copy(), m.Wk.detach().numpy().copy()
+    c1 = ac.certify_head(X, P, Wq, Wk, tol=1e-3)
+    d1 = maxdev(X, P, Wq, Wk)
+    with torch.no_grad():
+        m.Wq.mul_(1.01)
+    ck2 = os.path.join(tmp, "fitp2")
+    ac.save_checkpoint(m, ck2)
+    m2 = ac.load_checkpoint(ck2)
+    Wq2 = m2.Wq.detach().numpy()
+    c2 = ac.certify_head(X, P, Wq2, Wk, tol=1e-3)
+    d2 = maxdev(X, P, Wq2, Wk)
+    check(c1.lo - SLACK <= d1 <= c1.hi + SLACK and c2.lo - SLACK <= d2 <= c2.hi + SLACK
+          and np.array_equal(Wq2, Wq * 1.01),
+          "fit-p weights certified before (%.3g) and after a change in torch (%.3g)" % (d1, d2))
+
+print("%d failure(s)" % failures)
+sys.exit(1 if failures else 0)
