@@ -7,7 +7,8 @@
  * term exp(a delta_k) is monotone in a, so S_ij is enclosed by the ends'
  * terms, rounded outward; the distance of P_ij to that enclosure bounds f
  * from below on the whole cell.  The cell with the lowest bound is split
- * until the bound meets the best f(a) seen or the budget is spent; the
+ * until the bound meets the best f(a) seen (to a relative 2^-43, about the
+ * width of the enclosures) or the budget is spent; the
  * lowest bound over the cells left is a certified lower bound on dist.
  */
 #include <config.h>
@@ -48,8 +49,56 @@ static void mul_enclose(double A, double B, double dlo, double dhi, double *lo, 
     }
 }
 
-/* Lower bound on f over a in [A, B]. */
-static double cell_lb(const double *x, const ac_mat *P, double A, double B)
+/* The distance of p to [lo, hi], rounded down. */
+static double gap_dn(double p, double lo, double hi)
+{
+    if (p > hi)
+        return ac_sub_dn(p, hi);
+    if (p < lo)
+        return ac_sub_dn(lo, p);
+    return 0;
+}
+
+/* Lower bound on f over a finite cell [A, B] in O(n^2): every logit
+ * u_k = a x_j x_k lies in [ulo_k, uhi_k] for all a in the cell at once, and
+ * S_i = e^{u_i} / (e^{u_i} + sum_{k != i} e^{u_k}) increases with u_i and
+ * decreases with the others, so the ends of the u's bound S_i (shifted by
+ * M = max uhi, which cancels). */
+static double cell_lb_narrow(const double *x, const ac_mat *P, double A, double B, double *ulo,
+                             double *uhi)
+{
+    size_t n = P->rows;
+    double best = 0;
+    for (size_t j = 0; j < n; j++) {
+        double M = -INFINITY, slo = 0, shi = 0;
+        for (size_t k = 0; k < n; k++) {
+            double w = x[j] * x[k], wlo = ac_dn(w), whi = ac_up(w); /* one ulp out */
+            if (x[j] == 0 || x[k] == 0)
+                wlo = whi = 0;
+            mul_enclose(A, B, wlo, whi, &ulo[k], &uhi[k]);
+            M = fmax(M, uhi[k]);
+        }
+        for (size_t k = 0; k < n; k++) {
+            double t;
+            ac_exp_enclose(ac_sub_dn(ulo[k], M), &ulo[k], &t);
+            ac_exp_enclose(ac_sub_up(uhi[k], M), &t, &uhi[k]);
+            slo = ac_add_dn(slo, ulo[k]);
+            shi = ac_add_up(shi, uhi[k]);
+        }
+        for (size_t i = 0; i < n; i++) {
+            double others_hi = ac_sub_up(shi, uhi[i]);
+            double others_lo = fmax(0.0, ac_sub_dn(slo, ulo[i]));
+            double lo = ac_div_dn(ulo[i], ac_add_up(ulo[i], others_hi));
+            double den = ac_add_dn(uhi[i], others_lo);
+            double hi = den > 0 ? fmin(1.0, ac_div_up(uhi[i], den)) : 1.0;
+            best = fmax(best, gap_dn(AC_MAT(P, i, j), lo, hi));
+        }
+    }
+    return best;
+}
+
+/* Lower bound on f over a in [A, B] (ends possibly infinite), O(n^3). */
+static double cell_lb_wide(const double *x, const ac_mat *P, double A, double B)
 {
     size_t n = P->rows;
     double best = 0;
@@ -73,14 +122,23 @@ static double cell_lb(const double *x, const ac_mat *P, double A, double B)
             }
             double lo = shi == INFINITY ? 0 : ac_div_dn(1.0, shi);
             double hi = ac_div_up(1.0, slo);
-            double p = AC_MAT(P, i, j), g = 0;
-            if (p > hi)
-                g = ac_sub_dn(p, hi);
-            else if (p < lo)
-                g = ac_sub_dn(lo, p);
-            best = fmax(best, g);
+            best = fmax(best, gap_dn(AC_MAT(P, i, j), lo, hi));
         }
     return best;
+}
+
+/* The bound on a cell: O(n^2) where the logits move by at most 1 over the
+ * cell ((B - A) max x^2 <= 1), else the O(n^3) form, which stays tight on
+ * wide cells and the tails.  buf: 2n doubles. */
+static double cell_lb(const double *x, const ac_mat *P, double A, double B, double *buf)
+{
+    size_t n = P->rows;
+    double w = 0;
+    for (size_t k = 0; k < n; k++)
+        w = fmax(w, x[k] * x[k]);
+    if (isfinite(A) && isfinite(B) && (B - A) * w <= 1)
+        return cell_lb_narrow(x, P, A, B, buf, buf + n);
+    return cell_lb_wide(x, P, A, B);
 }
 
 /* f(a) in double (no guarantee; picks the candidate head). */
@@ -154,7 +212,7 @@ void ac_t1_d1_search(const ac_mat *X, const ac_mat *P, double work, double *lo, 
                      double *f_best)
 {
     size_t n = P->rows;
-    double cost = (double)n * (double)n * (double)n + 1;
+    double cost = (double)n * (double)n + 1; /* per finite cell; the tails cost n^3 */
     size_t maxcells = (size_t)fmin(work / cost, 200000.0);
     *lo = 0;
     *a_best = 0;
@@ -163,20 +221,25 @@ void ac_t1_d1_search(const ac_mat *X, const ac_mat *P, double work, double *lo, 
         return;
     const double *x = X->data;
     cell *h = malloc((maxcells + 8) * sizeof *h);
-    if (!h)
+    double *buf = malloc(2 * n * sizeof(double));
+    if (!h || !buf) {
+        free(h);
+        free(buf);
         return;
+    }
     size_t len = 0, evals = 0;
     const double ends[] = {-INFINITY, -1e6, -1, 0, 1, 1e6, INFINITY};
     double fb = f_approx(x, P, 0);
     double ab = 0;
     for (int q = 0; q < 6; q++) {
-        cell c = {ends[q], ends[q + 1], cell_lb(x, P, ends[q], ends[q + 1])};
+        cell c = {ends[q], ends[q + 1], cell_lb(x, P, ends[q], ends[q + 1], buf)};
         heap_push(h, &len, c);
         evals++;
     }
     double final_lo = INFINITY; /* lowest bound of cells too narrow to split */
     while (len > 0 && evals + 2 <= maxcells) {
-        if (h[0].lb >= fb || h[0].lb >= final_lo)
+        /* the bound meets the best f sampled up to the enclosures' own width */
+        if (h[0].lb >= fb * (1 - 0x1p-43) || h[0].lb >= final_lo)
             break;
         cell c = heap_pop(h, &len);
         double m = split_point(c.a, c.b);
@@ -189,8 +252,8 @@ void ac_t1_d1_search(const ac_mat *X, const ac_mat *P, double work, double *lo, 
             fb = fm;
             ab = m;
         }
-        cell c1 = {c.a, m, fmax(c.lb, cell_lb(x, P, c.a, m))};
-        cell c2 = {m, c.b, fmax(c.lb, cell_lb(x, P, m, c.b))};
+        cell c1 = {c.a, m, fmax(c.lb, cell_lb(x, P, c.a, m, buf))};
+        cell c2 = {m, c.b, fmax(c.lb, cell_lb(x, P, m, c.b, buf))};
         heap_push(h, &len, c1);
         heap_push(h, &len, c2);
         evals += 2;
@@ -202,4 +265,5 @@ void ac_t1_d1_search(const ac_mat *X, const ac_mat *P, double work, double *lo, 
     *a_best = ab;
     *f_best = fb;
     free(h);
+    free(buf);
 }

@@ -22,7 +22,7 @@
 #include "theorem1/t1_impl.h"
 
 /* Work budget of the d = 1 branch and bound, in entry evaluations. */
-#define D1_WORK 4e8
+#define D1_WORK 1e8
 
 /* Take (Wk, Wq) with certificate c as the written weights if it is certified
  * lower than the current ones; the matrices are moved (emptied) then. */
