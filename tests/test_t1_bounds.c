@@ -57,8 +57,9 @@ static void assert_sound(const ac_t1_result *res, const ac_mat *X, const ac_mat 
         }
         ac_cert c;
         ck_assert(ac_head_certify(&c, X, &Wk, &Wq, P, 0, &sched, NULL) == AC_OK);
-        ck_assert_msg(res->dist_lo <= c.hi, "head %d (scale %g): certified error %.17g < dist_lo %.17g",
-                      h, scale, c.hi, res->dist_lo);
+        ck_assert_msg(res->dist_lo <= c.hi,
+                      "head %d (scale %g): certified error %.17g < dist_lo %.17g", h, scale, c.hi,
+                      res->dist_lo);
         ac_mat_free(&Wk);
         ac_mat_free(&Wq);
     }
@@ -66,9 +67,9 @@ static void assert_sound(const ac_t1_result *res, const ac_mat *X, const ac_mat 
         ck_assert(res->dist_lo <= res->weights_cert.hi);
 }
 
-/* A zero column j forces a uniform softmax column: dist >= max_i |P_ij - 1/n|,
- * and equals it when the other columns can be matched (d >= n - 1 + dk...):
- * here checked as the bound's value, and exactly on the paper's example. */
+/* A zero column j forces a uniform softmax column: dist >= max_i |P_ij - 1/n|
+ * (checked as a floor on dist_lo, with soundness against heads), and
+ * dist = 1/4 exactly on the paper's example. */
 START_TEST(test_zero_column)
 {
     static const size_t cases[][3] = {{1, 2, 1}, {3, 5, 3}, {6, 8, 2}, {16, 12, 4}};

@@ -283,7 +283,9 @@ static double sub_sigma_lo(const ac_mat *P, const size_t *I, size_t ni, const si
             arb_sub(e, e, mean, prec);
         }
     }
-    if (ac_arb_mat_to_imat(&A, M, NULL) == AC_OK && ac_sv_enclose(&A, slo, shi, NULL, NULL) == AC_OK)
+    (void)err; /* an optional bound: a failure leaves 0, the message unset */
+    if (ac_arb_mat_to_imat(&A, M, NULL) == AC_OK &&
+        ac_sv_enclose(&A, slo, shi, NULL, NULL) == AC_OK)
         res = slo[k];
 out:
     free(slo);
