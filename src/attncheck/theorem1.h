@@ -56,6 +56,9 @@ typedef struct {
     size_t nd0;            /* entries of d0 (must be n when d0 is set) */
     const char *xname, *pname, *d0name; /* the inputs in messages (e.g. file names;
                                            NULL: "X", "P", "D0") */
+    const ac_mat *user_wk, *user_wq; /* a head to certify as an upper bound on dist
+                                        (both dk x d; NULL: none) */
+    const char *wkname, *wqname;     /* their names in messages (NULL: "Wk", "Wq") */
 } ac_t1_opts;
 
 void ac_t1_opts_default(ac_t1_opts *o);
@@ -105,6 +108,10 @@ typedef struct {
     ac_t1_step steps[AC_T1_MAX_STEPS];
     size_t nsteps;
     char summary[320];       /* one sentence: why this verdict */
+    char lower_method[160];  /* which bound gave dist_lo (doc/mathematics.md §3.6) */
+    char upper_method[160];  /* which candidate head gave dist_hi */
+    ac_cert user_cert;       /* max|Softmax - P| of opts->user_wk, user_wq (stage
+                                AC_STAGE_NONE when no user head was given) */
 } ac_t1_result;
 
 /* Decide C(tol) for (X, P, opts->dk), construct weights and fill the

@@ -54,6 +54,9 @@ const char cmd_rep_theorem_help[] =
     "                    0 = double precision stage only)\n"
     "  --optimize ITERS  BFGS iterations refining the best approximation when P\n"
     "                    is not reached exactly (default 200; 0 = off)\n"
+    "  --wq FILE, --wk FILE  a head to certify (float64 .npy, dk x d each): its\n"
+    "                    max|Softmax - P| is an upper bound on the distance, and\n"
+    "                    it is written if it is the best head found\n"
     "Output:\n"
     "  --trace           print each proof step with its certified residual\n"
     "  --json            print one JSON object (verdict, certificate, ...)\n"
@@ -82,7 +85,7 @@ const char cmd_rep_theorem_help[] =
 enum {
     OPT_X = 256, OPT_P, OPT_D0, OPT_NORMALIZE, OPT_EXAMPLE, OPT_N, OPT_D, OPT_SEED,
     OPT_REPRESENTABLE, OPT_DK, OPT_TOL, OPT_MAXPREC, OPT_OPTIMIZE, OPT_TRACE, OPT_JSON,
-    OPT_OUTDIR, OPT_THREADS, OPT_LEARN, OPT_DKRANGE, OPT_CSV, OPT_PLOT
+    OPT_OUTDIR, OPT_THREADS, OPT_LEARN, OPT_DKRANGE, OPT_CSV, OPT_PLOT, OPT_WQ, OPT_WK
 };
 
 static const struct option long_opts[] = {
@@ -107,6 +110,8 @@ static const struct option long_opts[] = {
     {"dk-range", required_argument, NULL, OPT_DKRANGE},
     {"csv", required_argument, NULL, OPT_CSV},
     {"plot", required_argument, NULL, OPT_PLOT},
+    {"wq", required_argument, NULL, OPT_WQ},
+    {"wk", required_argument, NULL, OPT_WK},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -122,7 +127,7 @@ static const cli_flag t1_flags[] = {
 #define MAX_DIM ((size_t)1 << 16)
 
 typedef struct {
-    const char *xfile, *pfile, *d0file, *example;
+    const char *xfile, *pfile, *d0file, *example, *wqfile, *wkfile;
     int normalize, representable;
     size_t n, d, dk;
     int have_n, have_d, have_dk, have_tol;
@@ -188,6 +193,8 @@ static int parse_args(t1_args *a, int argc, char **argv)
         case OPT_DKRANGE: st = rep_learn_option(&a->learn, "dk-range", optarg); break;
         case OPT_CSV: st = rep_learn_option(&a->learn, "csv", optarg); break;
         case OPT_PLOT: st = rep_learn_option(&a->learn, "plot", optarg); break;
+        case OPT_WQ: a->wqfile = optarg; break;
+        case OPT_WK: a->wkfile = optarg; break;
         default: return cli_bad_option(c, argv);
         }
         if (st)
@@ -198,6 +205,8 @@ static int parse_args(t1_args *a, int argc, char **argv)
     if (a->example && (a->xfile || a->pfile || a->have_n || a->have_d || a->representable))
         return cli_usage("--example paper fixes X and P; it cannot be combined with --x, --p, "
                          "--n, --d or --representable");
+    if (!a->wqfile != !a->wkfile)
+        return cli_usage("--wq and --wk give one head together; give both");
     if (a->pfile && a->representable)
         return cli_usage("--representable generates P; it cannot be combined with --p");
     return rep_learn_check(&a->learn, a->have_dk ? "--dk" : a->common.out_dir ? "--out-dir"
@@ -387,7 +396,13 @@ static void write_json(ac_json *j, const t1_args *a, const char *instance, const
     ac_json_begin_object(j);
     ac_json_kv_number(j, "lo", r->dist_lo);
     ac_json_kv_number(j, "hi", r->dist_hi);
+    ac_json_kv_string(j, "lower_method", r->lower_method);
+    ac_json_kv_string(j, "upper_method", r->upper_method);
     ac_json_end_object(j);
+    if (r->user_cert.stage != AC_STAGE_NONE && a->wqfile) {
+        ac_json_key(j, "given_head");
+        cli_json_cert(j, &r->user_cert);
+    }
     ac_json_key(j, "weights");
     cli_json_cert(j, &r->weights_cert);
     ac_json_key(j, "trace");
@@ -429,6 +444,8 @@ static void print_text(const t1_args *a, const char *instance, const ac_t1_resul
                cli_stage_name(sb, sizeof sb, r->weights_cert.stage, r->weights_cert.prec));
     printf("distance   inf over heads of max|Softmax - P| in [%s, %s]\n",
            cli_num(b1, sizeof b1, r->dist_lo), cli_num(b2, sizeof b2, r->dist_hi));
+    printf("  lower    %s\n", r->lower_method[0] ? r->lower_method : "none");
+    printf("  upper    %s\n", r->upper_method[0] ? r->upper_method : "none");
     if (a->common.trace) {
         printf("trace\n");
         cli_print_steps(r->steps, r->nsteps);
@@ -487,6 +504,7 @@ int cmd_rep_theorem(int argc, char **argv)
     int gen_x, gen_p, st;
     ac_err err;
     ac_t1_result r;
+    ac_mat Wq = {0}, Wk = {0};
     char instance[256];
     memset(&r, 0, sizeof r);
     ac_err_clear(&err);
@@ -524,6 +542,15 @@ int cmd_rep_theorem(int argc, char **argv)
     o.tol = a.tol;
     o.sched = cli_schedule(&a.common);
     o.optimize = (int)a.optimize;
+    if (a.wqfile && ((st = ac_npy_read_mat(a.wqfile, &Wq, &err)) ||
+                     (st = ac_npy_read_mat(a.wkfile, &Wk, &err)))) {
+        st = cli_fail_err(&err);
+        goto out;
+    }
+    o.user_wq = a.wqfile ? &Wq : NULL;
+    o.user_wk = a.wkfile ? &Wk : NULL;
+    o.wqname = a.wqfile;
+    o.wkname = a.wkfile;
     if ((st = ac_t1_check(&r, &X, &P, &o, &err))) {
         st = cli_fail_err(&err);
         goto out;
@@ -543,6 +570,8 @@ out:
     ac_t1_result_free(&r);
     ac_mat_free(&X);
     ac_mat_free(&P);
+    ac_mat_free(&Wq);
+    ac_mat_free(&Wk);
     free(d0);
     return st;
 }

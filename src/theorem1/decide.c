@@ -597,6 +597,7 @@ static int decide_weights(ac_t1_result *res, const ac_mat *X, const ac_mat *P, s
         res->Wk = Wk;
         res->Wq = Wq;
         res->weights_cert = wc;
+        res->upper_method[0] = '\0'; /* named by ac_t1_tighten */
         Wk.data = Wq.data = NULL;
         ac_err_clear(err);
     }

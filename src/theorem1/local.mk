@@ -10,6 +10,10 @@ src_libattncheck_la_SOURCES += \
 	src/theorem1/exact.c \
 	src/theorem1/decide.c \
 	src/theorem1/refine.c \
+	src/theorem1/t1_bounds.h \
+	src/theorem1/bounds.c \
+	src/theorem1/bounds_d1.c \
+	src/theorem1/upper.c \
 	src/theorem1/check.c \
 	src/theorem1/result.c
 
@@ -20,6 +24,11 @@ tests_test_theorem1_SOURCES = tests/test_theorem1.c tests/testutil.h
 tests_test_theorem1_CFLAGS = $(TEST_CFLAGS)
 tests_test_theorem1_LDADD = $(TEST_LIBS) $(LAPACKE_LIBS)
 
+check_PROGRAMS += tests/test_t1_bounds
+UNIT_TESTS += tests/test_t1_bounds
+tests_test_t1_bounds_SOURCES = tests/test_t1_bounds.c tests/testutil.h
+tests_test_t1_bounds_CFLAGS = $(TEST_CFLAGS)
+tests_test_t1_bounds_LDADD = $(TEST_LIBS)
 check_PROGRAMS += tests/test_theorem1_decide
 UNIT_TESTS += tests/test_theorem1_decide
 tests_test_theorem1_decide_SOURCES = tests/test_theorem1_decide.c tests/testutil.h

@@ -1,13 +1,15 @@
 /* refine.c — weights for route DECIDE of Theorem 1 (doc/mathematics.md
- * §3.4, §3.6): the projected construction (the logits Pi M(c*) Pi of the
- * exact criterion, truncated to rank dk), certified; then, if they do not
- * prove C(tol), a best approximation by BFGS on the squared error (GSL
- * multimin), kept only if its certified error is smaller.  Approximate
+ * §3.4, §3.6): the projected constructions (the logits Pi M(c*) Pi of the
+ * exact criterion, or K Pi log(P) Pi of the rank condition, truncated to
+ * rank dk, through X^+ of the certified or of numerical rank), the best in
+ * double certified; then, if they do not prove C(tol), a best approximation
+ * by BFGS (GSL multimin) on the squared error and then on p-norm surrogates
+ * of the max-abs error, kept only if its certified error is smaller.  Approximate
  * steps only propose weights: every weight written is certified
  * (attention/head.c).
  *
  * Dimension letters: d model width, n tokens, dk head size, r = rank X.
- * Buffers are row-major: X d x n, X^+ n x d, P, Pi, T n x n, A d x d,
+ * Buffers are row-major: X d x n, X^+ n x d, P, Pi, T n x n,
  * Wk/Wq dk x d.
  */
 #include <config.h>
@@ -26,8 +28,10 @@
 /* ---- the projected construction ----------------------------------------- */
 
 /* Xp = X^+ (n x d, allocated here) from an SVD with the certified rank r:
- * the sum over the r largest singular triplets (stopping at a zero one). */
-static int pinv_rank(ac_mat *Xp, const ac_mat *X, size_t r, ac_err *err)
+ * the sum over the r largest singular triplets (stopping at a zero one, and
+ * at one below rel * sigma_1 when rel > 0: a numerical rank, which keeps the
+ * weights of an ill-conditioned X bounded). */
+static int pinv_rank(ac_mat *Xp, const ac_mat *X, size_t r, double rel, ac_err *err)
 {
     size_t d = X->rows, n = X->cols, p = d < n ? d : n;
     ac_mat Ux = {0}, Vx = {0};
@@ -38,7 +42,7 @@ static int pinv_rank(ac_mat *Xp, const ac_mat *X, size_t r, ac_err *err)
     if ((st = ac_approx_svd(X, &Ux, sx, &Vx, err)) || (st = ac_mat_init(Xp, n, d, err)))
         goto out;
     for (size_t k = 0; k < r && k < p; k++) {
-        if (sx[k] == 0)
+        if (sx[k] == 0 || (rel > 0 && sx[k] < rel * sx[0]))
             break;
         for (size_t i = 0; i < n; i++)
             for (size_t j = 0; j < d; j++)
@@ -54,8 +58,12 @@ out:
 /* T (n x n, initialised) = Pi M(c*) Pi = Pi L Pi + g (Pi c*)', L = log P,
  * g = Pi 1, with the minimiser c* of the log-domain residual in double:
  * c* = -((I - Pi) v / n + Pi v / (n - b)), v = (L - Pi L Pi)' 1, b = 1'Pi 1
- * (the Pi v term dropped when n - b is within rounding of 0). */
-static int projected_logits(ac_mat *T, const ac_mat *Pi, const ac_mat *P, ac_err *err)
+ * (the Pi v term dropped when n - b is within rounding of 0).
+ * kform: T = K Pi L Pi instead, K = I - g g'/b, the matrix whose rank-dk
+ * truncation the rank condition of doc/mathematics.md §3.4 measures (its
+ * softmax is that of Pi L Pi up to column shifts when g = 1). */
+static int projected_logits(ac_mat *T, const ac_mat *Pi, const ac_mat *P, int kform,
+                            ac_err *err)
 {
     size_t n = P->rows;
     ac_mat W1 = {0}, tmp = {0};
@@ -90,6 +98,22 @@ static int projected_logits(ac_mat *T, const ac_mat *Pi, const ac_mat *P, ac_err
     int pi_term = (double)n - b > 1e3 * (double)n * AC_U * (double)n;
     for (size_t i = 0; i < n; i++)
         c[i] = -((v[i] - pv[i]) / (double)n + (pi_term ? pv[i] / ((double)n - b) : 0.0));
+    if (kform) {
+        /* T <- W1 - g (g' W1) / b */
+        double gg = 0;
+        for (size_t i = 0; i < n; i++)
+            gg += g[i] * g[i];
+        for (size_t j = 0; j < n; j++) {
+            double s = 0;
+            for (size_t i = 0; i < n; i++)
+                s += g[i] * AC_MAT(&W1, i, j);
+            pc[j] = gg > 0 ? s / gg : 0;
+        }
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < n; j++)
+                AC_MAT(T, i, j) = AC_MAT(&W1, i, j) - g[i] * pc[j];
+        goto out;
+    }
     /* T <- Pi (L + 1 c') Pi  =  Pi L Pi + g (Pi c)' */
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < n; j++)
@@ -108,57 +132,56 @@ out:
     return st;
 }
 
-/* res->Wk, res->Wq (dk x d) with (Wk X)'(Wq X)/sqrt(dk) = X' A_dk X, A_dk the
- * rank-dk truncation of A = Xp' T Xp (d x d): sqrt(dk) A_dk = Wk' Wq by the
- * SVD of A. */
-static int factor_logits(ac_t1_result *res, const ac_mat *T, const ac_mat *Xp, size_t dk,
+/* Wk, Wq (dk x d) with (Wk X)'(Wq X)/sqrt(dk) = Pi T_dk Pi, T_dk the rank-dk
+ * truncation of T (n x n, an SVD T = U S V'): Wk = S^(1/2) U_dk' X^+,
+ * Wq = sqrt(dk) S^(1/2) V_dk' X^+, since X^+ X = Pi.  When T = Pi T Pi its
+ * singular vectors lie in range(Pi) and the logits are T_dk itself. */
+static int factor_logits(ac_mat *Wk, ac_mat *Wq, const ac_mat *T, const ac_mat *Xp, size_t dk,
                          ac_err *err)
 {
     size_t n = Xp->rows, d = Xp->cols;
-    ac_mat TX = {0}, A = {0}, U = {0}, Vt = {0};
-    double *s = NULL;
+    ac_mat U = {0}, Vt = {0}, F = {0}, G = {0};
+    double *s = malloc((n ? n : 1) * sizeof(double));
     int st;
-    if ((st = ac_mat_init(&TX, n, d, err)) || (st = ac_mat_init(&A, d, d, err)))
-        goto out;
-    ac_gemm(&TX, AC_NOTRANS, T, AC_NOTRANS, Xp, err);
-    ac_gemm(&A, AC_TRANS, Xp, AC_NOTRANS, &TX, err);
-    s = malloc(d * sizeof(double));
-    if (!s) {
-        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
-        goto out;
-    }
-    if ((st = ac_approx_svd(&A, &U, s, &Vt, err)) || (st = ac_mat_init(&res->Wk, dk, d, err)) ||
-        (st = ac_mat_init(&res->Wq, dk, d, err)))
+    if (!s)
+        return ac_err_set(err, AC_EINTERNAL, "out of memory");
+    if ((st = ac_approx_svd(T, &U, s, &Vt, err)) || (st = ac_mat_init(&F, dk, n, err)) ||
+        (st = ac_mat_init(&G, dk, n, err)) || (st = ac_mat_init(Wk, dk, d, err)) ||
+        (st = ac_mat_init(Wq, dk, d, err)))
         goto out;
     double sq = sqrt((double)dk);
-    for (size_t k = 0; k < dk && k < d; k++) {
+    for (size_t k = 0; k < dk && k < n; k++) {
         double rs = sqrt(s[k]);
-        for (size_t j = 0; j < d; j++) {
-            AC_MAT(&res->Wk, k, j) = rs * AC_MAT(&U, j, k);
-            AC_MAT(&res->Wq, k, j) = sq * rs * AC_MAT(&Vt, k, j);
+        for (size_t i = 0; i < n; i++) {
+            AC_MAT(&F, k, i) = rs * AC_MAT(&U, i, k);
+            AC_MAT(&G, k, i) = sq * rs * AC_MAT(&Vt, k, i);
         }
     }
+    if ((st = ac_gemm(Wk, AC_NOTRANS, &F, AC_NOTRANS, Xp, err)) ||
+        (st = ac_gemm(Wq, AC_NOTRANS, &G, AC_NOTRANS, Xp, err)))
+        goto out;
 out:
     free(s);
-    ac_mat_free(&TX);
-    ac_mat_free(&A);
     ac_mat_free(&U);
     ac_mat_free(&Vt);
+    ac_mat_free(&F);
+    ac_mat_free(&G);
     return st;
 }
 
-/* Weights whose logits are T = Pi M(c*) Pi, truncated to rank dk:
- * A = (X^+)' T X^+ (so X' A X = T), sqrt(dk) A = Wk' Wq by the SVD of A. */
-static int construct_projected(ac_t1_result *res, const ac_mat *X, const ac_mat *P, size_t r,
-                               size_t dk, ac_err *err)
+/* Weights whose logits are T = Pi M(c*) Pi (kform: K Pi L Pi), truncated
+ * to rank dk: A = (X^+)' T X^+ (so X' A X = T), sqrt(dk) A = Wk' Wq by the
+ * SVD of A; X^+ of rank r, or of numerical rank at rel when rel > 0. */
+static int construct_projected(ac_mat *Wk, ac_mat *Wq, const ac_mat *X, const ac_mat *P,
+                               size_t r, size_t dk, int kform, double rel, ac_err *err)
 {
     size_t n = X->cols;
     ac_mat Xp = {0}, Pi = {0}, T = {0};
     int st;
-    if ((st = pinv_rank(&Xp, X, r, err)) || (st = ac_mat_init(&Pi, n, n, err)) ||
+    if ((st = pinv_rank(&Xp, X, r, rel, err)) || (st = ac_mat_init(&Pi, n, n, err)) ||
         (st = ac_gemm(&Pi, AC_NOTRANS, &Xp, AC_NOTRANS, X, err)) ||
-        (st = ac_mat_init(&T, n, n, err)) || (st = projected_logits(&T, &Pi, P, err)) ||
-        (st = factor_logits(res, &T, &Xp, dk, err)))
+        (st = ac_mat_init(&T, n, n, err)) || (st = projected_logits(&T, &Pi, P, kform, err)) ||
+        (st = factor_logits(Wk, Wq, &T, &Xp, dk, err)))
         goto out;
 out:
     ac_mat_free(&Xp);
@@ -169,29 +192,53 @@ out:
 
 /* ---- the best approximation (BFGS) ---------------------------------------- */
 
-/* f(Wk, Wq) = sum_ij (Softmax(Z) - P)_ij^2, Z = (Wk X)'(Wq X)/sqrt(dk), and
- * its gradient (the column softmax backward: dZ = S o (G - 1 (1'(S o G)))). */
+/* f(Wk, Wq) = sum_ij ((Softmax(Z) - P)_ij / s)^(2p), Z = (Wk X)'(Wq X)/sqrt(dk):
+ * p = 1, s = 1 is the squared error; growing p approaches the max-abs error
+ * (the p-norm surrogate), s is the current max error so that the powers stay
+ * in range.  The gradient is the column softmax backward:
+ * dZ = S o (G - 1 (1'(S o G))). */
 typedef struct {
     const ac_mat *X, *P;
     size_t d, n, dk;
+    int pw;       /* the power p */
+    double scale; /* s */
     double *K, *Q, *Z, *G, *dK, *dQ;
     double *scratch; /* 2n: the softmax's column maxima and sums */
 } fit_ctx;
+
+static void fit_softmax(fit_ctx *c, const double *th)
+{
+    size_t d = c->d, n = c->n, dk = c->dk;
+    ac_dgemm(AC_NOTRANS, AC_NOTRANS, dk, n, d, 1.0, th, d, c->X->data, n, 0.0, c->K, n);
+    ac_dgemm(AC_NOTRANS, AC_NOTRANS, dk, n, d, 1.0, th + dk * d, d, c->X->data, n, 0.0, c->Q, n);
+    ac_head_softmax_kq(c->Z, c->K, c->Q, n, dk, c->scratch);
+}
+
+/* max |Softmax - P| of the parameters th, in double (NaN counts as +inf). */
+static double fit_maxerr(fit_ctx *c, const double *th)
+{
+    fit_softmax(c, th);
+    double m = 0;
+    for (size_t i = 0; i < c->n * c->n; i++) {
+        double e = fabs(c->Z[i] - c->P->data[i]);
+        if (!(e <= m))
+            m = isnan(e) ? INFINITY : e;
+    }
+    return m;
+}
 
 static double fit_eval(const gsl_vector *th, void *params, gsl_vector *grad)
 {
     fit_ctx *c = params;
     size_t d = c->d, n = c->n, dk = c->dk;
-    const double *Wk = th->data, *Wq = th->data + dk * d;
-    double s = 1.0 / sqrt((double)dk);
-    ac_dgemm(AC_NOTRANS, AC_NOTRANS, dk, n, d, 1.0, Wk, d, c->X->data, n, 0.0, c->K, n);
-    ac_dgemm(AC_NOTRANS, AC_NOTRANS, dk, n, d, 1.0, Wq, d, c->X->data, n, 0.0, c->Q, n);
-    ac_head_softmax_kq(c->Z, c->K, c->Q, n, dk, c->scratch);
-    double f = 0;
+    double s = 1.0 / sqrt((double)dk), f = 0;
+    fit_softmax(c, th->data);
     for (size_t i = 0; i < n * n; i++) {
-        double e = c->Z[i] - c->P->data[i];
-        f += e * e;
-        c->G[i] = 2 * e;
+        double e = (c->Z[i] - c->P->data[i]) / c->scale, e2 = e * e, pwr = 1;
+        for (int k = 1; k < c->pw; k++)
+            pwr *= e2; /* e^(2p-2) */
+        f += pwr * e2;
+        c->G[i] = 2 * c->pw * pwr * e / c->scale;
     }
     if (!grad)
         return f;
@@ -224,10 +271,62 @@ static void fit_fdf(const gsl_vector *th, void *p, double *f, gsl_vector *g)
     *f = fit_eval(th, p, g);
 }
 
-/* Refine res->Wk, res->Wq by BFGS on the squared error (GSL multimin); the
- * refined weights replace the old ones only if their certified maximum error
- * is lower (decided by the caller).  Returns 1 if a refinement was produced
- * into Wk2, Wq2. */
+static int fit_alloc(fit_ctx *c, const ac_mat *X, const ac_mat *P, size_t dk)
+{
+    size_t n = X->cols;
+    fit_ctx c0 = {X, P, X->rows, n, dk, 1, 1.0, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    *c = c0;
+    c->K = malloc(dk * n * sizeof(double));
+    c->Q = malloc(dk * n * sizeof(double));
+    c->Z = malloc(n * n * sizeof(double));
+    c->G = malloc(n * n * sizeof(double));
+    c->dK = malloc(dk * n * sizeof(double));
+    c->dQ = malloc(dk * n * sizeof(double));
+    c->scratch = malloc(2 * n * sizeof(double));
+    return c->K && c->Q && c->Z && c->G && c->dK && c->dQ && c->scratch;
+}
+
+static void fit_free(fit_ctx *c)
+{
+    free(c->K);
+    free(c->Q);
+    free(c->Z);
+    free(c->G);
+    free(c->dK);
+    free(c->dQ);
+    free(c->scratch);
+}
+
+/* One BFGS run on the surrogate of power pw from best (2 dk d parameters);
+ * every iterate with a lower max error (in double) replaces best. */
+static void bfgs_stage(fit_ctx *c, gsl_multimin_fdfminimizer *m, gsl_vector *th, double *best,
+                       double *best_err, int pw, int iters)
+{
+    size_t np = th->size;
+    c->pw = pw;
+    c->scale = pw == 1 ? 1.0 : fmax(*best_err, 1e-300);
+    memcpy(th->data, best, np * sizeof(double));
+    gsl_multimin_function_fdf fn = {fit_f, fit_df, fit_fdf, np, c};
+    if (gsl_multimin_fdfminimizer_set(m, &fn, th, 0.01, 0.1) != GSL_SUCCESS)
+        return;
+    for (int it = 0; it < iters; it++) {
+        if (gsl_multimin_fdfminimizer_iterate(m))
+            break;
+        double e = fit_maxerr(c, m->x->data);
+        if (e < *best_err) {
+            *best_err = e;
+            memcpy(best, m->x->data, np * sizeof(double));
+        }
+        if (gsl_multimin_test_gradient(m->gradient, 1e-14) == GSL_SUCCESS)
+            break;
+    }
+}
+
+/* Refine (Wk, Wq) towards the least max-abs error: BFGS on the squared
+ * error, then on the p-norm surrogate with p = 2, 4, 8, 16 (GSL multimin),
+ * keeping the iterate with the lowest max error in double.  The result
+ * replaces the old weights only if its certified error is lower (decided by
+ * the caller).  Returns 1 if a refinement was produced into Wk2, Wq2. */
 static int refine_weights(ac_mat *Wk2, ac_mat *Wq2, const ac_mat *X, const ac_mat *P,
                           const ac_mat *Wk, const ac_mat *Wq, int iters)
 {
@@ -237,69 +336,112 @@ static int refine_weights(ac_mat *Wk2, ac_mat *Wq2, const ac_mat *X, const ac_ma
     /* GSL's default handler aborts on errors (allocation failures included):
      * the library must return instead, so it is off for the whole call. */
     gsl_error_handler_t *old = gsl_set_error_handler_off();
-    fit_ctx c = {X, P, d, n, dk, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
-    c.K = malloc(dk * n * sizeof(double));
-    c.Q = malloc(dk * n * sizeof(double));
-    c.Z = malloc(n * n * sizeof(double));
-    c.G = malloc(n * n * sizeof(double));
-    c.dK = malloc(dk * n * sizeof(double));
-    c.dQ = malloc(dk * n * sizeof(double));
-    c.scratch = malloc(2 * n * sizeof(double));
+    fit_ctx c;
+    int ok = fit_alloc(&c, X, P, dk);
     gsl_vector *th = gsl_vector_alloc(np);
+    double *best = malloc(np * sizeof(double));
     gsl_multimin_fdfminimizer *m =
         gsl_multimin_fdfminimizer_alloc(gsl_multimin_fdfminimizer_vector_bfgs2, np);
-    int ok = 0;
-    if (!c.K || !c.Q || !c.Z || !c.G || !c.dK || !c.dQ || !c.scratch || !th || !m)
+    if (!ok || !th || !m || !best) {
+        ok = 0;
         goto out;
-    memcpy(th->data, Wk->data, dk * d * sizeof(double));
-    memcpy(th->data + dk * d, Wq->data, dk * d * sizeof(double));
+    }
+    memcpy(best, Wk->data, dk * d * sizeof(double));
+    memcpy(best + dk * d, Wq->data, dk * d * sizeof(double));
     /* a small deterministic nudge off the symmetric saddle of zero weights */
     for (size_t i = 0; i < np; i++)
-        if (th->data[i] == 0.0)
-            th->data[i] = 1e-3 * sin((double)(i + 1));
-    gsl_multimin_function_fdf fn = {fit_f, fit_df, fit_fdf, np, &c};
-    if (gsl_multimin_fdfminimizer_set(m, &fn, th, 0.01, 0.1) == GSL_SUCCESS) {
-        for (int it = 0; it < iters; it++) {
-            int status = gsl_multimin_fdfminimizer_iterate(m);
-            if (status)
-                break;
-            if (gsl_multimin_test_gradient(m->gradient, 1e-14) == GSL_SUCCESS)
-                break;
-        }
-        if (ac_mat_init(Wk2, dk, d, NULL) == AC_OK && ac_mat_init(Wq2, dk, d, NULL) == AC_OK) {
-            memcpy(Wk2->data, m->x->data, dk * d * sizeof(double));
-            memcpy(Wq2->data, m->x->data + dk * d, dk * d * sizeof(double));
-            ok = 1;
-        } else {
-            ac_mat_free(Wk2);
-        }
+        if (best[i] == 0.0)
+            best[i] = 1e-3 * sin((double)(i + 1));
+    double best_err = fit_maxerr(&c, best);
+    bfgs_stage(&c, m, th, best, &best_err, 1, iters);
+    for (int pw = 2; pw <= 16; pw *= 2)
+        bfgs_stage(&c, m, th, best, &best_err, pw, iters / 4 + 1);
+    ok = 0;
+    if (ac_mat_init(Wk2, dk, d, NULL) == AC_OK && ac_mat_init(Wq2, dk, d, NULL) == AC_OK) {
+        memcpy(Wk2->data, best, dk * d * sizeof(double));
+        memcpy(Wq2->data, best + dk * d, dk * d * sizeof(double));
+        ok = 1;
+    } else {
+        ac_mat_free(Wk2);
     }
 out:
     if (m)
         gsl_multimin_fdfminimizer_free(m);
     if (th)
         gsl_vector_free(th);
+    free(best);
     gsl_set_error_handler(old);
-    free(c.K);
-    free(c.Q);
-    free(c.Z);
-    free(c.G);
-    free(c.dK);
-    free(c.dQ);
-    free(c.scratch);
+    fit_free(&c);
     return ok;
 }
 
 /* ---- the weights of route DECIDE ------------------------------------------ */
 
+/* The starts: the logits Pi M(c*) Pi and K Pi L Pi, each through X^+ of the
+ * certified rank and of numerical rank (singular values above 1e-8 sigma_1,
+ * for an ill-conditioned X); the one with the lowest max error in double. */
+#define NSTARTS 4
+static const struct {
+    int kform;
+    double rel;
+    const char *name;
+} starts[NSTARTS] = {
+    {0, 0, "Pi M(c*) Pi truncated to rank dk"},
+    {1, 0, "K Pi log(P) Pi truncated to rank dk"},
+    {0, 1e-8, "Pi M(c*) Pi through X^+ of numerical rank, truncated to rank dk"},
+    {1, 1e-8, "K Pi log(P) Pi through X^+ of numerical rank, truncated to rank dk"},
+};
+
+static int best_start(ac_mat *Wk, ac_mat *Wq, const char **name, const ac_mat *X,
+                      const ac_mat *P, size_t r, size_t dk, ac_err *err)
+{
+    fit_ctx c;
+    double best = INFINITY;
+    int st = AC_OK;
+    if (!fit_alloc(&c, X, P, dk)) {
+        fit_free(&c);
+        return ac_err_set(err, AC_EINTERNAL, "out of memory");
+    }
+    size_t kd = dk * X->rows;
+    double *th = malloc(2 * kd * sizeof(double));
+    for (int s = 0; s < NSTARTS && th; s++) {
+        ac_mat K1 = {0}, Q1 = {0};
+        if ((st = construct_projected(&K1, &Q1, X, P, r, dk, starts[s].kform, starts[s].rel,
+                                      err)))
+            break;
+        memcpy(th, K1.data, kd * sizeof(double));
+        memcpy(th + kd, Q1.data, kd * sizeof(double));
+        double e = fit_maxerr(&c, th);
+        if (e < best || s == 0) {
+            best = e;
+            ac_mat_free(Wk);
+            ac_mat_free(Wq);
+            *Wk = K1;
+            *Wq = Q1;
+            *name = starts[s].name;
+        } else {
+            ac_mat_free(&K1);
+            ac_mat_free(&Q1);
+        }
+    }
+    if (!th && !st)
+        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
+    free(th);
+    fit_free(&c);
+    return st;
+}
+
 int ac_t1_best_weights(ac_t1_result *res, const ac_mat *X, const ac_mat *P, size_t r,
                        const ac_t1_opts *o, ac_err *err)
 {
     ac_mat Wk2 = {0}, Wq2 = {0};
+    const char *name = starts[0].name;
     int st;
-    if ((st = construct_projected(res, X, P, r, res->dk, err)) ||
+    if ((st = best_start(&res->Wk, &res->Wq, &name, X, P, r, res->dk, err)) ||
         (st = ac_t1_certify_weights(&res->weights_cert, X, &res->Wk, &res->Wq, P, NULL, o, err)))
         goto out;
+    snprintf(res->upper_method, sizeof res->upper_method, "the projected construction, %s",
+             name);
     if (res->weights_cert.verdict != AC_PROVED &&
         refine_weights(&Wk2, &Wq2, X, P, &res->Wk, &res->Wq, o->optimize)) {
         ac_cert c2;
@@ -312,6 +454,9 @@ int ac_t1_best_weights(ac_t1_result *res, const ac_mat *X, const ac_mat *P, size
             res->Wq = Wq2;
             Wk2.data = Wq2.data = NULL;
             res->weights_cert = c2;
+            snprintf(res->upper_method, sizeof res->upper_method,
+                     "BFGS from %s, squared error then p-norms up to p = 16 (best max error)",
+                     name);
         }
     }
     ac_t1_add_step(res, "best approximation found", "max|Softmax - P| (written weights)",
