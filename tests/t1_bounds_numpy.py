@@ -201,11 +201,12 @@ with tempfile.TemporaryDirectory() as out:
         fail("kappa = 1e15, representable P, dk = 3: dist.hi %.3g" % doc["distance"]["hi"])
     else:
         print("ok   kappa = 1e15, dk = 3, representable: dist.hi %.3g (was 0.87)" % doc["distance"]["hi"])
-    p, doc = run(["--n", "8", "--d", "8", "--dk", "3", "--representable", "--seed", "2"], out)
-    P = np.load(os.path.join(out, "P.npy")) + 2.0 ** -40 * rng.standard_normal((8, 8))
+    gen = os.path.join(out, "gen")  # --out-dir replaces only a directory of its own
+    p, doc = run(["--n", "8", "--d", "8", "--dk", "3", "--representable", "--seed", "2"], gen)
+    P = np.load(os.path.join(gen, "P.npy")) + 2.0 ** -40 * rng.standard_normal((8, 8))
     P /= P.sum(axis=0)
     np.save(os.path.join(out, "Pp.npy"), P)
-    p, doc = run(["--x", os.path.join(out, "X.npy"), "--p", os.path.join(out, "Pp.npy"), "--dk", "3",
+    p, doc = run(["--x", os.path.join(gen, "X.npy"), "--p", os.path.join(out, "Pp.npy"), "--dk", "3",
                   "--tol", "0"])
     lo, hi = doc["distance"]["lo"], doc["distance"]["hi"]
     if hi > 2e-12 or not lo > 0 or hi / lo > 5:

@@ -198,7 +198,7 @@ static int check_train(const ac_train_config *c, const char *file, ac_err *err)
         (st = size_in(c->seq, 1, c->task == AC_TASK_FIT_P ? 1 << 20 : 1 << 16, "seq", file,
                       err)) ||
         (st = size_in(c->steps, 1, CK_MAX_SIZE, "steps", file, err)) ||
-        (st = size_in(c->warmup, 0, CK_MAX_SIZE, "warmup", file, err)) ||
+        (st = size_in(c->warmup, 0, c->steps, "warmup", file, err)) ||
         (st = size_in(c->eval_every, 1, CK_MAX_SIZE, "eval_every", file, err)) ||
         (st = size_in(c->eval_batches, 1, 1 << 20, "eval_batches", file, err)) ||
         (st = real_in(c->lr, 1e-300, 1e6, "lr", file, err)) ||
