@@ -218,6 +218,51 @@ START_TEST(test_split_threads)
 }
 END_TEST
 
+START_TEST(test_imat_mul_panels)
+{
+    /* ac_imat_mul forms |A| a panel of 256 rows of op(A) at a time: more rows
+     * than one panel, A given as is and transposed, point and interval A */
+    size_t m = 600, k = 7, n = 5;
+    test_rng r;
+    test_rng_init(&r, test_seed_value + 15);
+    double *A = malloc(m * k * sizeof(double)), *At = malloc(m * k * sizeof(double));
+    double *Ar = malloc(m * k * sizeof(double)), *Art = malloc(m * k * sizeof(double));
+    double *B = malloc(k * n * sizeof(double));
+    make_inputs(GAUSS, A, B, m, k, n, &r);
+    for (size_t i = 0; i < m; i++)
+        for (size_t l = 0; l < k; l++) {
+            At[l * m + i] = A[i * k + l];
+            Ar[i * k + l] = Art[l * m + i] = (i % 3) ? 0.0 : 1e-3;
+        }
+    fails = 0;
+    for (int ta = 0; ta < 2; ta++)
+        for (int wr = 0; wr < 2; wr++) {
+            ac_imat Ai = {ta ? k : m, ta ? m : k, ta ? At : A, wr ? (ta ? Art : Ar) : NULL};
+            ac_mat Bm = {k, n, B};
+            ac_imat Bi = ac_imat_view(&Bm), C = {0};
+            ck_assert_int_eq(ac_imat_init(&C, m, n, 1, NULL), AC_OK);
+            ck_assert_int_eq(ac_imat_mul(&C, ta ? AC_TRANS : AC_NOTRANS, &Ai, AC_NOTRANS, &Bi, NULL),
+                             AC_OK);
+            for (size_t i = 0; i < m; i++)
+                for (size_t j = 0; j < n; j++) {
+                    double rad = C.rad[i * n + j];
+                    if (wr) /* every A' in A: the radius covers the midpoint's box */
+                        SOFT(rad >= 1e-3 * (i % 3 ? 0 : 1) * fabs(B[j]) * 0.999,
+                             "ta %d: radius %g misses A_r", ta, rad);
+                    SOFT(encloses(A, B, k, n, i, j, C.mid[i * n + j], rad),
+                         "ta %d wr %d: (%zu,%zu) not enclosed", ta, wr, i, j);
+                }
+            ac_imat_free(&C);
+        }
+    ck_assert_msg(fails == 0, "%ld failed checks (first printed above)", fails);
+    free(A);
+    free(At);
+    free(Ar);
+    free(Art);
+    free(B);
+}
+END_TEST
+
 /* ---- the head's split stage ------------------------------------------------ */
 
 /* A Theorem-1 style head on X (n x n): Wk = X^-1, Wq = Wt X^-1 with
@@ -329,6 +374,7 @@ int main(void)
     tcase_add_test(tc, test_split_encloses);
     tcase_add_test(tc, test_split_edge);
     tcase_add_test(tc, test_split_threads);
+    tcase_add_test(tc, test_imat_mul_panels);
     tcase_add_test(tc, test_head_split_stage);
     tcase_add_test(tc, test_head_certify_columns);
     suite_add_tcase(s, tc);

@@ -294,14 +294,7 @@ int ac_imat_finite(const ac_imat *A)
     return 1;
 }
 
-static double *abs_copy(const double *x, size_t n)
-{
-    double *y = malloc((n ? n : 1) * sizeof(double));
-    if (y)
-        for (size_t i = 0; i < n; i++)
-            y[i] = fabs(x[i]);
-    return y;
-}
+#define ABS_PANEL 256 /* rows of op(A) whose |A| is formed at a time */
 
 int ac_imat_mul(ac_imat *C, ac_trans ta, const ac_imat *A, ac_trans tb, const ac_imat *B,
                 ac_err *err)
@@ -323,8 +316,10 @@ int ac_imat_mul(ac_imat *C, ac_trans ta, const ac_imat *A, ac_trans tb, const ac
     }
     CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
     int lda = (int)A->cols, ldb = (int)B->cols, ldc = (int)n;
-    size_t na = A->rows * A->cols, nb = B->rows * B->cols;
-    double *absA = abs_copy(A->mid, na), *B1 = malloc(nb * sizeof(double)), *B2 = NULL;
+    size_t nb = B->rows * B->cols, pr = m < ABS_PANEL ? m : ABS_PANEL;
+    /* |Am| is formed a panel of rows of op(A) at a time (memory: pr k doubles,
+     * not a copy of A) */
+    double *absA = malloc(pr * k * sizeof(double)), *B1 = malloc(nb * sizeof(double)), *B2 = NULL;
     int st = AC_OK;
     if (!absA || !B1 || (A->rad && !(B2 = malloc(nb * sizeof(double))))) {
         st = ac_err_set(err, AC_EINTERNAL, "out of memory in an interval product");
@@ -350,8 +345,19 @@ int ac_imat_mul(ac_imat *C, ac_trans ta, const ac_imat *A, ac_trans tb, const ac
         if (B2)
             B2[i] = ac_add_up(bm, br);
     }
-    cblas_dgemm(CblasRowMajor, TA, TB, (int)m, (int)n, (int)k, 1.0, absA, lda, B1, ldb, 0.0,
-                C->rad, ldc);
+    for (size_t r0 = 0; r0 < m; r0 += pr) {
+        size_t w = m - r0 < pr ? m - r0 : pr;
+        if (!ta) /* rows r0.. of A, w x k */
+            for (size_t i = 0; i < w; i++)
+                for (size_t l = 0; l < k; l++)
+                    absA[i * k + l] = fabs(A->mid[(r0 + i) * (size_t)lda + l]);
+        else /* columns r0.. of A, k x w */
+            for (size_t l = 0; l < k; l++)
+                for (size_t i = 0; i < w; i++)
+                    absA[l * w + i] = fabs(A->mid[l * (size_t)lda + r0 + i]);
+        cblas_dgemm(CblasRowMajor, TA, TB, (int)w, (int)n, (int)k, 1.0, absA, ta ? (int)w : (int)k,
+                    B1, ldb, 0.0, C->rad + r0 * (size_t)ldc, ldc);
+    }
     if (A->rad)
         cblas_dgemm(CblasRowMajor, TA, TB, (int)m, (int)n, (int)k, 1.0, A->rad, lda, B2, ldb,
                     1.0, C->rad, ldc);
