@@ -301,11 +301,27 @@ START_TEST(test_head_split_stage)
 {
     test_rng r;
     test_rng_init(&r, test_seed_value + 13);
-    static const struct { size_t n; double cond; int wexp; } cases[] = {
-        {6, 1, 0}, {20, 1e3, 0}, {33, 1e6, 0}, {24, 10, 400}, {24, 10, -400}, {48, 1e4, 30}};
+    static const struct { size_t n; double cond; int wexp, pad; } cases[] = {
+        {6, 1, 0, 0},     {20, 1e3, 0, 0},   {33, 1e6, 0, 0}, {24, 10, 400, 0},
+        {24, 10, -400, 0}, {48, 1e4, 30, 0}, {9, 10, 0, 20},  {12, 1e3, 0, 1}};
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         ac_mat X = {0}, Wk = {0}, Wq = {0}, P = {0};
         t1_head(&X, &Wk, &Wq, &P, cases[c].n, cases[c].cond, cases[c].wexp, &r);
+        if (cases[c].pad) {
+            /* Theorem 1's [X^+; 0] with dk = n + pad: zero rows (one of Wq's
+             * padded rows nonzero where Wk's is zero: it still adds 0) */
+            size_t n = cases[c].n, dk = n + cases[c].pad;
+            ac_mat K2 = {0}, Q2 = {0};
+            ck_assert_int_eq(ac_mat_init(&K2, dk, n, NULL), AC_OK);
+            ck_assert_int_eq(ac_mat_init(&Q2, dk, n, NULL), AC_OK);
+            memcpy(K2.data, Wk.data, n * n * sizeof(double));
+            memcpy(Q2.data, Wq.data, n * n * sizeof(double));
+            Q2.data[(dk - 1) * n] = 3.0;
+            ac_mat_free(&Wk);
+            ac_mat_free(&Wq);
+            Wk = K2;
+            Wq = Q2;
+        }
         double l0, h0, l1, h1, l2, h2;
         ck_assert_int_eq(ac_head_maxdev_enclose(&l0, &h0, &X, &Wk, &Wq, &P, 0, NULL), AC_OK);
         ck_assert_int_eq(ac_head_maxdev_enclose(&l1, &h1, &X, &Wk, &Wq, &P, -1, NULL), AC_OK);

@@ -89,17 +89,45 @@ int ac_head_logits_enclose(double *llo, double *lhi, ac_imat *S, const ac_imat *
     return AC_OK;
 }
 
+/* The number r of leading rows of Wk, Wq (dk x d) that can contribute to
+ * (Wk X)^T (Wq X) = sum_i (Wk X)_i^T (Wq X)_i: trailing rows i where Wk_i or
+ * Wq_i is zero add an exact 0 and are skipped (Theorem 1 writes
+ * Wk = [X^+; 0], Wq = [Wkq~ X^+; 0], so for dk = d >> n only n rows count).
+ * The scale stays 1/sqrt(dk). */
+static size_t live_rows(const ac_mat *Wk, const ac_mat *Wq)
+{
+    size_t r = Wk->rows, d = Wk->cols;
+    while (r > 0) {
+        const double *a = Wk->data + (r - 1) * d, *b = Wq->data + (r - 1) * d;
+        int za = 1, zb = 1;
+        for (size_t l = 0; l < d && za; l++)
+            za = a[l] == 0.0;
+        for (size_t l = 0; l < d && zb && !za; l++)
+            zb = b[l] == 0.0;
+        if (!za && !zb)
+            break;
+        r--;
+    }
+    return r;
+}
+
 int ac_head_logits_stage0(double *llo, double *lhi, ac_imat *S_out, const ac_mat *X,
                           const ac_mat *Wk, const ac_mat *Wq, const ac_imat *Kpre, ac_err *err)
 {
-    size_t n = X->cols, dk = Wk->rows;
+    size_t n = X->cols, dk = Wk->rows, r = live_rows(Wk, Wq);
     ac_imat K = {0}, Q = {0}, S = {0};
-    ac_imat Xi = ac_imat_view(X), Wki = ac_imat_view(Wk), Wqi = ac_imat_view(Wq);
-    const ac_imat *Kp = Kpre ? Kpre : &K;
+    ac_mat Wkr = {r, Wk->cols, Wk->data}, Wqr = {r, Wq->cols, Wq->data};
+    ac_imat Xi = ac_imat_view(X), Wki = ac_imat_view(&Wkr), Wqi = ac_imat_view(&Wqr);
+    ac_imat Kv = {0};
+    if (Kpre) /* its first r rows (row-major: a prefix) */
+        Kv = (ac_imat){r, Kpre->cols, Kpre->mid, Kpre->rad};
+    const ac_imat *Kp = Kpre ? &Kv : &K;
     int st;
-    if ((!Kpre && ((st = ac_imat_init(&K, dk, n, 1, err)) ||
+    if (Kpre && Kpre->rows < r)
+        return ac_err_set(err, AC_EUSAGE, "head logits: K has %zu rows, expected %zu", Kpre->rows, dk);
+    if ((!Kpre && ((st = ac_imat_init(&K, r, n, 1, err)) ||
                    (st = ac_imat_mul(&K, AC_NOTRANS, &Wki, AC_NOTRANS, &Xi, err)))) ||
-        (st = ac_imat_init(&Q, dk, n, 1, err)) || (st = ac_imat_init(&S, n, n, 1, err)) ||
+        (st = ac_imat_init(&Q, r, n, 1, err)) || (st = ac_imat_init(&S, n, n, 1, err)) ||
         (st = ac_imat_mul(&Q, AC_NOTRANS, &Wqi, AC_NOTRANS, &Xi, err)) ||
         (st = ac_head_logits_enclose(llo, lhi, &S, Kp, &Q, dk, err)))
         goto out;
@@ -205,6 +233,7 @@ static int maxdev_split_cols(double *clo, double *chi, const ac_mat *X, const ac
                              const ac_mat *Wq, const ac_mat *P, ac_err *err)
 {
     size_t d = X->rows, n = X->cols, dk = Wk->rows, nb = n < COLPANEL ? n : COLPANEL;
+    size_t r = live_rows(Wk, Wq); /* K, Q: r x n */
     ac_imat K = {0}, Qp = {0}, Sp = {0};
     ac_split s = {0};
     size_t pn = (n * nb > 0) ? n * nb : 1;
@@ -213,13 +242,13 @@ static int maxdev_split_cols(double *clo, double *chi, const ac_mat *X, const ac
     if (!llo)
         return ac_err_set(err, AC_EINTERNAL, "out of memory");
     double *lhi = llo + n * nb, *plo = lhi + n * nb, *phi = plo + n * nb;
-    if ((st = ac_imat_init(&K, dk, n, 1, err)) || (st = ac_imat_init(&Qp, dk, nb, 1, err)) ||
+    if ((st = ac_imat_init(&K, r, n, 1, err)) || (st = ac_imat_init(&Qp, r, nb, 1, err)) ||
         (st = ac_imat_init(&Sp, n, nb, 1, err)))
         goto out;
     for (size_t j0 = 0; j0 < n; j0 += nb) {
         size_t w = n - j0 < nb ? n - j0 : nb;
         if ((st = ac_split_cols(&s, X->data + j0, d, w, n, err)) ||
-            (st = ac_mul_split(K.mid + j0, K.rad + j0, n, Wk->data, dk, d, &s, err)))
+            (st = ac_mul_split(K.mid + j0, K.rad + j0, n, Wk->data, r, d, &s, err)))
             goto out;
         ac_split_free(&s);
     }
@@ -229,7 +258,7 @@ static int maxdev_split_cols(double *clo, double *chi, const ac_mat *X, const ac
         size_t w = n - j0 < nb ? n - j0 : nb;
         Qp.cols = Sp.cols = w;
         if ((st = ac_split_cols(&s, X->data + j0, d, w, n, err)) ||
-            (st = ac_mul_split(Qp.mid, Qp.rad, w, Wq->data, dk, d, &s, err)) ||
+            (st = ac_mul_split(Qp.mid, Qp.rad, w, Wq->data, r, d, &s, err)) ||
             (st = ac_imat_mul(&Sp, AC_TRANS, &K, AC_NOTRANS, &Qp, err)))
             goto out;
         ac_split_free(&s);
@@ -356,6 +385,7 @@ static void maxdev_ball_col(arb_t res, size_t j, const ac_mat *X, const ac_mat *
 {
     size_t d = X->rows, n = X->cols, dk = Wk->rows, m = d > n ? d : n;
     m = m > dk ? m : dk;
+    size_t r = live_rows(Wk, Wq); /* rows of q that can contribute */
     arb_ptr x = _arb_vec_init((slong)d), q = _arb_vec_init((slong)dk), z = _arb_vec_init((slong)d);
     arb_ptr row = _arb_vec_init((slong)m);
     arb_mat_t L, S;
@@ -366,15 +396,15 @@ static void maxdev_ball_col(arb_t res, size_t j, const ac_mat *X, const ac_mat *
     double *pc = malloc((n ? n : 1) * sizeof(double));
     for (size_t l = 0; l < d; l++)
         arb_set_d(x + l, X->data[l * n + j]);
-    for (size_t i = 0; i < dk; i++) { /* q = Wq x_j */
+    for (size_t i = 0; i < r; i++) { /* q = Wq x_j */
         for (size_t l = 0; l < d; l++)
             arb_set_d(row + l, Wq->data[i * d + l]);
         arb_dot(q + i, NULL, 0, row, 1, x, 1, (slong)d, prec);
     }
     for (size_t l = 0; l < d; l++) { /* z = Wk^T q */
-        for (size_t i = 0; i < dk; i++)
+        for (size_t i = 0; i < r; i++)
             arb_set_d(row + i, Wk->data[i * d + l]);
-        arb_dot(z + l, NULL, 0, row, 1, q, 1, (slong)dk, prec);
+        arb_dot(z + l, NULL, 0, row, 1, q, 1, (slong)r, prec);
     }
     arb_rsqrt_ui(rs, (ulong)dk, prec);
     for (size_t i = 0; i < n; i++) { /* L = X^T z / sqrt(dk) */
