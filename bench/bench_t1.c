@@ -72,6 +72,7 @@ int main(int argc, char **argv)
     char method[sizeof(((ac_cert *)0)->method)] = "";
     ac_t1_opts o;
     ac_t1_opts_default(&o);
+    o.dk = n; /* as the plain and NumPy sides (for d = n the default dk = d) */
     for (int r = 0; r < reps; r++) {
         tp[r] = plain(&X, &P, &err);
         ac_t1_result res;

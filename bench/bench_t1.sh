@@ -4,7 +4,8 @@
 # d = 4096, n = 2, and n = d = 4096 once).  Both sides use the same OpenBLAS
 # kernels and thread count.  For every case after the first, the whole
 # `attncheck rep-theorem` and one NumPy run are also timed with their peak
-# memory (/usr/bin/time), back to back.
+# memory (/usr/bin/time), back to back; there dk = d (the default), the
+# in-process sides use dk = n.
 # Usage: bench/bench_t1.sh [n [reps [d]]]   (one case instead of the list)
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
