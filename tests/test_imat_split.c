@@ -220,15 +220,19 @@ END_TEST
 
 START_TEST(test_imat_mul_panels)
 {
-    /* ac_imat_mul forms |A| a panel of 256 rows of op(A) at a time: more rows
-     * than one panel, A given as is and transposed, point and interval A */
-    size_t m = 600, k = 7, n = 5;
+    /* ac_imat_mul forms |A| a panel of 256 rows of op(A) at a time and B's
+     * factors 512 columns at a time: more rows and columns than one panel, A
+     * given as is and transposed, point and interval A */
+    size_t m = 600, k = 7, n = 1100;
     test_rng r;
     test_rng_init(&r, test_seed_value + 15);
     double *A = malloc(m * k * sizeof(double)), *At = malloc(m * k * sizeof(double));
     double *Ar = malloc(m * k * sizeof(double)), *Art = malloc(m * k * sizeof(double));
-    double *B = malloc(k * n * sizeof(double));
+    double *B = malloc(k * n * sizeof(double)), *Bt = malloc(k * n * sizeof(double));
     make_inputs(GAUSS, A, B, m, k, n, &r);
+    for (size_t l = 0; l < k; l++)
+        for (size_t j = 0; j < n; j++)
+            Bt[j * k + l] = B[l * n + j];
     for (size_t i = 0; i < m; i++)
         for (size_t l = 0; l < k; l++) {
             At[l * m + i] = A[i * k + l];
@@ -236,21 +240,24 @@ START_TEST(test_imat_mul_panels)
         }
     fails = 0;
     for (int ta = 0; ta < 2; ta++)
-        for (int wr = 0; wr < 2; wr++) {
+        for (int wr = 0; wr < 2; wr++)
+            for (int tb = 0; tb < 2; tb++) {
             ac_imat Ai = {ta ? k : m, ta ? m : k, ta ? At : A, wr ? (ta ? Art : Ar) : NULL};
-            ac_mat Bm = {k, n, B};
+            ac_mat Bm = {tb ? n : k, tb ? k : n, tb ? Bt : B};
             ac_imat Bi = ac_imat_view(&Bm), C = {0};
             ck_assert_int_eq(ac_imat_init(&C, m, n, 1, NULL), AC_OK);
-            ck_assert_int_eq(ac_imat_mul(&C, ta ? AC_TRANS : AC_NOTRANS, &Ai, AC_NOTRANS, &Bi, NULL),
+            ck_assert_int_eq(ac_imat_mul(&C, ta ? AC_TRANS : AC_NOTRANS, &Ai,
+                                         tb ? AC_TRANS : AC_NOTRANS, &Bi, NULL),
                              AC_OK);
             for (size_t i = 0; i < m; i++)
                 for (size_t j = 0; j < n; j++) {
                     double rad = C.rad[i * n + j];
                     if (wr) /* every A' in A: the radius covers the midpoint's box */
-                        SOFT(rad >= 1e-3 * (i % 3 ? 0 : 1) * fabs(B[j]) * 0.999,
+                        SOFT(rad >= 1e-3 * (i % 3 ? 0 : 1) * fabs(B[j]) * 0.999 && rad < INFINITY,
                              "ta %d: radius %g misses A_r", ta, rad);
-                    SOFT(encloses(A, B, k, n, i, j, C.mid[i * n + j], rad),
-                         "ta %d wr %d: (%zu,%zu) not enclosed", ta, wr, i, j);
+                    if ((i + j) % 5 == 0 || j % 512 < 2 || i % 256 < 2) /* a sample: Arb is slow */
+                        SOFT(encloses(A, B, k, n, i, j, C.mid[i * n + j], rad),
+                         "ta %d wr %d tb %d: (%zu,%zu) not enclosed", ta, wr, tb, i, j);
                 }
             ac_imat_free(&C);
         }
@@ -260,6 +267,7 @@ START_TEST(test_imat_mul_panels)
     free(Ar);
     free(Art);
     free(B);
+    free(Bt);
 }
 END_TEST
 
