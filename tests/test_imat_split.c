@@ -382,6 +382,10 @@ START_TEST(test_head_certify_columns)
     ck_assert_int_eq(cert.verdict, AC_REFUTED);
     ck_assert_int_eq(cert.stage, 0);
     ck_assert_msg(strstr(cert.method, "split") != NULL, "method: %s", cert.method);
+    /* a non-finite weight: the split stage cannot run; no error, no verdict */
+    Wq.data[3] = INFINITY;
+    ck_assert_int_eq(ac_head_certify(&cert, &X, &Wk, &Wq, &P, 1e-3, &sched, NULL), AC_OK);
+    ck_assert_int_eq(cert.verdict, AC_UNDECIDED);
     ac_mat_free(&X);
     ac_mat_free(&Wk);
     ac_mat_free(&Wq);

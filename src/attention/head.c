@@ -475,10 +475,12 @@ static int weights_stage0(void *v, double *lo, double *hi, ac_err *err)
     if (!c->clo)
         return AC_OK; /* keep the gamma_k enclosure */
     c->chi = c->clo + n;
-    if ((st = maxdev_split_cols(c->clo, c->chi, c->X, c->Wk, c->Wq, c->P, err))) {
+    if (maxdev_split_cols(c->clo, c->chi, c->X, c->Wk, c->Wq, c->P, NULL)) {
+        /* out of memory or a non-finite weight: keep the gamma_k enclosure,
+         * the ball stages take the whole product */
         free(c->clo);
         c->clo = c->chi = NULL;
-        return st;
+        return AC_OK;
     }
     double l, h;
     max_of_cols(c->clo, c->chi, n, &l, &h);
