@@ -4,7 +4,8 @@ Wkq = sqrt(dk) log P (paper 1, eq. (6)), Wk = X^+, Wq = Wkq X^+ (step 5), then
 max|Softmax((Wk X)'(Wq X)/sqrt(dk)) - P| with the column softmax.
 Same instance as the C side is not needed for timing; sizes and distributions
 are the same (Gaussian X, Dirichlet(1) columns of P).
-Usage: bench_t1.py [n] [reps] [seed]; prints "numpy <median seconds>".
+X is d x n (d = n unless given); dk = n (the construction's nonzero rows).
+Usage: bench_t1.py [n] [reps] [seed] [d]; prints "numpy <median seconds>".
 """
 import sys
 import time
@@ -14,14 +15,15 @@ import numpy as np
 n = int(sys.argv[1]) if len(sys.argv) > 1 else 1024
 reps = int(sys.argv[2]) if len(sys.argv) > 2 else 5
 seed = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+d = int(sys.argv[4]) if len(sys.argv) > 4 else n
 rng = np.random.default_rng(seed)
-X = rng.standard_normal((n, n))
+X = rng.standard_normal((d, n))
 P = rng.dirichlet(np.ones(n), size=n).T  # columns sum to 1
 
 times = []
 for _ in range(reps):
     t0 = time.perf_counter()
-    Q, R = np.linalg.qr(X)
+    Q, R = np.linalg.qr(X)                  # thin: Q d x n, R n x n
     Xp = np.linalg.solve(R, Q.T)            # X^+ = R^-1 Q'
     dk = n
     Wt = np.sqrt(dk) * np.log(P)

@@ -32,7 +32,7 @@ START_TEST(test_pinv_fullcol)
 {
     test_rng r;
     test_rng_init(&r, 21);
-    static const size_t shapes[][2] = {{1, 1}, {5, 3}, {8, 8}, {40, 17}, {3, 0}};
+    static const size_t shapes[][2] = {{1, 1}, {5, 3}, {8, 8}, {40, 17}, {3, 0}, {2000, 2}, {300, 7}};
     for (size_t t = 0; t < sizeof shapes / sizeof *shapes; t++) {
         ac_mat X = {0}, Y = {0};
         ac_mat_init(&X, shapes[t][0], shapes[t][1], NULL);

@@ -11,6 +11,7 @@
 #include <config.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include <mpfr.h>
@@ -21,6 +22,7 @@
 #include "attention/head_impl.h"
 #include "attention/softmax.h"
 #include "core/ball.h"
+#include "core/imat_split.h"
 
 /* ---- double --------------------------------------------------------------- */
 
@@ -87,17 +89,45 @@ int ac_head_logits_enclose(double *llo, double *lhi, ac_imat *S, const ac_imat *
     return AC_OK;
 }
 
+/* The number r of leading rows of Wk, Wq (dk x d) that can contribute to
+ * (Wk X)^T (Wq X) = sum_i (Wk X)_i^T (Wq X)_i: trailing rows i where Wk_i or
+ * Wq_i is zero add an exact 0 and are skipped (Theorem 1 writes
+ * Wk = [X^+; 0], Wq = [Wkq~ X^+; 0], so for dk = d >> n only n rows count).
+ * The scale stays 1/sqrt(dk). */
+static size_t live_rows(const ac_mat *Wk, const ac_mat *Wq)
+{
+    size_t r = Wk->rows, d = Wk->cols;
+    while (r > 0) {
+        const double *a = Wk->data + (r - 1) * d, *b = Wq->data + (r - 1) * d;
+        int za = 1, zb = 1;
+        for (size_t l = 0; l < d && za; l++)
+            za = a[l] == 0.0;
+        for (size_t l = 0; l < d && zb && !za; l++)
+            zb = b[l] == 0.0;
+        if (!za && !zb)
+            break;
+        r--;
+    }
+    return r;
+}
+
 int ac_head_logits_stage0(double *llo, double *lhi, ac_imat *S_out, const ac_mat *X,
                           const ac_mat *Wk, const ac_mat *Wq, const ac_imat *Kpre, ac_err *err)
 {
-    size_t n = X->cols, dk = Wk->rows;
+    size_t n = X->cols, dk = Wk->rows, r = live_rows(Wk, Wq);
     ac_imat K = {0}, Q = {0}, S = {0};
-    ac_imat Xi = ac_imat_view(X), Wki = ac_imat_view(Wk), Wqi = ac_imat_view(Wq);
-    const ac_imat *Kp = Kpre ? Kpre : &K;
+    ac_mat Wkr = {r, Wk->cols, Wk->data}, Wqr = {r, Wq->cols, Wq->data};
+    ac_imat Xi = ac_imat_view(X), Wki = ac_imat_view(&Wkr), Wqi = ac_imat_view(&Wqr);
+    ac_imat Kv = {0};
+    if (Kpre) /* its first r rows (row-major: a prefix) */
+        Kv = (ac_imat){r, Kpre->cols, Kpre->mid, Kpre->rad};
+    const ac_imat *Kp = Kpre ? &Kv : &K;
     int st;
-    if ((!Kpre && ((st = ac_imat_init(&K, dk, n, 1, err)) ||
+    if (Kpre && Kpre->rows < r)
+        return ac_err_set(err, AC_EUSAGE, "head logits: K has %zu rows, expected %zu", Kpre->rows, dk);
+    if ((!Kpre && ((st = ac_imat_init(&K, r, n, 1, err)) ||
                    (st = ac_imat_mul(&K, AC_NOTRANS, &Wki, AC_NOTRANS, &Xi, err)))) ||
-        (st = ac_imat_init(&Q, dk, n, 1, err)) || (st = ac_imat_init(&S, n, n, 1, err)) ||
+        (st = ac_imat_init(&Q, r, n, 1, err)) || (st = ac_imat_init(&S, n, n, 1, err)) ||
         (st = ac_imat_mul(&Q, AC_NOTRANS, &Wqi, AC_NOTRANS, &Xi, err)) ||
         (st = ac_head_logits_enclose(llo, lhi, &S, Kp, &Q, dk, err)))
         goto out;
@@ -165,6 +195,114 @@ out:
     free(phi);
     free(llo);
     free(lhi);
+    return st;
+}
+
+
+/* ---- split stage (doc/mathematics.md §2.3, split products) ----------------- */
+
+#define COLPANEL 256 /* columns of the logits certified at a time */
+
+/* cdev_j >= max_i |p_ij - P_ij| over plo <= p <= phi for the w columns of a
+ * panel starting at column j0 (ac_head_maxdev_from_bounds, per column). */
+static void panel_dev(double *clo, double *chi, const double *plo, const double *phi,
+                      const double *P, size_t n, size_t j0, size_t w)
+{
+    for (size_t j = 0; j < w; j++) {
+        double l = 0, h = 0;
+        for (size_t i = 0; i < n; i++) {
+            double pv = P[i * n + j0 + j], a = plo[i * w + j], b = phi[i * w + j];
+            double up = fmax(ac_sub_up(b, pv), ac_sub_up(pv, a));
+            double dn = fmax(ac_sub_dn(a, pv), ac_sub_dn(pv, b));
+            if (!(up <= h))
+                h = up == up ? up : INFINITY;
+            if (dn > l)
+                l = dn;
+        }
+        clo[j0 + j] = l;
+        chi[j0 + j] = h;
+    }
+}
+
+/* Per-column enclosures [clo_j, chi_j] of max_i |Softmax - P|_ij: K = Wk X
+ * and Q = Wq X by split products (their radius no longer grows with the size
+ * of the weights), S = K^T Q by the interval product (K is close to the
+ * identity, so its a-priori term is small), all in panels of COLPANEL
+ * columns: besides the inputs, K (2 dk n doubles) and panels of O(n) columns. */
+static int maxdev_split_cols(double *clo, double *chi, const ac_mat *X, const ac_mat *Wk,
+                             const ac_mat *Wq, const ac_mat *P, ac_err *err)
+{
+    size_t d = X->rows, n = X->cols, dk = Wk->rows, nb = n < COLPANEL ? n : COLPANEL;
+    size_t r = live_rows(Wk, Wq); /* K, Q: r x n */
+    ac_imat K = {0}, Qp = {0}, Sp = {0};
+    ac_split s = {0};
+    size_t pn = (n * nb > 0) ? n * nb : 1;
+    double *llo = malloc(4 * pn * sizeof(double));
+    int st;
+    if (!llo)
+        return ac_err_set(err, AC_EINTERNAL, "out of memory");
+    double *lhi = llo + n * nb, *plo = lhi + n * nb, *phi = plo + n * nb;
+    if ((st = ac_imat_init(&K, r, n, 1, err)) || (st = ac_imat_init(&Qp, r, nb, 1, err)) ||
+        (st = ac_imat_init(&Sp, n, nb, 1, err)))
+        goto out;
+    for (size_t j0 = 0; j0 < n; j0 += nb) {
+        size_t w = n - j0 < nb ? n - j0 : nb;
+        if ((st = ac_split_cols(&s, X->data + j0, d, w, n, err)) ||
+            (st = ac_mul_split(K.mid + j0, K.rad + j0, n, Wk->data, r, d, &s, err)))
+            goto out;
+        ac_split_free(&s);
+    }
+    double s_lo = ac_div_dn(1.0, ac_sqrt_up((double)dk));
+    double s_hi = ac_div_up(1.0, ac_sqrt_dn((double)dk));
+    for (size_t j0 = 0; j0 < n; j0 += nb) {
+        size_t w = n - j0 < nb ? n - j0 : nb;
+        Qp.cols = Sp.cols = w;
+        if ((st = ac_split_cols(&s, X->data + j0, d, w, n, err)) ||
+            (st = ac_mul_split(Qp.mid, Qp.rad, w, Wq->data, r, d, &s, err)) ||
+            (st = ac_imat_mul(&Sp, AC_TRANS, &K, AC_NOTRANS, &Qp, err)))
+            goto out;
+        ac_split_free(&s);
+        for (size_t i = 0; i < n * w; i++) {
+            double a = ac_imat_lo(&Sp, i), b = ac_imat_hi(&Sp, i);
+            llo[i] = a >= 0 ? ac_mul_dn(a, s_lo) : ac_mul_dn(a, s_hi);
+            lhi[i] = b >= 0 ? ac_mul_up(b, s_hi) : ac_mul_up(b, s_lo);
+        }
+        ac_softmax_col_enclose(llo, lhi, n, w, plo, phi); /* bad columns: [0, 1] */
+        panel_dev(clo, chi, plo, phi, P->data, n, j0, w);
+    }
+out:
+    ac_split_free(&s);
+    ac_imat_free(&K);
+    ac_imat_free(&Qp);
+    ac_imat_free(&Sp);
+    free(llo);
+    return st;
+}
+
+static void max_of_cols(const double *clo, const double *chi, size_t n, double *lo, double *hi)
+{
+    double l = 0, h = 0;
+    for (size_t j = 0; j < n; j++) {
+        if (clo[j] > l)
+            l = clo[j];
+        if (!(chi[j] <= h))
+            h = chi[j] == chi[j] ? chi[j] : INFINITY;
+    }
+    *lo = l;
+    *hi = h;
+}
+
+static int maxdev_split(double *lo, double *hi, const ac_mat *X, const ac_mat *Wk,
+                        const ac_mat *Wq, const ac_mat *P, ac_err *err)
+{
+    size_t n = X->cols;
+    double *c = malloc((n ? 2 * n : 1) * sizeof(double));
+    if (!c)
+        return ac_err_set(err, AC_EINTERNAL, "out of memory");
+    int st = maxdev_split_cols(c, c + n, X, Wk, Wq, P, err);
+    if (!st)
+        max_of_cols(c, c + n, n, lo, hi);
+    free(c);
     return st;
 }
 
@@ -238,6 +376,60 @@ static int maxdev_ball(double *lo, double *hi, mpfr_t mlo, mpfr_t mhi, const ac_
     return AC_OK;
 }
 
+/* max_i |Softmax - P|_ij of the column j alone in balls: the logits column
+ * (Wk X)^T (Wq x_j) / sqrt(dk) = X^T (Wk^T (Wq x_j)) / sqrt(dk) by three
+ * matrix-vector products (2 dk d + d n ball multiply-adds), its softmax and
+ * the deviation. */
+static void maxdev_ball_col(arb_t res, size_t j, const ac_mat *X, const ac_mat *Wk,
+                            const ac_mat *Wq, const ac_mat *P, slong prec)
+{
+    size_t d = X->rows, n = X->cols, dk = Wk->rows, m = d > n ? d : n;
+    m = m > dk ? m : dk;
+    size_t r = live_rows(Wk, Wq); /* rows of q that can contribute */
+    arb_ptr x = _arb_vec_init((slong)d), q = _arb_vec_init((slong)dk), z = _arb_vec_init((slong)d);
+    arb_ptr row = _arb_vec_init((slong)m);
+    arb_mat_t L, S;
+    arb_t rs;
+    arb_mat_init(L, (slong)n, 1);
+    arb_mat_init(S, (slong)n, 1);
+    arb_init(rs);
+    double *pc = malloc((n ? n : 1) * sizeof(double));
+    for (size_t l = 0; l < d; l++)
+        arb_set_d(x + l, X->data[l * n + j]);
+    for (size_t i = 0; i < r; i++) { /* q = Wq x_j */
+        for (size_t l = 0; l < d; l++)
+            arb_set_d(row + l, Wq->data[i * d + l]);
+        arb_dot(q + i, NULL, 0, row, 1, x, 1, (slong)d, prec);
+    }
+    for (size_t l = 0; l < d; l++) { /* z = Wk^T q */
+        for (size_t i = 0; i < r; i++)
+            arb_set_d(row + i, Wk->data[i * d + l]);
+        arb_dot(z + l, NULL, 0, row, 1, q, 1, (slong)r, prec);
+    }
+    arb_rsqrt_ui(rs, (ulong)dk, prec);
+    for (size_t i = 0; i < n; i++) { /* L = X^T z / sqrt(dk) */
+        for (size_t l = 0; l < d; l++)
+            arb_set_d(row + l, X->data[l * n + i]);
+        arb_dot(arb_mat_entry(L, (slong)i, 0), NULL, 0, row, 1, z, 1, (slong)d, prec);
+        arb_mul(arb_mat_entry(L, (slong)i, 0), arb_mat_entry(L, (slong)i, 0), rs, prec);
+    }
+    ac_arb_softmax_cols(S, L, prec);
+    if (pc) {
+        for (size_t i = 0; i < n; i++)
+            pc[i] = P->data[i * n + j];
+        ac_arb_max_abs_dev(res, S, pc, prec);
+    } else
+        arb_indeterminate(res);
+    free(pc);
+    arb_clear(rs);
+    arb_mat_clear(L);
+    arb_mat_clear(S);
+    _arb_vec_clear(x, (slong)d);
+    _arb_vec_clear(q, (slong)dk);
+    _arb_vec_clear(z, (slong)d);
+    _arb_vec_clear(row, (slong)m);
+}
+
 /* ---- max|Softmax - P| for given weights ----------------------------------- */
 
 int ac_head_maxdev_enclose(double *lo, double *hi, const ac_mat *X, const ac_mat *Wk,
@@ -246,51 +438,113 @@ int ac_head_maxdev_enclose(double *lo, double *hi, const ac_mat *X, const ac_mat
     if (Wk->cols != X->rows || Wq->cols != X->rows || Wq->rows != Wk->rows || P->rows != X->cols ||
         P->cols != X->cols)
         return ac_err_set(err, AC_EUSAGE, "head check: shapes do not match");
-    if (prec <= 0)
+    if (prec == 0)
         return maxdev_stage0(lo, hi, X, Wk, Wq, P, err);
+    if (prec < 0)
+        return maxdev_split(lo, hi, X, Wk, Wq, P, err);
     return maxdev_ball(lo, hi, NULL, NULL, X, Wk, Wq, P, prec);
 }
 
 /* The quantity "max|Softmax - P| of the given weights" for the engine.
  * pre != NULL: stage 0 was already computed (Theorem 1's construction route
- * shares the interval products with its trace of paper 1, eq. (4)). */
+ * shares the interval products with its trace of paper 1, eq. (4)).
+ * Stage 0 is the gamma_k stage; when it cannot decide "<= tol", the split
+ * stage runs and keeps per-column enclosures (clo, chi); the ball stages
+ * then recompute only the columns whose chi exceeds tol. */
 typedef struct {
     const ac_mat *X, *Wk, *Wq, *P;
     const double *pre; /* {lo, hi} or NULL */
+    double tol;
+    double *clo, *chi; /* per-column enclosures of the split stage, or NULL */
+    char method0[200], method_ball[200];
 } weights_ctx;
 
 static int weights_stage0(void *v, double *lo, double *hi, ac_err *err)
 {
     weights_ctx *c = v;
+    int st;
     if (c->pre) {
         *lo = c->pre[0];
         *hi = c->pre[1];
+    } else if ((st = maxdev_stage0(lo, hi, c->X, c->Wk, c->Wq, c->P, err)))
+        return st;
+    if (ac_judge(*lo, *hi, AC_LE, c->tol) != AC_UNDECIDED)
+        return AC_OK;
+    size_t n = c->X->cols;
+    c->clo = malloc((n ? 2 * n : 1) * sizeof(double));
+    if (!c->clo)
+        return AC_OK; /* keep the gamma_k enclosure */
+    c->chi = c->clo + n;
+    if (maxdev_split_cols(c->clo, c->chi, c->X, c->Wk, c->Wq, c->P, NULL)) {
+        /* out of memory or a non-finite weight: keep the gamma_k enclosure,
+         * the ball stages take the whole product */
+        free(c->clo);
+        c->clo = c->chi = NULL;
         return AC_OK;
     }
-    return maxdev_stage0(lo, hi, c->X, c->Wk, c->Wq, c->P, err);
+    double l, h;
+    max_of_cols(c->clo, c->chi, n, &l, &h);
+    snprintf(c->method0, sizeof c->method0,
+             "split products in double (A1 B1 error-free, rest gamma_k) + rigorous exp; "
+             "the gamma_k bound alone gave %.3g", *hi);
+    *lo = fmax(*lo, l); /* both enclose the same number */
+    *hi = fmin(*hi, h);
+    return AC_OK;
 }
 
 static int weights_ball(void *v, long prec, mpfr_t lo, mpfr_t hi, ac_err *err)
 {
     weights_ctx *c = v;
     (void)err;
-    return maxdev_ball(NULL, NULL, lo, hi, c->X, c->Wk, c->Wq, c->P, prec);
+    if (!c->clo)
+        return maxdev_ball(NULL, NULL, lo, hi, c->X, c->Wk, c->Wq, c->P, prec);
+    size_t n = c->X->cols, redo = 0, d = c->X->rows, dk = c->Wk->rows;
+    arb_t t, m;
+    arb_init(t);
+    arb_init(m);
+    double l = 0, h = 0;
+    for (size_t j = 0; j < n; j++) {
+        if (c->chi[j] <= c->tol) { /* the split stage already shows this column */
+            l = fmax(l, c->clo[j]);
+            h = fmax(h, c->chi[j]);
+            continue;
+        }
+        redo++;
+        maxdev_ball_col(t, j, c->X, c->Wk, c->Wq, c->P, prec);
+        c->clo[j] = fmax(c->clo[j], ac_arb_lo(t)); /* the tighter of both */
+        c->chi[j] = fmin(c->chi[j], ac_arb_hi(t));
+        l = fmax(l, c->clo[j]);
+        h = fmax(h, c->chi[j]);
+    }
+    snprintf(c->method_ball, sizeof c->method_ball,
+             "Arb ball arithmetic on %zu of %zu columns (%.3g ball multiply-adds), "
+             "the others from the split stage",
+             redo, n, (double)redo * (double)(2 * dk * d + d * n));
+    mpfr_set_d(lo, l, MPFR_RNDD);
+    mpfr_set_d(hi, h == h ? h : INFINITY, MPFR_RNDU);
+    arb_clear(t);
+    arb_clear(m);
+    return AC_OK;
 }
 
 int ac_head_certify_pre(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
                         const ac_mat *P, const double *pre, double tol, const ac_schedule *sched,
                         ac_err *err)
 {
-    weights_ctx c = {X, Wk, Wq, P, pre};
+    weights_ctx c = {X, Wk, Wq, P, pre, tol, NULL, NULL,
+                     "interval products in double (gamma_k bound) + rigorous exp",
+                     "Arb ball arithmetic"};
     ac_quantity q = {"max|Softmax((Wk X)'(Wq X)/sqrt(dk)) - P|",
                      weights_stage0,
                      weights_ball,
                      NULL,
                      &c,
-                     "interval products in double (gamma_k bound) + rigorous exp",
-                     "Arb ball arithmetic",
+                     c.method0,
+                     c.method_ball,
                      NULL};
-    return ac_decide(cert, &q, AC_LE, tol, sched, err);
+    int st = ac_decide(cert, &q, AC_LE, tol, sched, err);
+    free(c.clo);
+    return st;
 }
 
 int ac_head_certify(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,

@@ -30,15 +30,18 @@ int ac_head_softmax(ac_mat *S, const ac_mat *X, const ac_mat *Wk, const ac_mat *
 
 /* Certified enclosure [lo, hi] of max_ij |Softmax((Wk X)^T (Wq X)/sqrt(dk)) - P|_ij
  * for the given doubles: prec = 0 is stage 0 (interval products in double),
- * prec >= 2 ball arithmetic at prec bits.  AC_EUSAGE if the shapes do not
+ * prec < 0 the split stage (Wk X and Wq X by ac_imat_mul_split, whose radius
+ * does not grow with the weights; doc/mathematics.md §2.3), prec >= 2 ball
+ * arithmetic at prec bits.  AC_EUSAGE if the shapes do not
  * match (P must be n x n). */
 int ac_head_maxdev_enclose(double *lo, double *hi, const ac_mat *X, const ac_mat *Wk,
                            const ac_mat *Wq, const ac_mat *P, long prec, ac_err *err);
 
 /* Decide "max_ij |Softmax((Wk X)^T (Wq X)/sqrt(dk)) - P|_ij <= tol" for the
  * given doubles with the verdict engine: stage 0 as ac_head_maxdev_enclose
- * with prec = 0, then Arb balls at the precisions of sched (NULL: stage 0
- * only).  Fills cert (quantity "max|Softmax((Wk X)'(Wq X)/sqrt(dk)) - P|").
+ * with prec = 0 and, if that cannot decide, with prec < 0 (per column), then
+ * Arb balls at the precisions of sched (NULL: stage 0 only) on the columns
+ * whose split bound still exceeds tol.  Fills cert (quantity "max|Softmax((Wk X)'(Wq X)/sqrt(dk)) - P|").
  * This is how rep-theorem certifies the weights it writes and how
  * `attncheck train --task fit-p` certifies learned ones. */
 int ac_head_certify(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,

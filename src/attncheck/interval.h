@@ -114,6 +114,18 @@ typedef enum { AC_NOTRANS = 0, AC_TRANS = 1 } ac_trans;
 int ac_imat_mul(ac_imat *C, ac_trans ta, const ac_imat *A, ac_trans tb, const ac_imat *B,
                 ac_err *err);
 
+/* C = A B enclosed tightly for point matrices (doubles) A (m x k), B (k x n)
+ * by one error-free split (doc/mathematics.md §2.3, "Split products";
+ * Ozaki, Ogita, Oishi & Rump 2012): A = A1 + A2 by rows, B = B1 + B2 by
+ * columns, A1 B1 computed exactly by dgemm, the remainder bounded a priori.
+ * The radius is about 2^-beta (beta = floor((53 - ceil(log2 k))/2), 20 at
+ * k = 4096) times that of ac_imat_mul plus u|C|.  Cost: three dgemm.
+ * C allocated m x n with a radius.  Entries whose scales leave the range
+ * where A1 B1 is exact (|A||B| near underflow or overflow) get radius +inf.
+ * AC_EUSAGE on a shape mismatch, AC_EDATA if A or B has a non-finite entry,
+ * AC_EINTERNAL out of memory. */
+int ac_imat_mul_split(ac_imat *C, const ac_mat *A, const ac_mat *B, ac_err *err);
+
 /* 1 if every midpoint and radius is finite. */
 int ac_imat_finite(const ac_imat *A);
 

@@ -26,8 +26,8 @@ void ac_dgemm(ac_trans ta, ac_trans tb, size_t m, size_t n, size_t k, double alp
 
 /* Y = X^+ = (X^T X)^{-1} X^T (n x d) for X (d x n) of full column rank,
  * computed by LU with partial pivoting when X is square (dgetrf/dgetri) and
- * by Householder QR least squares otherwise (dgels applied to I_d), so that
- * Y X ~ I_n.  Approximate: certify Y X = I separately (ac_cert_left_inverse).
+ * otherwise by the thin Householder QR X = Q1 R, Y = R^-1 Q1^T (dgeqrf,
+ * dorgqr, dtrsm; O(d n^2) flops, O(d n) memory), so that Y X ~ I_n.  Approximate: certify Y X = I separately (ac_cert_left_inverse).
  * Y must be zeroed; it is allocated here.  AC_EDATA if d < n or if LAPACK
  * finds X rank deficient (an exactly zero pivot). */
 int ac_approx_pinv_fullcol(ac_mat *Y, const ac_mat *X, ac_err *err);

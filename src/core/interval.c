@@ -294,14 +294,8 @@ int ac_imat_finite(const ac_imat *A)
     return 1;
 }
 
-static double *abs_copy(const double *x, size_t n)
-{
-    double *y = malloc((n ? n : 1) * sizeof(double));
-    if (y)
-        for (size_t i = 0; i < n; i++)
-            y[i] = fabs(x[i]);
-    return y;
-}
+#define ABS_PANEL 256 /* rows of op(A) whose |A| is formed at a time */
+#define B_PANEL 512   /* columns of op(B) whose factors B1, B2 are formed at a time */
 
 int ac_imat_mul(ac_imat *C, ac_trans ta, const ac_imat *A, ac_trans tb, const ac_imat *B,
                 ac_err *err)
@@ -323,10 +317,14 @@ int ac_imat_mul(ac_imat *C, ac_trans ta, const ac_imat *A, ac_trans tb, const ac
     }
     CBLAS_TRANSPOSE TA = ta ? CblasTrans : CblasNoTrans, TB = tb ? CblasTrans : CblasNoTrans;
     int lda = (int)A->cols, ldb = (int)B->cols, ldc = (int)n;
-    size_t na = A->rows * A->cols, nb = B->rows * B->cols;
-    double *absA = abs_copy(A->mid, na), *B1 = malloc(nb * sizeof(double)), *B2 = NULL;
+    size_t pr = m < ABS_PANEL ? m : ABS_PANEL, pc = n < B_PANEL ? n : B_PANEL;
+    /* |Am| is formed a panel of pr rows of op(A) at a time and the factors
+     * B1, B2 below a panel of pc columns of op(B) at a time (memory: (pr + 2
+     * pc) k doubles, not copies of A and B) */
+    double *absA = malloc(pr * k * sizeof(double)), *B1 = malloc(pc * k * sizeof(double));
+    double *B2 = NULL;
     int st = AC_OK;
-    if (!absA || !B1 || (A->rad && !(B2 = malloc(nb * sizeof(double))))) {
+    if (!absA || !B1 || (A->rad && !(B2 = malloc(pc * k * sizeof(double))))) {
         st = ac_err_set(err, AC_EINTERNAL, "out of memory in an interval product");
         goto done;
     }
@@ -344,17 +342,34 @@ int ac_imat_mul(ac_imat *C, ac_trans ta, const ac_imat *A, ac_trans tb, const ac
      *   C_r = up(G / (1 - gamma_{2k+1})) + realmin.
      * Cost: 2 dgemm for a point A, 3 for an interval A (vs 1 for fl(AB)). */
     double g = ac_gamma_up((double)k);
-    for (size_t i = 0; i < nb; i++) {
-        double bm = fabs(B->mid[i]), br = B->rad ? B->rad[i] : 0.0;
-        B1[i] = ac_add_up(ac_mul_up(g, bm), br);
-        if (B2)
-            B2[i] = ac_add_up(bm, br);
+    for (size_t j0 = 0; j0 < n; j0 += pc) {
+        size_t wc = n - j0 < pc ? n - j0 : pc;
+        for (size_t l = 0; l < k; l++) /* B1, B2: k x wc, op(B)'s columns j0.. */
+            for (size_t j = 0; j < wc; j++) {
+                size_t idx = tb ? (j0 + j) * (size_t)ldb + l : l * (size_t)ldb + j0 + j;
+                double bm = fabs(B->mid[idx]), br = B->rad ? B->rad[idx] : 0.0;
+                B1[l * wc + j] = ac_add_up(ac_mul_up(g, bm), br);
+                if (B2)
+                    B2[l * wc + j] = ac_add_up(bm, br);
+            }
+        for (size_t r0 = 0; r0 < m; r0 += pr) {
+            size_t w = m - r0 < pr ? m - r0 : pr;
+            if (!ta) /* rows r0.. of A, w x k */
+                for (size_t i = 0; i < w; i++)
+                    for (size_t l = 0; l < k; l++)
+                        absA[i * k + l] = fabs(A->mid[(r0 + i) * (size_t)lda + l]);
+            else /* columns r0.. of A, k x w */
+                for (size_t l = 0; l < k; l++)
+                    for (size_t i = 0; i < w; i++)
+                        absA[l * w + i] = fabs(A->mid[l * (size_t)lda + r0 + i]);
+            cblas_dgemm(CblasRowMajor, TA, CblasNoTrans, (int)w, (int)wc, (int)k, 1.0, absA,
+                        ta ? (int)w : (int)k, B1, (int)wc, 0.0, C->rad + r0 * (size_t)ldc + j0,
+                        ldc);
+        }
+        if (A->rad)
+            cblas_dgemm(CblasRowMajor, TA, CblasNoTrans, (int)m, (int)wc, (int)k, 1.0, A->rad, lda,
+                        B2, (int)wc, 1.0, C->rad + j0, ldc);
     }
-    cblas_dgemm(CblasRowMajor, TA, TB, (int)m, (int)n, (int)k, 1.0, absA, lda, B1, ldb, 0.0,
-                C->rad, ldc);
-    if (A->rad)
-        cblas_dgemm(CblasRowMajor, TA, TB, (int)m, (int)n, (int)k, 1.0, A->rad, lda, B2, ldb,
-                    1.0, C->rad, ldc);
     double c2 = ac_div_up(1.0, ac_sub_dn(1.0, ac_gamma_up(2.0 * (double)k + 1.0)));
     for (size_t i = 0; i < mn; i++)
         C->rad[i] = ac_add_up(ac_mul_up(c2, C->rad[i]), AC_REALMIN);
