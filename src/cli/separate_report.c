@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "separate.h"
+#include "json_contract.h"
 
 static void t2_row(cli_report *rep, int kase, size_t d, size_t h, size_t dp, size_t n)
 {
@@ -49,6 +50,8 @@ static void t2_row(cli_report *rep, int kase, size_t d, size_t h, size_t dp, siz
             const ac_t2_sep *s = r.by_case.X.data ? &r.by_case : NULL;
             snprintf(row->bound, sizeof row->bound, "|f-g| >= %s",
                      cli_num(b1, sizeof b1, s ? s->cert.lo : 0.0));
+            if (s)
+                cli_report_bounds(row, s->cert.quantity, s->cert.lo, s->cert.hi);
             snprintf(row->detail, sizeof row->detail, "%.255s", r.summary);
         }
     }
@@ -82,6 +85,7 @@ static void t2_embed_row(cli_report *rep, size_t d, size_t h, size_t dp, size_t 
         cli_report_fail(row, st, &err, NULL);
     } else {
         row->verdict = e.verdict;
+        cli_report_bounds(row, "max over samples of |g-f|/|f|", e.rel_lo, e.rel_hi);
         if (e.exact)
             snprintf(row->bound, sizeof row->bound, "|g-f| = 0 exactly");
         else
