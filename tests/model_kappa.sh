@@ -47,6 +47,7 @@ run() { # run NAME CKPT DATA [more options]: JSON into NAME.json, exit status 2 
     "$A" condition --model "$c" --data "$d" --trials 3 --json "$@" > "$n.json" 2>"$n.err"
     s=$?
     [ $s = 2 ] || err "condition --model $c --data $d: exit $s: $(cat "$n.err")"
+    "${PYTHON3:-/usr/bin/python3}" "$top_srcdir/tests/json_schema.py" condition "$n.json" || err "condition --model --json: schema violation"
 }
 run lo2 lo2 lo.txt
 run lop lop lo.txt --threads 1

@@ -48,6 +48,8 @@ import subprocess
 import sys
 import tempfile
 from fractions import Fraction
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import json_schema  # noqa: E402  (validates --json against schema/, attncheck(1) JSON)
 
 try:
     import numpy as np
@@ -341,7 +343,7 @@ def run_one(tmp, idx, cls, X, P, dk, tol):
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode not in (0, 1, 2):
         return None, "exit %d: %s" % (p.returncode, p.stderr.strip())
-    j = json.loads(p.stdout)
+    j = json_schema.load(p.stdout, "rep-theorem")
     Wk = np.load(os.path.join(out, "Wk.npy")) if os.path.exists(os.path.join(out, "Wk.npy")) else None
     Wq = np.load(os.path.join(out, "Wq.npy")) if os.path.exists(os.path.join(out, "Wq.npy")) else None
     return (j, Wk, Wq), None

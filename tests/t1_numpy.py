@@ -17,6 +17,8 @@ import os
 import subprocess
 import sys
 import tempfile
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import json_schema  # noqa: E402  (validates --json against schema/, attncheck(1) JSON)
 
 try:
     import numpy as np
@@ -46,7 +48,7 @@ def check(args, expect_verdict):
     with tempfile.TemporaryDirectory() as out:
         p = subprocess.run([exe, "rep-theorem", "--json", "--out-dir", out] + args,
                            capture_output=True, text=True)
-        doc = json.loads(p.stdout)
+        doc = json_schema.load(p.stdout, "rep-theorem")
         if doc["verdict"] != expect_verdict:
             print("FAIL %s: verdict %s, expected %s" % (args, doc["verdict"], expect_verdict))
             failures += 1
