@@ -68,6 +68,16 @@ def load(text, name):
     return doc
 
 
+def lo(v):
+    """A lower bound as a float: null (not finite, attncheck(1) JSON) is -inf."""
+    return float("-inf") if v is None else float(v)
+
+
+def hi(v):
+    """An upper bound as a float: null is +inf (no finite bound certified)."""
+    return float("inf") if v is None else float(v)
+
+
 def _kind(v):
     return {bool: "boolean", int: "number", float: "number", str: "string",
             list: "array", dict: "object"}.get(type(v), "null")

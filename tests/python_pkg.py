@@ -72,10 +72,10 @@ for (d, n, dk, seed) in [(16, 8, 8, 1), (16, 8, 4, 2), (6, 6, 6, 3), (32, 16, 16
                      str(seed), "--json")
     j = json_schema.load(out, "rep-theorem")
     check(r.verdict == j["verdict"] and r.exact == j["exact"]
-          and r.distance == (j["distance"]["lo"], j["distance"]["hi"]),
+          and r.distance == (json_schema.lo(j["distance"]["lo"]), json_schema.hi(j["distance"]["hi"])),
           "rep_theorem d=%d n=%d dk=%d seed=%d equals the program: %s [%g, %g]"
           % (d, n, dk, seed, r.verdict, *r.distance))
-    check(r.certificate.hi == j["certificate"]["hi"]
+    check(r.certificate.hi == json_schema.hi(j["certificate"]["hi"])
           and r.certificate.precision == j["certificate"]["precision_bits"],
           "  certificate equal (%s)" % r.certificate)
     if r.Wq is not None:

@@ -243,7 +243,7 @@ def main():
         W, V = load_layer(D, "W"), load_layer(D, "V")
         X = np.load(os.path.join(D, "X.npy"))
         cert = js["certificate"]
-        lo, hi = float(cert["lo"]), float(cert["hi"])
+        lo, hi = json_schema.lo(cert["lo"]), json_schema.hi(cert["hi"])
         check(lo > 0, "separate %s: certified lower bound %g is not positive" % (name, lo))
         f, g = forward(W, X), forward(V, X)
         gap = np.linalg.norm(f - g)

@@ -374,10 +374,11 @@ def check(cls, X, P, dk, tol, j, Wk, Wq):
     err = mp_error(X, Wk, Wq, P) if Wk is not None and Wk.size and np.all(np.isfinite(Wk)) else None
     w = j["weights"]
     if err is not None and w["stage"] != -2:
-        if not (mp.mpf(w["lo"]) * (1 - 1e-12) <= err <= mp.mpf(w["hi"]) * (1 + 1e-12) + 1e-300):
+        wlo, whi = mp.mpf(json_schema.lo(w["lo"])), mp.mpf(json_schema.hi(w["hi"]))
+        if not (wlo * (1 - 1e-12) <= err <= whi * (1 + 1e-12) + 1e-300):
             bad.append("written weights' error %s outside their certificate [%s, %s]"
                        % (mp.nstr(err, 5), w["lo"], w["hi"]))
-    lo = mp.mpf(j["distance"]["lo"])
+    lo = mp.mpf(json_schema.lo(j["distance"]["lo"]))
     if v == "PROVED":
         ok = err is not None and err <= tol
         ok = ok or (o["repr_at_dk"] and (o["colsum_exact"] or tol >= j["normalisation_gap"]))

@@ -65,12 +65,12 @@ def check(args, expect_verdict):
         Wk = np.load(os.path.join(out, "Wk.npy"))
         Wq = np.load(os.path.join(out, "Wq.npy"))
         err, delta = softmax_err(X, Wk, Wq, P)
-        lo, hi = doc["weights"]["lo"], doc["weights"]["hi"]
+        lo, hi = json_schema.lo(doc["weights"]["lo"]), json_schema.hi(doc["weights"]["hi"])
         if not (lo - delta <= err <= hi + delta):
             print("FAIL %s: NumPy error %.3g outside the certified [%.3g, %.3g] (+-%.2g)"
                   % (args, err, lo, hi, delta))
             failures += 1
-        dlo = doc["distance"]["lo"]
+        dlo = json_schema.lo(doc["distance"]["lo"])
         if err < dlo - delta:
             print("FAIL %s: the written weights beat the certified lower bound" % args)
             failures += 1
