@@ -225,7 +225,7 @@ static void write_json(ac_json *j, const model_args *a, const ac_mkappa_result *
     ac_json_kv_string(j, "task", ac_task_name(r->cfg.task));
     ac_json_kv_int(j, "step", (long long)r->step);
     ac_json_kv_int(j, "params", (long long)r->nparams);
-    ac_json_kv_int(j, "layers", (long long)r->L);
+    ac_json_kv_int(j, "num_layers", (long long)r->L); /* "layers" is the array below */
     ac_json_kv_int(j, "width", (long long)r->width);
     ac_json_kv_int(j, "heads", (long long)r->layers[0].H);
     ac_json_kv_int(j, "head_dim", (long long)r->layers[0].S);
