@@ -18,6 +18,9 @@ expect() {
     want=$1; shift
     "$ATTNCHECK" condition "$@" >"$work/out" 2>"$work/err"
     got=$?
+    case " $* " in # --json output: validate against the command's schema
+    *" --json "*) [ "$got" -ge 64 ] || "${PYTHON3:-/usr/bin/python3}" "$top_srcdir/tests/json_schema.py" condition "$work/out" || err "--json: schema violation: $*" ;;
+    esac
     if [ "$got" -ne "$want" ]; then
         err "condition $*: status $got, expected $want"
         sed 's/^/    /' "$work/err" >&2
@@ -121,6 +124,7 @@ for t in 1 2; do
     "$ATTNCHECK" condition --heads 1,2,6 --seq 24 --head-dim 8 --trials 17 --json \
         --threads $t --mode attention >"$work/t$t.json"
 done
+"${PYTHON3:-/usr/bin/python3}" "$top_srcdir/tests/json_schema.py" condition "$work/t1.json" || err "--json: schema violation"
 "$PYTHON3" - "$work/t1.json" "$work/t2.json" <<'EOF' || err "results differ between 1 and 2 threads"
 import json, sys
 def strip(o):
@@ -162,8 +166,16 @@ fi
 expect 2 --heads 1,3 $small --trace
 [ "$(grep -c '^h = .*, trial ' "$work/out")" -eq 12 ] || err "--trace: expected 12 sample lines"
 
-# report rows are present
-"$ATTNCHECK" report --quick >"$work/rep" 2>&1
+# report rows are present (--json: validated against schema/report.schema.json,
+# with numeric lo, hi wherever the row certifies an interval)
+"$ATTNCHECK" report --quick --json >"$work/rep" 2>"$work/rep.err"
+"${PYTHON3:-/usr/bin/python3}" "$top_srcdir/tests/json_schema.py" report "$work/rep" || err "report --json: schema violation"
+"$PYTHON3" -c "
+import json, sys
+rows = json.load(open(sys.argv[1]))['rows']
+num = [r for r in rows if isinstance(r['lo'], float) and isinstance(r['hi'], float)]
+assert len(num) >= len(rows) // 2 and all(r['lo'] <= r['hi'] for r in num), rows
+" "$work/rep" || err "report rows lack numeric lo <= hi"
 grep -q "Thm 3.2: first order within 2%" "$work/rep" || err "report lacks the prediction row"
 grep -q "Thm 3.2: attention k within 25% iid" "$work/rep" || err "report lacks the attention row"
 

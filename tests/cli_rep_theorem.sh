@@ -21,6 +21,10 @@ expect() {
         echo "FAIL: '$*' exited $got, expected $want"; sed 's/^/    /' "$tmp/err" "$tmp/out" | head -20
         fail=1; return
     fi
+    case " $* " in # --json output: validate against the command's schema
+    *" --json "*) [ "$got" -ge 64 ] || "${PYTHON3:-/usr/bin/python3}" "$top_srcdir/tests/json_schema.py" rep-theorem "$tmp/out" ||
+        { echo "FAIL: '$*': --json schema violation"; fail=1; } ;;
+    esac
     if [ "$want" -ge 64 ]; then
         lines=$(grep -c . "$tmp/err")
         if ! head -1 "$tmp/err" | grep -q -E -e "$pat"; then

@@ -89,8 +89,10 @@ EOF
     # the JSON of --embed
     "$ATTNCHECK" separate --embed --dp 8 --json >"$work/je" 2>"$work/err" || err "--embed --json failed"
     "$PYTHON3" - "$work/je" <<'EOF' || err "--embed --json is not the documented object"
-import json, sys
-j = json.load(open(sys.argv[1]))
+import json, os, sys
+sys.path.insert(0, os.environ["top_srcdir"] + "/tests")
+import json_schema
+j = json_schema.load(open(sys.argv[1]).read(), "separate")  # the schema, then the values
 assert j["verdict"] == "PROVED" and j["mode"] == "embed" and j["exact"] is False
 assert j["claim"].startswith("on every sample input X, ||g_V(X) - f_W(X)||_F <= tol")
 assert j["tol"] == 2.0 ** -26 and j["certificate"]["tau"] == j["tol"]
@@ -108,8 +110,10 @@ done
 [ -z "$(ls -A "$work/o3" | grep '^\.attncheck')" ] || err "--out-dir left its staging directory"
 if [ $have_py = 1 ]; then
     "$PYTHON3" - "$work/j" "$work/o3" <<'EOF' || err "--json output is not the documented object"
-import json, sys, numpy as np
-j = json.load(open(sys.argv[1]))
+import json, os, sys, numpy as np
+sys.path.insert(0, os.environ["top_srcdir"] + "/tests")
+import json_schema
+j = json_schema.load(open(sys.argv[1]).read(), "separate")  # the schema, then the values
 assert j["verdict"] == "PROVED" and j["certificate"]["verdict"] == "PROVED"
 assert j["certificate"]["lo"] > 0 and j["case"]["number"] == 3
 assert j["hypotheses"]["theorem_applies"] == "PROVED"

@@ -41,6 +41,8 @@ for i in 3 1 4 2; do
 done
 $A merge "$tmp/s2.json" "$tmp/s4.json" "$tmp/s1.json" "$tmp/s3.json" --json > "$tmp/m.json"
 same "$tmp/m.json" "$tmp/whole.json" || bad "merged 4 shards differ from the unsharded run"
+printf 'condition %s\nmerge %s\n' "$tmp/whole.json" "$tmp/m.json" > "$tmp/list"
+"$PY" "$top_srcdir/tests/json_schema.py" --list "$tmp/list" || bad "--json: schema violation"
 $A condition $sweep --csv "$tmp/whole.csv" > /dev/null
 $A merge "$tmp"/s*.json --csv "$tmp/m.csv" > /dev/null
 grep -v -i 'second\|time' "$tmp/whole.csv" | cut -d, -f1-30 > "$tmp/a.csv"

@@ -82,5 +82,9 @@ grep -q '(W stack): 4 heads of size 4 on d = 16 (standard)' "$work/tw" || err "-
 "$PY" "$script" pairs "$work/pairs" || err "could not write pairs"
 "$exe" train --task teacher --teacher "$work/pairs" --steps 5 --holdout 0.25 --save "$work/ck" --json >"$work/tp" 2>"$work/err" ||
     { err "train on pairs failed"; cat "$work/err" >&2; }
+# every --json above, against its command's schema (attncheck(1), JSON)
+printf 'separate %s\nseparate %s\nseparate %s\ntrain %s\ntrain %s\n' "$work/j" "$work/j2" "$work/j3" \
+    "$work/tv" "$work/tp" > "$work/list"
+"$PY" "$top_srcdir/tests/json_schema.py" --list "$work/list" || err "--json: schema violation"
 "$PY" "$script" relmse "$work/tp" "$work/pairs" "$work/ck" || err "train's relative MSE: see above"
 exit $fail

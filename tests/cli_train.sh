@@ -23,6 +23,9 @@ expect() {
         err "expected status $want, got $got: $*"
         sed 's/^/    /' err.txt >&2
     fi
+    case " $* " in # --json output: validate against the command's schema
+    *" --json "*) [ "$got" -ge 64 ] || "${PYTHON3:-/usr/bin/python3}" "$top_srcdir/tests/json_schema.py" "$2" out.txt || err "--json: schema violation: $*" ;;
+    esac
 }
 # the error message must mention a text
 says() { grep -q -- "$1" err.txt || { err "message lacks '$1':"; sed 's/^/    /' err.txt >&2; }; }

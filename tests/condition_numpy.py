@@ -24,6 +24,8 @@ import subprocess
 import sys
 
 import numpy as np
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import json_schema  # noqa: E402  (validates --json against schema/, attncheck(1) JSON)
 
 Z = 5.0
 
@@ -32,7 +34,7 @@ def run(exe, args):
     p = subprocess.run([exe, "condition", "--json"] + args, capture_output=True, text=True)
     if p.returncode not in (0, 2):
         raise RuntimeError("attncheck %s: status %d: %s" % (args, p.returncode, p.stderr))
-    return json.loads(p.stdout)
+    return json_schema.load(p.stdout, "condition")
 
 
 def kappa(A):

@@ -26,6 +26,8 @@ import tempfile
 import numpy as np
 
 import attncheck as ac
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import json_schema  # noqa: E402  (validates --json against schema/, attncheck(1) JSON)
 
 EXE = sys.argv[1]
 SLACK = 2e-11
@@ -68,12 +70,12 @@ for (d, n, dk, seed) in [(16, 8, 8, 1), (16, 8, 4, 2), (6, 6, 6, 3), (32, 16, 16
     r = ac.rep_theorem(X, P, dk=dk)
     rc, out, _ = run("rep-theorem", "--d", str(d), "--n", str(n), "--dk", str(dk), "--seed",
                      str(seed), "--json")
-    j = json.loads(out)
+    j = json_schema.load(out, "rep-theorem")
     check(r.verdict == j["verdict"] and r.exact == j["exact"]
-          and r.distance == (j["distance"]["lo"], j["distance"]["hi"]),
+          and r.distance == (json_schema.lo(j["distance"]["lo"]), json_schema.hi(j["distance"]["hi"])),
           "rep_theorem d=%d n=%d dk=%d seed=%d equals the program: %s [%g, %g]"
           % (d, n, dk, seed, r.verdict, *r.distance))
-    check(r.certificate.hi == j["certificate"]["hi"]
+    check(r.certificate.hi == json_schema.hi(j["certificate"]["hi"])
           and r.certificate.precision == j["certificate"]["precision_bits"],
           "  certificate equal (%s)" % r.certificate)
     if r.Wq is not None:
@@ -127,7 +129,7 @@ for (d, h, dp, n, case, seed) in [(8, 2, 4, 4, 1, 1), (16, 4, 8, 4, 0, 2), (8, 2
     args = ["separate", "--d", str(d), "--h", str(h), "--dp", str(dp), "--n", str(n),
             "--seed", str(seed), "--json"] + (["--case", str(case)] if case else [])
     rc, out, err = run(*args)
-    j = json.loads(out) if out else {}
+    j = json_schema.load(out, "separate") if out else {}
     check(s.verdict == j.get("verdict"),
           "separate d=%d h=%d dp=%d n=%d case=%d: %s, the program says %s"
           % (d, h, dp, n, case, s.verdict, j.get("verdict")))
@@ -148,7 +150,7 @@ check(ac.core._lo3(0.99996) == "0.999" and ac.core._lo3(1.0) == "1.0" and ac.cor
 c = ac.condition([1, 2], seq=16, head_dim=4, trials=20, seed=1)
 rc, out, _ = run("condition", "--heads", "1,2", "--seq", "16", "--head-dim", "4", "--trials",
                  "20", "--seed", "1", "--json")
-j = json.loads(out)
+j = json_schema.load(out, "condition")
 same = all(row.median == res["stats"]["median"] and row.mean == res["stats"]["mean"]
            for row, res in zip(c.rows, j["results"]))
 check(same and len(c.rows) == 2, "condition medians equal the program's: %s"

@@ -41,6 +41,8 @@ import sys
 from fractions import Fraction
 
 import numpy as np
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import json_schema  # noqa: E402  (validates --json against schema/, attncheck(1) JSON)
 
 try:
     import mpmath
@@ -234,7 +236,7 @@ def main():
                             "--json"] + extra)
         if not check(rc == 0, "separate %s: exit %d: %s" % (name, rc, err.strip())):
             continue
-        js = json.loads(out)
+        js = json_schema.load(out, "separate")
         check(js["verdict"] == "PROVED", "separate %s: verdict %s" % (name, js["verdict"]))
         check(js == json.load(open(os.path.join(D, "certificate.json"))),
               "separate %s: certificate.json differs from --json" % name)
@@ -243,7 +245,7 @@ def main():
         cert = js["certificate"]
         # the certificate is of r = ||f-g||_F / ||f||_F > tol; best.difference_lo/hi
         # enclose ||f-g||_F itself
-        rlo, rhi = float(cert["lo"]), float(cert["hi"])
+        rlo, rhi = json_schema.lo(cert["lo"]), json_schema.hi(cert["hi"])
         lo, hi = float(js["best"]["difference_lo"]), float(js["best"]["difference_hi"])
         check(rlo > float(cert["tau"]) and lo > 0,
               "separate %s: certified lower bounds %g, %g not above tol" % (name, rlo, lo))
@@ -300,7 +302,7 @@ def main():
             diff = np.max(np.abs(forward(W, S[k]) - forward(V, S[k])))
             check(diff <= bound(W, S[k]) + bound(V, S[k]), "embed sample %d: NumPy difference %g" % (k, diff))
         rc, out, err = run([exe, "separate", "--w-dir", D, "--v-dir", D, "--json"])
-        js = json.loads(out) if out else {}
+        js = json_schema.load(out, "separate") if out else {}
         check(rc == 1 and js.get("verdict") == "REFUTED",
               "separate on an embedded pair: exit %d, verdict %s (must never be PROVED)"
               % (rc, js.get("verdict")))
@@ -312,7 +314,7 @@ def main():
     if check(rc == 0, "embed dp = 2 d/h: exit %d %s" % (rc, err.strip())):
         for eps in (None, 1e-3, 1e-12):
             if eps is None:
-                E, js = D, json.loads(out)
+                E, js = D, json_schema.load(out, "separate")
             else:
                 E = os.path.join(work, "embed2_%g" % eps)
                 os.makedirs(E, exist_ok=True)
@@ -326,7 +328,7 @@ def main():
                                    "--seed", str(seed % 1000 + 3), "--json"])
                 if not check(rc in (0, 1), "embed perturbed %g: exit %d %s" % (eps, rc, err.strip())):
                     continue
-                js = json.loads(o2)
+                js = json_schema.load(o2, "separate")
             W, V = load_layer(E, "W"), load_layer(E, "V")
             S = np.load(os.path.join(D, "samples.npy"))
             tol, lo, hi = js["tol"], js["relative_deviation_lo"], js["relative_deviation_hi"]

@@ -48,6 +48,8 @@ import subprocess
 import sys
 import tempfile
 from fractions import Fraction
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import json_schema  # noqa: E402  (validates --json against schema/, attncheck(1) JSON)
 
 try:
     import numpy as np
@@ -341,7 +343,7 @@ def run_one(tmp, idx, cls, X, P, dk, tol):
     p = subprocess.run(cmd, capture_output=True, text=True)
     if p.returncode not in (0, 1, 2):
         return None, "exit %d: %s" % (p.returncode, p.stderr.strip())
-    j = json.loads(p.stdout)
+    j = json_schema.load(p.stdout, "rep-theorem")
     Wk = np.load(os.path.join(out, "Wk.npy")) if os.path.exists(os.path.join(out, "Wk.npy")) else None
     Wq = np.load(os.path.join(out, "Wq.npy")) if os.path.exists(os.path.join(out, "Wq.npy")) else None
     return (j, Wk, Wq), None
@@ -372,10 +374,11 @@ def check(cls, X, P, dk, tol, j, Wk, Wq):
     err = mp_error(X, Wk, Wq, P) if Wk is not None and Wk.size and np.all(np.isfinite(Wk)) else None
     w = j["weights"]
     if err is not None and w["stage"] != -2:
-        if not (mp.mpf(w["lo"]) * (1 - 1e-12) <= err <= mp.mpf(w["hi"]) * (1 + 1e-12) + 1e-300):
+        wlo, whi = mp.mpf(json_schema.lo(w["lo"])), mp.mpf(json_schema.hi(w["hi"]))
+        if not (wlo * (1 - 1e-12) <= err <= whi * (1 + 1e-12) + 1e-300):
             bad.append("written weights' error %s outside their certificate [%s, %s]"
                        % (mp.nstr(err, 5), w["lo"], w["hi"]))
-    lo = mp.mpf(j["distance"]["lo"])
+    lo = mp.mpf(json_schema.lo(j["distance"]["lo"]))
     if v == "PROVED":
         ok = err is not None and err <= tol
         ok = ok or (o["repr_at_dk"] and (o["colsum_exact"] or tol >= j["normalisation_gap"]))

@@ -17,6 +17,8 @@ import os
 import subprocess
 import sys
 import tempfile
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import json_schema  # noqa: E402  (validates --json against schema/, attncheck(1) JSON)
 
 try:
     import numpy as np
@@ -46,7 +48,7 @@ def check(args, expect_verdict):
     with tempfile.TemporaryDirectory() as out:
         p = subprocess.run([exe, "rep-theorem", "--json", "--out-dir", out] + args,
                            capture_output=True, text=True)
-        doc = json.loads(p.stdout)
+        doc = json_schema.load(p.stdout, "rep-theorem")
         if doc["verdict"] != expect_verdict:
             print("FAIL %s: verdict %s, expected %s" % (args, doc["verdict"], expect_verdict))
             failures += 1
@@ -63,12 +65,12 @@ def check(args, expect_verdict):
         Wk = np.load(os.path.join(out, "Wk.npy"))
         Wq = np.load(os.path.join(out, "Wq.npy"))
         err, delta = softmax_err(X, Wk, Wq, P)
-        lo, hi = doc["weights"]["lo"], doc["weights"]["hi"]
+        lo, hi = json_schema.lo(doc["weights"]["lo"]), json_schema.hi(doc["weights"]["hi"])
         if not (lo - delta <= err <= hi + delta):
             print("FAIL %s: NumPy error %.3g outside the certified [%.3g, %.3g] (+-%.2g)"
                   % (args, err, lo, hi, delta))
             failures += 1
-        dlo = doc["distance"]["lo"]
+        dlo = json_schema.lo(doc["distance"]["lo"])
         if err < dlo - delta:
             print("FAIL %s: the written weights beat the certified lower bound" % args)
             failures += 1

@@ -82,12 +82,15 @@ void ac_json_key(ac_json *j, const char *key);
 void ac_json_string(ac_json *j, const char *s);
 
 /* Number value, formatted by ac_fmt_double (the string strtod reads back to
- * exactly x).  JSON has no infinities or NaN: non-finite x are written as
- * the strings "inf", "-inf" and "nan", which readers must map back. */
+ * exactly x).  JSON (RFC 8259) has no infinities or NaN: non-finite x are
+ * written null, so a number-valued member is always a JSON number or null
+ * and never changes type (the policy of attncheck(1), section JSON). */
 void ac_json_number(ac_json *j, double x);
 
-/* Integer, boolean (b != 0 is true) and null values. */
+/* Integer, unsigned integer (all of uint64_t, e.g. seeds, written exactly),
+ * boolean (b != 0 is true) and null values. */
 void ac_json_int(ac_json *j, long long x);
+void ac_json_uint(ac_json *j, unsigned long long x);
 void ac_json_bool(ac_json *j, int b);
 void ac_json_null(ac_json *j);
 
@@ -95,6 +98,7 @@ void ac_json_null(ac_json *j);
 void ac_json_kv_string(ac_json *j, const char *k, const char *v);
 void ac_json_kv_number(ac_json *j, const char *k, double x);
 void ac_json_kv_int(ac_json *j, const char *k, long long x);
+void ac_json_kv_uint(ac_json *j, const char *k, unsigned long long x);
 void ac_json_kv_bool(ac_json *j, const char *k, int b);
 
 /* AC_OK if every call so far was valid, all output reached fp without error

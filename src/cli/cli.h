@@ -180,6 +180,8 @@ typedef struct {
     ac_verdict expected;
     ac_verdict verdict;
     char bound[96];
+    char quantity[64];  /* what lo, hi bound ("" = no numeric bound) */
+    double lo, hi;      /* certified bounds on quantity (json_contract.h) */
     double seconds;
     int error;          /* nonzero: the check failed to run (status) */
     char detail[AC_ERR_MSG_MAX + 64];

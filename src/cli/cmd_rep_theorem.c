@@ -11,6 +11,7 @@
 #include "attncheck/npy.h"
 #include "attncheck/theorem1.h"
 #include "cli.h"
+#include "json_contract.h"
 #include "rep_learn.h"
 
 const char cmd_rep_theorem_help[] =
@@ -332,14 +333,15 @@ static void format_threshold(char *buf, size_t len, const ac_t1_threshold *t, si
 static void write_json(ac_json *j, const t1_args *a, const char *instance, const ac_t1_result *r,
                        int gen_x, int gen_p)
 {
-    ac_json_begin_object(j);
-    ac_json_kv_string(j, "command", "rep-theorem");
-    ac_json_kv_string(j, "version", PACKAGE_VERSION);
-    ac_json_kv_string(j, "verdict", ac_verdict_name(r->verdict));
+    cli_json_envelope_begin(j, "rep-theorem", ac_verdict_name(r->verdict), &r->cert);
+    cli_json_parameters_begin(j, a->seed);
+    ac_json_kv_int(j, "dk", (long long)r->dk);
+    ac_json_kv_number(j, "tol", a->tol);
+    ac_json_kv_bool(j, "normalize", a->normalize);
+    cli_json_parameters_end(j);
+    cli_json_seconds(j, r->cert.seconds); /* stored: certificate.json equals --json */
     ac_json_kv_string(j, "claim", "some head of size dk has max|Softmax - P| <= tol");
     ac_json_kv_number(j, "tol", a->tol);
-    ac_json_key(j, "certificate");
-    cli_json_cert(j, &r->cert);
     ac_json_key(j, "instance");
     ac_json_begin_object(j);
     ac_json_kv_string(j, "description", instance);
@@ -351,7 +353,7 @@ static void write_json(ac_json *j, const t1_args *a, const char *instance, const
     if (a->pfile)
         ac_json_kv_string(j, "p", a->pfile);
     if (gen_x || gen_p)
-        ac_json_kv_int(j, "seed", (long long)a->seed);
+        ac_json_kv_uint(j, "seed", a->seed);
     ac_json_kv_bool(j, "x_generated", gen_x);
     ac_json_kv_bool(j, "p_generated_or_changed", gen_p);
     ac_json_end_object(j);
@@ -601,6 +603,7 @@ static void t1_row(cli_report *rep, const char *claim, const char *instance, ac_
         cli_report_fail(row, st, &err, t1_flags);
     } else {
         row->verdict = r.verdict;
+        cli_report_bounds(row, "max|Softmax - P| over heads of size dk", r.dist_lo, r.dist_hi);
         if (r.verdict == AC_REFUTED)
             snprintf(row->bound, sizeof row->bound, "dist >= %s", cli_num(b1, sizeof b1, r.dist_lo));
         else

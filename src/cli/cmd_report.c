@@ -7,6 +7,7 @@
 
 #include "attncheck/blas.h"
 #include "cli.h"
+#include "json_contract.h"
 #include "rep_learn.h"
 #include "separate_student.h"
 
@@ -93,10 +94,12 @@ int cmd_report(int argc, char **argv)
     }
     if (json) {
         ac_json *j = cli_json_stdout();
-        ac_json_begin_object(j);
-        ac_json_kv_string(j, "command", "report");
-        ac_json_kv_string(j, "version", PACKAGE_VERSION);
-        ac_json_kv_int(j, "seed", (long long)rep.seed);
+        /* one verdict and certificate per row, under "rows" */
+        cli_json_envelope_begin(j, "report", NULL, NULL);
+        cli_json_parameters_begin(j, rep.seed);
+        ac_json_kv_bool(j, "quick", rep.quick);
+        cli_json_parameters_end(j);
+        ac_json_kv_uint(j, "seed", rep.seed);
         ac_json_kv_bool(j, "quick", rep.quick);
         ac_json_kv_string(j, "blas_core", ac_blas_corename());
         ac_json_key(j, "rows");
@@ -109,6 +112,9 @@ int cmd_report(int argc, char **argv)
             ac_json_kv_string(j, "verdict", ac_verdict_name(r->verdict));
             ac_json_kv_string(j, "expected", ac_verdict_name(r->expected));
             ac_json_kv_string(j, "bound", r->bound);
+            ac_json_kv_string(j, "quantity", r->quantity[0] ? r->quantity : NULL);
+            ac_json_kv_number(j, "lo", r->lo);
+            ac_json_kv_number(j, "hi", r->hi);
             ac_json_kv_number(j, "seconds", r->seconds);
             ac_json_kv_string(j, "detail", r->detail);
             if (r->error)
@@ -119,7 +125,7 @@ int cmd_report(int argc, char **argv)
         ac_json_kv_int(j, "as_expected", (long long)agree);
         ac_json_kv_int(j, "contradicting", (long long)contra);
         ac_json_kv_int(j, "undecided", (long long)undecided);
-        ac_json_kv_number(j, "seconds", total);
+        cli_json_seconds(j, total);
         ac_json_end_object(j);
         if ((st = cli_json_finish(j)))
             goto out;

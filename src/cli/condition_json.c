@@ -5,6 +5,7 @@
 #include <math.h>
 
 #include "condition_cli.h"
+#include "json_contract.h"
 
 static void jnum_or_null(ac_json *j, const char *k, double x)
 {
@@ -192,8 +193,7 @@ static void json_result(ac_json *j, const ac_cond_result *r, int certify)
 static void json_parameters(ac_json *j, const cond_args *a, int threads)
 {
     const ac_cond_opts *o = &a->o;
-    ac_json_key(j, "parameters");
-    ac_json_begin_object(j);
+    cli_json_parameters_begin(j, o->seed);
     ac_json_kv_int(j, "N", (long long)o->N);
     if (a->have_embed)
         ac_json_kv_int(j, "embed", (long long)a->embed);
@@ -203,27 +203,22 @@ static void json_parameters(ac_json *j, const cond_args *a, int threads)
     if (o->mode == AC_COND_ATTENTION)
         ac_json_kv_int(j, "input_dim", (long long)o->input_dim);
     ac_json_kv_int(j, "trials", (long long)o->trials);
-    ac_json_kv_int(j, "seed", (long long)o->seed);
     ac_json_kv_number(j, "rtol", o->rtol);
     ac_json_kv_int(j, "max_prec", o->max_prec);
     ac_json_kv_int(j, "threads", threads);
-    ac_json_end_object(j);
+    cli_json_parameters_end(j);
 }
 
 void cond_write_json(ac_json *j, const cond_args *a, const ac_cond_result *res, size_t nh,
                      double wall, int threads, const ac_cert *cert)
 {
     const ac_cond_opts *o = &a->o;
-    ac_json_begin_object(j);
-    ac_json_kv_string(j, "command", "condition");
-    ac_json_kv_string(j, "version", PACKAGE_VERSION);
-    ac_json_kv_string(j, "verdict", ac_verdict_name(cert->verdict));
+    cli_json_envelope_begin(j, "condition", ac_verdict_name(cert->verdict), cert);
+    cli_json_seconds(j, wall);
     ac_json_kv_string(j, "claim",
                       "every sampled block has full rank and every reported kappa is within "
                       "rtol of the exact kappa of its block");
     ac_json_kv_bool(j, "certified", o->certify);
-    ac_json_key(j, "certificate");
-    cli_json_cert(j, cert);
     json_parameters(j, a, threads);
     ac_json_key(j, "results");
     ac_json_begin_array(j);

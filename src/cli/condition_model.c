@@ -16,6 +16,7 @@
 #include "attncheck/model_kappa.h"
 #include "attncheck/rmt.h"
 #include "condition_cli.h"
+#include "json_contract.h"
 #include "plot.h"
 
 enum {
@@ -210,15 +211,21 @@ static void write_json(ac_json *j, const model_args *a, const ac_mkappa_result *
                        const model_cmp *cmp)
 {
     const ac_rmt_pred *p = &cmp->pred;
-    ac_json_begin_object(j);
-    ac_json_kv_string(j, "command", "condition");
-    ac_json_kv_string(j, "version", PACKAGE_VERSION);
+    /* measured, not certified: no verdict (json_contract.h) */
+    cli_json_envelope_begin(j, "condition", NULL, NULL);
+    cli_json_parameters_begin(j, a->seed);
+    ac_json_kv_string(j, "model", a->model);
+    ac_json_kv_int(j, "trials", (long long)a->trials);
+    ac_json_kv_number(j, "rtol", a->mo.rtol);
+    ac_json_kv_int(j, "max_prec", a->max_prec);
+    cli_json_parameters_end(j);
+    cli_json_seconds(j, cli_json_elapsed());
     ac_json_kv_string(j, "mode", "model");
     ac_json_kv_string(j, "model", a->model);
     ac_json_kv_string(j, "task", ac_task_name(r->cfg.task));
     ac_json_kv_int(j, "step", (long long)r->step);
     ac_json_kv_int(j, "params", (long long)r->nparams);
-    ac_json_kv_int(j, "layers", (long long)r->L);
+    ac_json_kv_int(j, "num_layers", (long long)r->L); /* "layers" is the array below */
     ac_json_kv_int(j, "width", (long long)r->width);
     ac_json_kv_int(j, "heads", (long long)r->layers[0].H);
     ac_json_kv_int(j, "head_dim", (long long)r->layers[0].S);
@@ -245,7 +252,7 @@ static void write_json(ac_json *j, const model_args *a, const ac_mkappa_result *
     ac_json_kv_number(j, "edelman_median", p->edelman_median);
     ac_json_kv_number(j, "prediction_median", cmp->pred_median);
     ac_json_kv_int(j, "attention_trials", (long long)cmp->gauss.trials);
-    ac_json_kv_int(j, "attention_seed", (long long)a->seed);
+    ac_json_kv_uint(j, "attention_seed", a->seed);
     ac_json_kv_number(j, "attention_median", cmp->gauss.st.median);
     ac_json_kv_number(j, "attention_q05", cmp->gauss.st.q05);
     ac_json_kv_number(j, "attention_q95", cmp->gauss.st.q95);

@@ -11,6 +11,7 @@
 
 #include "attncheck/shard.h"
 #include "condition_cli.h"
+#include "json_contract.h"
 
 /* Options that do not change the sweep's numbers: left out of a shard's
  * words, so that shards may differ in them and merge may add them. */
@@ -102,9 +103,13 @@ int cond_run_shard(cond_args *a, ac_cond_result *res, size_t *nres)
         return cli_fail_err(&err);
     if (a->common.json) {
         ac_json *j = cli_json_stdout();
-        ac_json_begin_object(j);
-        ac_json_kv_string(j, "command", "condition");
-        ac_json_kv_string(j, "version", PACKAGE_VERSION);
+        /* one shard decides nothing: its verdict comes with merge */
+        cli_json_envelope_begin(j, "condition", NULL, NULL);
+        cli_json_parameters_begin(j, a->o.seed);
+        ac_json_kv_int(j, "trials", (long long)a->o.trials);
+        ac_json_kv_string(j, "samples_out", a->samples_out);
+        cli_json_parameters_end(j);
+        cli_json_seconds(j, cli_json_elapsed());
         ac_json_key(j, "shard");
         ac_json_begin_array(j);
         ac_json_int(j, (long long)a->shard_i);

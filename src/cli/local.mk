@@ -7,7 +7,9 @@ attncheck_SOURCES += \
 	src/cli/cli.h \
 	src/cli/main.c \
 	src/cli/util.c \
-	src/cli/rel_memory.c
+	src/cli/rel_memory.c \
+	src/cli/json_contract.h \
+	src/cli/json_contract.c
 
 # attncheck rep-theorem
 attncheck_SOURCES += \

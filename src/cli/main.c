@@ -9,6 +9,7 @@
 
 #include "attncheck/blas.h"
 #include "cli.h"
+#include "json_contract.h"
 
 const cli_command cli_commands[] = {
     {"rep-theorem", cmd_rep_theorem,
@@ -78,6 +79,7 @@ static void print_version(void)
 
 static int run(int argc, char **argv)
 {
+    cli_json_clock_start();
     ac_blas_fix_core(argv);
     gsl_set_error_handler_off(); /* GSL errors are handled, never fatal */
     if (argc < 2) {

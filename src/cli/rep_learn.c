@@ -13,6 +13,7 @@
 #include "attncheck/theorem1.h"
 #include "attncheck/train.h"
 #include "rep_learn_impl.h"
+#include "json_contract.h"
 
 /* ---- options ----------------------------------------------------------------- */
 
@@ -295,6 +296,8 @@ void report_rows_learn(cli_report *rep)
         rep_learn_summarise(rows, 2, n, &s);
         row->verdict = s.inconsistent >= 0 ? AC_REFUTED : (ac_verdict)s.outcome;
         snprintf(row->bound, sizeof row->bound, "dk=%zu: %.2g", n - 1, rows[1].learned.hi);
+        cli_report_bounds(row, "max|Softmax - P| of the head learned at dk = n - 1",
+                          rows[1].learned.lo, rows[1].learned.hi);
         snprintf(row->detail, sizeof row->detail,
                  "dk = %zu: learned error %.3g >= certified lower bound %.3g (%s); dk = %zu: "
                  "learned error %.3g (%s at tol %g)", n - 2, rows[0].learned.hi, rows[0].dist_lo,

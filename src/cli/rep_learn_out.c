@@ -10,6 +10,7 @@
 
 #include "attncheck/json.h"
 #include "rep_learn_impl.h"
+#include "json_contract.h"
 
 /* ---- files ----------------------------------------------------------------- */
 
@@ -98,12 +99,14 @@ static void write_json(ac_json *j, const learn_report *r)
     char sent[1024];
     const learn_summary *s = r->s;
     rep_learn_sentence(sent, sizeof sent, s, r->tol);
-    ac_json_begin_object(j);
-    ac_json_kv_string(j, "command", "rep-theorem");
-    ac_json_kv_string(j, "version", PACKAGE_VERSION);
+    cli_json_envelope_begin(j, "rep-theorem", s->inconsistent >= 0 ? "INCONSISTENT"
+                                                                  : ac_verdict_name(s->outcome),
+                            NULL); /* one certificate per row, under "rows" */
+    cli_json_parameters_begin(j, r->seed);
+    ac_json_kv_bool(j, "learn", 1);
+    ac_json_kv_number(j, "tol", r->tol);
+    cli_json_parameters_end(j);
     ac_json_kv_string(j, "mode", "learn");
-    ac_json_kv_string(j, "verdict", s->inconsistent >= 0 ? "INCONSISTENT"
-                                                         : ac_verdict_name(s->outcome));
     ac_json_kv_string(j, "claim", "learned heads reach max|Softmax - P| <= tol exactly at the "
                       "dk where the exact criterion does not refute C(tol)");
     ac_json_kv_number(j, "tol", r->tol);
@@ -114,12 +117,12 @@ static void write_json(ac_json *j, const learn_report *r)
     ac_json_kv_int(j, "n", (long long)r->n);
     if (s->rank >= 0)
         ac_json_kv_int(j, "rank", s->rank);
-    ac_json_kv_int(j, "seed", (long long)r->seed);
+    ac_json_kv_uint(j, "seed", r->seed);
     ac_json_end_object(j);
     json_dk(j, "learned_transition", s->learned_from);
     json_dk(j, "criterion_transition", s->criterion_from);
     ac_json_kv_string(j, "summary", sent);
-    ac_json_kv_number(j, "seconds", r->seconds);
+    cli_json_seconds(j, r->seconds);
     ac_json_key(j, "rows");
     ac_json_begin_array(j);
     for (size_t i = 0; i < r->nrows; i++) {

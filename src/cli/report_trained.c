@@ -12,6 +12,7 @@
 #include "attncheck/model_kappa.h"
 #include "attncheck/rmt.h"
 #include "cli.h"
+#include "json_contract.h"
 
 /* Train the model of the row: ListOps, 1 layer, width 32, 8 fixed heads of
  * size 16 (D = 128), sequences of up to 32 tokens (N ~ 12), 200 AdamW
@@ -89,6 +90,7 @@ void report_rows_trained_kappa(cli_report *rep)
                    : ly->median_hi <= lim ? AC_PROVED
                                           : AC_UNDECIDED;
     snprintf(row->bound, sizeof row->bound, "med %.3g vs %.3g", ly->st.median, pred);
+    cli_report_bounds(row, "median kappa of the trained blocks", ly->median_lo, ly->median_hi);
     snprintf(row->detail, sizeof row->detail,
              "median kappa of the trained blocks (%zu sequences, N = %zu..%zu, D = %zu) in "
              "[%.6g, %.6g] (certified) against the Gaussian prediction %.4g (%s median at N = "

@@ -7,6 +7,7 @@
 
 #include "attncheck/fileio.h"
 #include "separate.h"
+#include "json_contract.h"
 
 static void json_sep(ac_json *j, const ac_t2_sep *s)
 {
@@ -43,7 +44,7 @@ static void json_instance(ac_json *j, const sep_out *c, int embed)
     ac_json_kv_int(j, "dh", (long long)c->W->hs);
     ac_json_kv_int(j, "dp", (long long)c->V->hs);
     ac_json_kv_int(j, "n", (long long)c->a->n);
-    ac_json_kv_int(j, "seed", (long long)c->a->seed);
+    ac_json_kv_uint(j, "seed", c->a->seed);
     if (embed) {
         ac_json_kv_string(j, "f_W", c->wdesc);
         ac_json_kv_string(j, "g_V", c->vdesc);
@@ -143,17 +144,25 @@ static void json_audit(ac_json *j, const ac_t2_audit *au)
     ac_json_end_object(j);
 }
 
+/* The options that define a run (json_contract.h). */
+static void sep_json_parameters(ac_json *j, const sep_args *a)
+{
+    cli_json_parameters_begin(j, a->seed);
+    ac_json_kv_int(j, "case", a->kase);
+    ac_json_kv_int(j, "tries", (long long)a->tries);
+    ac_json_kv_int(j, "samples", (long long)a->samples);
+    ac_json_kv_number(j, "tol", a->tol);
+    ac_json_kv_bool(j, "embed", a->embed);
+    cli_json_parameters_end(j);
+}
+
 void sep_json(ac_json *j, const sep_out *c)
 {
     const ac_t2_result *r = c->r;
-    ac_json_begin_object(j);
-    ac_json_kv_string(j, "command", "separate");
-    ac_json_kv_string(j, "version", PACKAGE_VERSION);
-    ac_json_kv_string(j, "verdict", ac_verdict_name(r->verdict));
+    cli_json_envelope_begin(j, "separate", ac_verdict_name(r->verdict), &r->best.cert);
+    sep_json_parameters(j, c->a);
     ac_json_kv_string(j, "claim", "some X has ||f_W(X) - g_V(X)||_F > tol ||f_W(X)||_F");
     ac_json_kv_number(j, "tol", r->tol);
-    ac_json_key(j, "certificate");
-    cli_json_cert(j, &r->best.cert);
     json_instance(j, c, 0);
     json_hypotheses(j, &r->hyp);
     json_case(j, &r->cls);
@@ -165,7 +174,7 @@ void sep_json(ac_json *j, const sep_out *c)
     cli_json_steps(j, r->steps, r->nsteps);
     json_audit(j, &r->audit);
     ac_json_kv_string(j, "summary", r->summary);
-    ac_json_kv_number(j, "seconds", r->seconds);
+    cli_json_seconds(j, r->seconds);
     ac_json_end_object(j);
 }
 
@@ -174,16 +183,13 @@ void sep_json(ac_json *j, const sep_out *c)
 void sep_json_embed(ac_json *j, const sep_out *c)
 {
     const ac_t2_embed_result *e = c->e;
-    ac_json_begin_object(j);
-    ac_json_kv_string(j, "command", "separate");
+    cli_json_envelope_begin(j, "separate", ac_verdict_name(e->verdict), &e->cert);
+    sep_json_parameters(j, c->a);
+    cli_json_seconds(j, e->cert.seconds);
     ac_json_kv_string(j, "mode", "embed");
-    ac_json_kv_string(j, "version", PACKAGE_VERSION);
-    ac_json_kv_string(j, "verdict", ac_verdict_name(e->verdict));
     ac_json_kv_string(j, "claim", EMBED_CLAIM);
     ac_json_kv_number(j, "tol", e->tol);
     ac_json_kv_bool(j, "exact", e->exact);
-    ac_json_key(j, "certificate");
-    cli_json_cert(j, &e->cert);
     json_instance(j, c, 1);
     ac_json_kv_string(j, "rescaling", c->embnote);
     ac_json_kv_string(j, "parameters_identical_head_by_head",

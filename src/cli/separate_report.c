@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "separate.h"
+#include "json_contract.h"
 
 static void t2_row(cli_report *rep, int kase, size_t d, size_t h, size_t dp, size_t n)
 {
@@ -52,6 +53,8 @@ static void t2_row(cli_report *rep, int kase, size_t d, size_t h, size_t dp, siz
             snprintf(row->bound, sizeof row->bound, "|f-g| >= %s",
                      sep_num_dir(b1, sizeof b1, s ? s->gap_lo : 0.0, 0));
             if (s)
+                cli_report_bounds(row, s->cert.quantity, s->cert.lo, s->cert.hi);
+            if (s)
                 snprintf(row->detail, sizeof row->detail, "at the X of %s: ||f_W(X) - "
                          "g_V(X)||_F >= %s, >= %s ||f_W(X)||_F > tol = %.3g (%s); hypotheses "
                          "%s", ac_t2_construction_name(s->construction), b1,
@@ -93,6 +96,7 @@ static void t2_embed_row(cli_report *rep, size_t d, size_t h, size_t dp, size_t 
         cli_report_fail(row, st, &err, NULL);
     } else {
         row->verdict = e.verdict;
+        cli_report_bounds(row, "max over samples of |g-f|/|f|", e.rel_lo, e.rel_hi);
         if (e.exact)
             snprintf(row->bound, sizeof row->bound, "|g-f| = 0 exactly");
         else

@@ -9,6 +9,7 @@
 
 #include "plot.h"
 #include "separate_student.h"
+#include "json_contract.h"
 
 /* A student counts as matching g_V when its best seed's relative error is
  * within this factor of the fixed student's best seed (a display threshold,
@@ -142,7 +143,7 @@ static void json_headcount(ac_json *j, const ac_headcount *hc)
 static void json_seed(ac_json *j, const stu_run *r, const stu_row *w, size_t s)
 {
     ac_json_begin_object(j);
-    ac_json_kv_int(j, "seed", (long long)(r->a->seed + s));
+    ac_json_kv_uint(j, "seed", r->a->seed + s); /* wraps mod 2^64 as the run does */
     ac_json_kv_number(j, "rel_error", w->rel[s]);
     ac_json_kv_int(j, "worst_sample", (long long)w->worst_k[s]);
     ac_json_kv_number(j, "worst_rel_estimate", w->worst_est[s]);
@@ -168,8 +169,16 @@ static void json_seed(ac_json *j, const stu_run *r, const stu_row *w, size_t s)
 void stu_json(ac_json *j, const stu_run *r)
 {
     const stu_args *a = r->a;
-    ac_json_begin_object(j);
-    ac_json_kv_string(j, "command", "separate");
+    /* a measurement: one certificate per student and seed, under "students" */
+    cli_json_envelope_begin(j, "separate", NULL, NULL);
+    cli_json_parameters_begin(j, a->seed);
+    ac_json_kv_bool(j, "student", 1);
+    ac_json_kv_int(j, "seeds", (long long)a->seeds);
+    ac_json_kv_int(j, "steps", (long long)a->steps);
+    ac_json_kv_int(j, "batch", (long long)a->batch);
+    ac_json_kv_number(j, "lr", a->lr);
+    ac_json_kv_int(j, "samples", (long long)a->samples);
+    cli_json_parameters_end(j);
     ac_json_kv_string(j, "mode", "student");
     ac_json_key(j, "teacher");
     ac_json_begin_object(j);
@@ -218,7 +227,7 @@ void stu_json(ac_json *j, const stu_run *r)
         ac_json_end_object(j);
     }
     ac_json_end_array(j);
-    ac_json_kv_number(j, "seconds", r->wall);
+    cli_json_seconds(j, r->wall);
     ac_json_end_object(j);
 }
 

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "separate_student.h"
+#include "json_contract.h"
 
 void report_rows_student(cli_report *rep)
 {
@@ -43,6 +44,7 @@ void report_rows_student(cli_report *rep)
         const stu_row *s = &r.rows[0], *f = &r.rows[1];
         double slo = s->cert_lo[0], shi = s->cert_hi[0], flo = f->cert_lo[0], fhi = f->cert_hi[0];
         row->verdict = slo > fhi ? AC_PROVED : shi < flo ? AC_REFUTED : AC_UNDECIDED;
+        cli_report_bounds(row, "worst held-out |f-g|/|g| of the standard student", slo, shi);
         snprintf(row->bound, sizeof row->bound, "std >= %s, fixed <= %s",
                  cli_num(b1, sizeof b1, slo), cli_num(b2, sizeof b2, fhi));
         snprintf(row->detail, sizeof row->detail,

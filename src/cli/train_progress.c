@@ -77,9 +77,7 @@ void train_draw_bar(train_progress *rs, const ac_step_info *si, size_t steps,
 static void log_num(FILE *f, int jsonl, const char *key, double v, int *first)
 {
     char b[AC_FMT_DOUBLE_BUFSIZE];
-    if (jsonl) {
-        if (isnan(v))
-            return;
+    if (jsonl) { /* every key in every row; non-finite as null (attncheck(1), JSON) */
         ac_fmt_double(b, sizeof b, v);
         fprintf(f, "%s\"%s\": %s", *first ? "" : ", ", key, isfinite(v) ? b : "null");
     } else {

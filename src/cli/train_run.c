@@ -18,6 +18,7 @@
 #include "attncheck/theorem1.h"
 #include "cli.h"
 #include "train_cli.h"
+#include "json_contract.h"
 
 /* ---- fit-p certificate ---- */
 
@@ -57,6 +58,17 @@ typedef struct {
     int nthreads;
 } run_state;
 
+/* The options that define a run (json_contract.h). */
+static void train_json_parameters(ac_json *j, const ac_train_config *c)
+{
+    cli_json_parameters_begin(j, c->seed);
+    ac_json_kv_string(j, "task", ac_task_name(c->task));
+    ac_json_kv_string(j, "optimizer", ac_train_optimizer_name(c->optimizer));
+    ac_json_kv_int(j, "steps", (long long)c->steps);
+    ac_json_kv_number(j, "lr", c->lr);
+    cli_json_parameters_end(j);
+}
+
 /* --dump-grads: the weights, the next batch, its loss and the gradients. */
 static int dump_grads(ac_trainer *tr, const train_run_opts *o)
 {
@@ -67,8 +79,9 @@ static int dump_grads(ac_trainer *tr, const train_run_opts *o)
         return cli_fail_err(&err);
     if (o->json) {
         ac_json *j = cli_json_stdout();
-        ac_json_begin_object(j);
-        ac_json_kv_string(j, "command", "train");
+        cli_json_envelope_begin(j, "train", NULL, NULL);
+        train_json_parameters(j, &tr->cfg);
+        cli_json_seconds(j, cli_json_elapsed());
         ac_json_kv_string(j, "dump", o->dump);
         ac_json_kv_int(j, "step", (long long)tr->step + 1);
         ac_json_kv_number(j, "loss", loss);
@@ -132,15 +145,13 @@ static int print_json(const ac_trainer *tr, const train_run_opts *o, const run_s
     const ac_train_config *c = &tr->cfg;
     const ac_eval_info *ev = &run->last_ev;
     ac_json *j = cli_json_stdout();
-    ac_json_begin_object(j);
-    ac_json_kv_string(j, "command", "train");
-    ac_json_kv_string(j, "version", PACKAGE_VERSION);
+    cli_json_envelope_begin(j, "train", cert ? ac_verdict_name(cert->verdict) : NULL, cert);
+    train_json_parameters(j, c);
     ac_json_kv_string(j, "task", ac_task_name(c->task));
     ac_json_kv_string(j, "data", ac_trainer_data_summary(tr));
     if (cert) {
         size_t bstep = 0;
         double bdev = NAN, bkl = NAN;
-        ac_json_kv_string(j, "verdict", ac_verdict_name(cert->verdict));
         ac_json_kv_string(j, "claim", "the learned head has max|Softmax - P| <= tol");
         ac_json_kv_string(j, "optimizer", ac_train_optimizer_name(c->optimizer));
         ac_json_kv_bool(j, "stopped_early", tr->step < c->steps && !o->have_stop);
@@ -153,8 +164,6 @@ static int print_json(const ac_trainer *tr, const train_run_opts *o, const run_s
             ac_json_end_object(j);
         }
         ac_json_kv_number(j, "tol", o->tol);
-        ac_json_key(j, "certificate");
-        cli_json_cert(j, cert);
     }
     ac_json_kv_int(j, "params", (long long)tr->model.nparams);
     ac_json_kv_int(j, "step", (long long)tr->step);
@@ -168,7 +177,7 @@ static int print_json(const ac_trainer *tr, const train_run_opts *o, const run_s
     if (!isnan(ev->rel_mse))
         ac_json_kv_number(j, "eval_rel_mse", ev->rel_mse);
     ac_json_kv_number(j, "tokens_per_s", tps);
-    ac_json_kv_number(j, "seconds", secs);
+    cli_json_seconds(j, secs);
     ac_json_kv_int(j, "threads", run->nthreads);
     if (o->save)
         ac_json_kv_string(j, "checkpoint", o->save);
@@ -395,6 +404,7 @@ void report_rows_train(cli_report *rep)
         cli_report_fail(row, st, &err, train_flags);
     } else {
         row->verdict = cert.verdict;
+        cli_report_bounds(row, cert.quantity, cert.lo, cert.hi);
         snprintf(row->bound, sizeof row->bound, "dev <= %s", cli_num(b1, sizeof b1, cert.hi));
         snprintf(row->detail, sizeof row->detail,
                  "learned Wq, Wk certified: max|Softmax - P| in [%.3g, %.3g] (tol %g)", cert.lo,

@@ -504,5 +504,6 @@ cli_report_row *cli_report_add(cli_report *r)
     }
     cli_report_row *row = &r->rows[r->n++];
     memset(row, 0, sizeof *row);
+    row->lo = row->hi = NAN; /* no numeric bound until cli_report_bounds */
     return row;
 }

@@ -341,12 +341,11 @@ void ac_json_number(ac_json *j, double x)
     if (!j || !value_begin(j))
         return;
     char b[AC_FMT_DOUBLE_BUFSIZE];
-    ac_fmt_double(b, sizeof b, x);
-    if (!isfinite(x))
-        putch(j, '"');
+    if (isfinite(x))
+        ac_fmt_double(b, sizeof b, x);
+    else
+        strcpy(b, "null"); /* JSON has no infinities or NaN: see json.h */
     puts_(j, b);
-    if (!isfinite(x))
-        putch(j, '"');
     value_end(j);
 }
 
@@ -356,6 +355,16 @@ void ac_json_int(ac_json *j, long long x)
         return;
     char b[32];
     snprintf(b, sizeof b, "%lld", x);
+    puts_(j, b);
+    value_end(j);
+}
+
+void ac_json_uint(ac_json *j, unsigned long long x)
+{
+    if (!j || !value_begin(j))
+        return;
+    char b[32];
+    snprintf(b, sizeof b, "%llu", x);
     puts_(j, b);
     value_end(j);
 }
@@ -394,6 +403,12 @@ void ac_json_kv_int(ac_json *j, const char *k, long long x)
 {
     if (key_write(j, k))
         ac_json_int(j, x);
+}
+
+void ac_json_kv_uint(ac_json *j, const char *k, unsigned long long x)
+{
+    if (key_write(j, k))
+        ac_json_uint(j, x);
 }
 
 void ac_json_kv_bool(ac_json *j, const char *k, int b)
