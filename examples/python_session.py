@@ -28,7 +28,7 @@ print(r4.verdict, "distance in [%.3g, %.3g]" % r4.distance)
 # PyTorch's attention is row-stochastic: pass its transpose.
 A = np.exp(np.random.default_rng(0).normal(size=(8, 8)))
 A /= A.sum(axis=1, keepdims=True)
-print("row-stochastic A given as A.T:", attncheck.rep_theorem(X, A.T, dk=8).verdict)
+print("row-stochastic A with rows=True:", attncheck.rep_theorem(X, A, dk=8, rows=True).verdict)
 
 # Learned weights: train a head in C, load it into torch, change, save, certify.
 tmp = tempfile.mkdtemp()

@@ -88,6 +88,8 @@ X = np.load(t + "/good/X.npy"); P = np.load(t + "/good/P.npy")
 np.save(t + "/f32.npy", X.astype(np.float32))
 np.save(t + "/f32w.npy", X.astype(np.float32).astype(np.float64))
 np.savez(t + "/arch.npz", X=X, P=P)
+A = np.exp(np.random.default_rng(3).standard_normal(P.shape)); A /= A.sum(axis=1, keepdims=True)
+np.save(t + "/prow.npy", A); np.save(t + "/prowT.npy", A.T.copy())
 np.save(t + "/int.npy", np.arange(16).reshape(4, 4))
 np.save(t + "/vec.npy", np.ones(4))
 np.save(t + "/fortran.npy", np.asfortranarray(X))
@@ -107,6 +109,14 @@ PY
     grep -v seconds "$tmp/f32w.json" | sed 's/f32w*\.npy//' > "$tmp/b.txt"
     cmp -s "$tmp/a.txt" "$tmp/b.txt" || { echo "FAIL: float32 X differs from its float64 copy"; fail=1; }
     expect 0 "verdict" -- $A --x "$tmp/arch.npz:X" --p "$tmp/arch.npz:P"
+    # a row-stochastic P (PyTorch's layout): refused with advice to --rows, and
+    # --rows checks exactly its transpose
+    expect 65 "prow.npy: column 0 .* every row sums to 1: P is row-stochastic .* pass --rows" -- $A --x "$tmp/good/X.npy" --p "$tmp/prow.npy"
+    $A --x "$tmp/good/X.npy" --p "$tmp/prow.npy" --rows --json | grep -v '"seconds"\|prow' > "$tmp/r1.txt"
+    $A --x "$tmp/good/X.npy" --p "$tmp/prowT.npy" --json | grep -v '"seconds"\|prow' > "$tmp/r2.txt"
+    sed -i 's/"rows": true/"rows": false/' "$tmp/r1.txt"
+    cmp -s "$tmp/r1.txt" "$tmp/r2.txt" || { echo "FAIL: --rows is not the transpose"; diff "$tmp/r1.txt" "$tmp/r2.txt" | head; fail=1; }
+    expect 64 "--rows needs --p" -- $A --rows
     expect 65 "arch.npz:Q: the archive .* has no array 'Q'" -- $A --x "$tmp/arch.npz:Q"
     expect 65 "int.npy: dtype" -- $A --x "$tmp/int.npy"
     expect 65 "vec.npy: expected a 2-D array" -- $A --x "$tmp/vec.npy"

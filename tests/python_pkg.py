@@ -122,6 +122,13 @@ expect_error(lambda: ac.rep_theorem(X.astype(complex), P), TypeError, None, ["X"
 r = ac.rep_theorem(X, Pbad, normalize=True)
 check(r.verdict in ac.core.VERDICTS, "normalize=True accepts the same P: %s" % r.verdict)
 
+A = np.exp(np.random.default_rng(4).standard_normal((4, 4)))
+A /= A.sum(axis=1, keepdims=True)
+check(ac.rep_theorem(X, A, rows=True).distance == ac.rep_theorem(X, A.T).distance,
+      "rows=True checks the transpose of a row-stochastic P")
+expect_error(lambda: ac.rep_theorem(X, A), ac.AttncheckError, 65, ["row-stochastic"],
+             "a row-stochastic P without rows=True")
+
 # ---- Theorem 2 ------------------------------------------------------------------
 for (d, h, dp, n, case, seed) in [(8, 2, 4, 4, 1, 1), (16, 4, 8, 4, 0, 2), (8, 2, 4, 3, 2, 3)]:
     W, V = ac.generate_layers(d, h, dp, case=case, seed=seed)

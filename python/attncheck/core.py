@@ -118,15 +118,17 @@ class RepTheoremResult:
                                                    self.distance[1], self.summary))
 
 
-def rep_theorem(X, P, dk=None, tol=None, normalize=False):
+def rep_theorem(X, P, dk=None, tol=None, normalize=False, rows=False):
     """Decide whether one attention head of size dk represents P on X.
 
     X: d x n (columns are tokens, paper 1's layout); P: n x n, column-stochastic
-    (PyTorch's row-stochastic attention: pass P.T).  dk defaults to d; tol to
+    (PyTorch's row-stochastic attention: rows=True checks P.T).  dk defaults to d; tol to
     2^-26.  Returns a RepTheoremResult with the verdict, the certificate and the
     weights Wq, Wk (dk x d) the library constructed and certified."""
     Xa = _arr(X, "X", 2)
     Pa = _arr(P, "P", 2)
+    if rows:
+        Pa = np.ascontiguousarray(Pa.T)
     d, n = Xa.shape
     if Pa.shape != (n, n):
         raise ValueError("P: expected shape (%d, %d) for X of shape %s, got %s"

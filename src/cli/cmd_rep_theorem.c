@@ -38,6 +38,8 @@ const char cmd_rep_theorem_help[] =
     "  --d0 FILE         diagonal of D0 in paper 1, eq. (6): .npy vector of n positive numbers\n"
     "                    (default: the identity)\n"
     "  --normalize       divide each column of P by its sum before checking\n"
+    "  --rows            P is row-stochastic (PyTorch's attention weights, one row\n"
+    "                    per query): check its transpose, the column-stochastic P\n"
     "  --example paper   the paper's counterexample: d = 1, n = 2, X = [1, 0],\n"
     "                    P = [[0.5, 0.75], [0.5, 0.25]]\n"
     "Generated input (for whichever of X, P is not given):\n"
@@ -84,7 +86,7 @@ const char cmd_rep_theorem_help[] =
     "certified lower bound.\n";
 
 enum {
-    OPT_X = 256, OPT_P, OPT_D0, OPT_NORMALIZE, OPT_EXAMPLE, OPT_N, OPT_D, OPT_SEED,
+    OPT_X = 256, OPT_P, OPT_D0, OPT_NORMALIZE, OPT_ROWS, OPT_EXAMPLE, OPT_N, OPT_D, OPT_SEED,
     OPT_REPRESENTABLE, OPT_DK, OPT_TOL, OPT_MAXPREC, OPT_OPTIMIZE, OPT_TRACE, OPT_JSON,
     OPT_OUTDIR, OPT_THREADS, OPT_LEARN, OPT_DKRANGE, OPT_CSV, OPT_PLOT, OPT_WQ, OPT_WK
 };
@@ -94,6 +96,7 @@ static const struct option long_opts[] = {
     {"p", required_argument, NULL, OPT_P},
     {"d0", required_argument, NULL, OPT_D0},
     {"normalize", no_argument, NULL, OPT_NORMALIZE},
+    {"rows", no_argument, NULL, OPT_ROWS},
     {"example", required_argument, NULL, OPT_EXAMPLE},
     {"n", required_argument, NULL, OPT_N},
     {"d", required_argument, NULL, OPT_D},
@@ -121,6 +124,7 @@ static const struct option long_opts[] = {
  * (ac_err.fields). */
 static const cli_flag t1_flags[] = {
     {"normalize", "--normalize"},
+    {"rows", "--rows"},
     {NULL, NULL},
 };
 
@@ -129,7 +133,7 @@ static const cli_flag t1_flags[] = {
 
 typedef struct {
     const char *xfile, *pfile, *d0file, *example, *wqfile, *wkfile;
-    int normalize, representable;
+    int normalize, representable, rows;
     size_t n, d, dk;
     int have_n, have_d, have_dk, have_tol;
     rep_learn_opts learn;
@@ -172,6 +176,7 @@ static int parse_args(t1_args *a, int argc, char **argv)
         case OPT_P: a->pfile = optarg; break;
         case OPT_D0: a->d0file = optarg; break;
         case OPT_NORMALIZE: a->normalize = 1; break;
+        case OPT_ROWS: a->rows = 1; break;
         case OPT_EXAMPLE:
             if (strcmp(optarg, "paper") != 0)
                 return cli_usage("--example: unknown example '%s' (the one example is 'paper')",
@@ -208,10 +213,28 @@ static int parse_args(t1_args *a, int argc, char **argv)
                          "--n, --d or --representable");
     if (!a->wqfile != !a->wkfile)
         return cli_usage("--wq and --wk give one head together; give both");
+    if (a->rows && !a->pfile)
+        return cli_usage("--rows needs --p FILE (it transposes the P read from the file)");
     if (a->pfile && a->representable)
         return cli_usage("--representable generates P; it cannot be combined with --p");
     return rep_learn_check(&a->learn, a->have_dk ? "--dk" : a->common.out_dir ? "--out-dir"
                                       : a->common.trace ? "--trace" : a->d0file ? "--d0" : NULL);
+}
+
+/* --rows: P read in PyTorch's row-stochastic layout becomes its transpose. */
+static int transpose_in_place(ac_mat *P, const char *name, ac_err *err)
+{
+    ac_mat T;
+    int st = ac_mat_init(&T, P->cols, P->rows, err);
+    if (st)
+        return st;
+    for (size_t i = 0; i < P->rows; i++)
+        for (size_t j = 0; j < P->cols; j++)
+            T.data[j * P->rows + i] = P->data[i * P->cols + j];
+    (void)name;
+    ac_mat_free(P);
+    *P = T;
+    return AC_OK;
 }
 
 /* Load or generate X and P. *generated_x / *generated_p report what to write. */
@@ -227,6 +250,8 @@ static int load_instance(t1_args *a, ac_mat *X, ac_mat *P, double **d0, size_t *
     if (a->xfile && (st = ac_npy_read_mat(a->xfile, X, err)))
         return st;
     if (a->pfile && (st = ac_npy_read_mat(a->pfile, P, err)))
+        return st;
+    if (a->pfile && a->rows && (st = transpose_in_place(P, a->pfile, err)))
         return st;
     if (a->xfile) {
         if (a->have_n && a->n != X->cols)
@@ -338,6 +363,7 @@ static void write_json(ac_json *j, const t1_args *a, const char *instance, const
     ac_json_kv_int(j, "dk", (long long)r->dk);
     ac_json_kv_number(j, "tol", a->tol);
     ac_json_kv_bool(j, "normalize", a->normalize);
+    ac_json_kv_bool(j, "rows", a->rows);
     cli_json_parameters_end(j);
     cli_json_seconds(j, r->cert.seconds); /* stored: certificate.json equals --json */
     ac_json_kv_string(j, "claim", "some head of size dk has max|Softmax - P| <= tol");

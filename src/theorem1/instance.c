@@ -36,6 +36,19 @@ static int check_finite(const ac_mat *A, const char *name, ac_err *err)
     return AC_OK;
 }
 
+/* Every row of P sums to 1 within tol (certified enclosures): P is in the
+ * row-stochastic layout of PyTorch's attention weights. */
+static int t1_rows_sum_to_one(const ac_mat *P, double tol)
+{
+    for (size_t i = 0; i < P->rows; i++) {
+        double lo, hi;
+        ac_sum_enclose(P->data + i * P->cols, P->cols, 1, &lo, &hi);
+        if (lo > 1 + tol || hi < 1 - tol)
+            return 0;
+    }
+    return 1;
+}
+
 int ac_t1_validate(const ac_mat *X, const char *xname, const ac_mat *P, const char *pname,
                    const double *d0, size_t nd0, const char *d0name, size_t dk, ac_err *err)
 {
@@ -68,6 +81,11 @@ int ac_t1_validate(const ac_mat *X, const char *xname, const ac_mat *P, const ch
         ac_sum_enclose(P->data + j, n, n, &lo, &hi);
         if (lo > 1 + tol || hi < 1 - tol) {
             double s = 0.5 * (lo + hi);
+            if (t1_rows_sum_to_one(P, tol))
+                return ac_err_set_field(err, AC_EDATA, "rows",
+                                        "%s: column %zu sums to 1%+.3g but every row sums to 1: "
+                                        "P is row-stochastic (PyTorch's layout); pass rows to "
+                                        "check its transpose", pname, j, s - 1);
             return ac_err_set_field(err, AC_EDATA, "normalize",
                               "%s: column %zu sums to 1%+.3g, not 1 (tolerance "
                               "%.0f*n*u = %.3g; P must be column-stochastic: renormalise with "
