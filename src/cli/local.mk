@@ -49,7 +49,8 @@ attncheck_SOURCES += \
 	src/cli/cmd_train.c \
 	src/cli/train_cli.h \
 	src/cli/train_run.c \
-	src/cli/train_progress.c
+	src/cli/train_progress.c \
+	src/cli/train_plot.c
 
 # attncheck report
 attncheck_SOURCES += \

@@ -3,7 +3,8 @@
  *   train_run.c       the run: the training loop of llm.c's train_gpt2.c
  *                     (step, evaluate at intervals, log, checkpoint), the
  *                     dump, fit-p's certificate, the summary, report rows;
- *   train_progress.c  the progress bar, the log file, the lines printed.
+ *   train_progress.c  the progress bar, the log file, the lines printed;
+ *   train_plot.c      --plot: the curves of the run drawn by gnuplot.
  */
 #ifndef AC_CLI_TRAIN_H
 #define AC_CLI_TRAIN_H
@@ -16,7 +17,7 @@
 
 /* The options of a run (besides the configuration). */
 typedef struct {
-    const char *save, *resume, *log, *dump;
+    const char *save, *resume, *log, *dump, *plot;
     int log_jsonl, quiet, json, threads;
     size_t save_every, stop_at;
     int have_stop;
@@ -29,6 +30,23 @@ extern const cli_flag train_flags[];
 
 /* Train with configuration cfg as the options say; the exit status. */
 int train_run(const train_run_opts *o, const ac_train_config *cfg);
+
+/* One evaluation of the run: its step, the mean training loss of the steps
+ * since the previous evaluation (or since the start of the run), and the
+ * evaluation. */
+typedef struct {
+    size_t step;
+    double train_loss;
+    ac_eval_info ev;
+} train_eval_rec;
+
+/* ---- train_plot.c */
+
+/* Run gnuplot gp on the script of the curves of e[0..n-1] (the run started
+ * after step first_step; tol: fit-p's tolerance, else NaN), drawn with the
+ * gnuplot terminal term into the file out.  Returns gnuplot's status. */
+int train_plot_write(const char *gp, const char *term, const char *out, const ac_trainer *tr,
+                     const train_eval_rec *e, size_t n, size_t first_step, double tol);
 
 /* ---- train_progress.c */
 
