@@ -7,7 +7,9 @@
 
 #include "attncheck/blas.h"
 #include "cli.h"
+#include "plot.h"
 #include "rep_learn.h"
+#include "report_plot.h"
 #include "separate_student.h"
 
 const char cmd_report_help[] =
@@ -20,6 +22,8 @@ const char cmd_report_help[] =
     "  --seed S      seed of the generated instances (default 1)\n"
     "  --quick       smaller instances (for a fast smoke test)\n"
     "  --json        print one JSON object with every row\n"
+    "  --plot FILE   the summary figure (.svg, .png or .pdf) with gnuplot: per row\n"
+    "                the verdict against the predicted one, the certified bound\n"
     "  --threads N   number of BLAS threads\n"
     "  -h, --help    show this help\n"
     "\n"
@@ -27,13 +31,14 @@ const char cmd_report_help[] =
     "contradicts it, 2 some check was undecided or could not run (and none\n"
     "contradicts), 64 usage error, 70 internal error.\n";
 
-enum { OPT_SEED = 256, OPT_QUICK, OPT_JSON, OPT_THREADS };
+enum { OPT_SEED = 256, OPT_QUICK, OPT_JSON, OPT_THREADS, OPT_PLOT };
 
 static const struct option long_opts[] = {
     {"seed", required_argument, NULL, OPT_SEED},
     {"quick", no_argument, NULL, OPT_QUICK},
     {"json", no_argument, NULL, OPT_JSON},
     {"threads", required_argument, NULL, OPT_THREADS},
+    {"plot", required_argument, NULL, OPT_PLOT},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -53,6 +58,9 @@ int cmd_report(int argc, char **argv)
     cli_report rep;
     cli_common common;
     int json = 0, c, st;
+    const char *plot = NULL;
+    report_plot fig;
+    memset(&fig, 0, sizeof fig);
     memset(&rep, 0, sizeof rep);
     rep.seed = 1;
     cli_common_init(&common);
@@ -65,6 +73,11 @@ int cmd_report(int argc, char **argv)
         case OPT_QUICK: rep.quick = 1; break;
         case OPT_JSON: json = 1; break;
         case OPT_THREADS: st = cli_parse_threads(optarg, &common.threads); break;
+        case OPT_PLOT:
+            plot = optarg;
+            if (!cli_plot_terminal(plot))
+                st = cli_usage("--plot %s: the file name must end in .svg, .png or .pdf", plot);
+            break;
         default: return cli_bad_option(c, argv);
         }
         if (st)
@@ -73,6 +86,8 @@ int cmd_report(int argc, char **argv)
     if ((st = cli_no_operands(argc, argv)))
         return st;
     cli_common_apply(&common);
+    if ((st = report_plot_open(&fig, plot)))
+        return st;
 
     double t0 = ac_seconds();
     for (size_t i = 0; i < sizeof row_sources / sizeof *row_sources; i++)
@@ -89,6 +104,8 @@ int cmd_report(int argc, char **argv)
         else
             contra++;
     }
+    if ((st = report_plot_write(&fig, &rep)))
+        goto out;
     if (json) {
         ac_json *j = cli_json_stdout();
         ac_json_begin_object(j);
@@ -142,6 +159,7 @@ int cmd_report(int argc, char **argv)
     }
     st = contra ? CLI_EXIT_REFUTED : (undecided ? CLI_EXIT_UNDECIDED : CLI_EXIT_PROVED);
 out:
+    report_plot_abort(&fig);
     free(rep.rows);
     return st;
 }

@@ -54,4 +54,6 @@ attncheck_SOURCES += \
 
 # attncheck report
 attncheck_SOURCES += \
-	src/cli/cmd_report.c
+	src/cli/cmd_report.c \
+	src/cli/report_plot.c \
+	src/cli/report_plot.h
