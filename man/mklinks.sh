@@ -1,7 +1,7 @@
 #!/bin/sh
 # mklinks.sh — the man link pages of the library's section-3 pages, so that
 # `man ac_npy_read` finds ac_npy(3): for every name of a page (the names of
-# its NAME section, the functions its SYNOPSIS declares, the names it sets
+# its NAME section, the functions and types its SYNOPSIS declares, the names it sets
 # in bold on a line of their own), a page NAME.3 holding the one line
 # ".so man3/PAGE.3".  A name that is itself a page gets no link; a name of
 # several pages links to the first that lists it in its NAME section, else
@@ -19,6 +19,8 @@ for m in "$@"; do
         tr -d ' \t' | grep -E '^ac_[a-z0-9_]+$' | sed "s/\$/ $p 1/"
     sed -n '/^\.SH SYNOPSIS/,/^\.SH/p' "$m" | grep -E '^\.BI? ' |
         grep -oE '[ *]ac_[a-z0-9_]+\(' | tr -d ' *(' | sed "s/\$/ $p 2/"
+    sed -n '/^\.SH SYNOPSIS/,/^\.SH/p' "$m" | grep -oE '^} *ac_[a-z0-9_]+;' |
+        tr -d '}; ' | sed "s/\$/ $p 2/"   # the types it defines
     # names the page sets in bold alone or before a comma (not "name (3)",
     # a reference to another page), as the list of the _ref variants
     grep -E '^\.BR? ac_[a-z0-9_]+( ,)?$' "$m" | awk '{ print $2 }' | sed "s/\$/ $p 3/"

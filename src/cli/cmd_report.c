@@ -29,7 +29,8 @@ const char cmd_report_help[] =
     "\n"
     "Exit status: 0 every verdict is the one the theory predicts, 1 some verdict\n"
     "contradicts it, 2 some check was undecided or could not run (and none\n"
-    "contradicts), 64 usage error, 70 internal error.\n";
+    "contradicts), 64 usage error, 70 internal error, 73 cannot create the\n"
+    "--plot file.\n";
 
 enum { OPT_SEED = 256, OPT_QUICK, OPT_JSON, OPT_THREADS, OPT_PLOT };
 
