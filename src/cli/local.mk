@@ -50,7 +50,9 @@ attncheck_SOURCES += \
 	src/cli/train_cli.h \
 	src/cli/train_run.c \
 	src/cli/train_progress.c \
-	src/cli/train_plot.c
+	src/cli/train_plot.c \
+	src/cli/tty_width.c \
+	src/cli/tty_width.h
 
 # attncheck report
 attncheck_SOURCES += \

@@ -57,6 +57,7 @@ typedef struct {
     double t_start, t_last_draw;
     size_t first_step;
     double tokens;
+    int tail_max;       /* the longest text after the bar so far */
 } train_progress;
 
 /* The lines "task", "model", "training" before the first step. */
@@ -66,9 +67,12 @@ int train_log_open(train_progress *rs, const train_run_opts *o);
 /* One row of the log: the step, and the evaluation when ev != NULL. */
 void train_log_row(train_progress *rs, const ac_step_info *si, const ac_eval_info *ev,
                    double tps, double secs);
-/* The progress bar on stderr (at most every 0.1 s unless force). */
+/* The progress bar on stderr (at most every 0.1 s unless force), fitted
+ * to the width of the terminal. */
 void train_draw_bar(train_progress *rs, const ac_step_info *si, size_t steps,
                     const ac_eval_info *ev, double now, int force);
+/* Clear the progress bar's row (before a line on stdout). */
+void train_clear_bar(train_progress *rs);
 /* The line of an evaluation on stdout. */
 void train_print_eval(const ac_trainer *tr, const ac_step_info *si, const ac_eval_info *ev,
                       double tps);

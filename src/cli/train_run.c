@@ -122,8 +122,7 @@ static int train_loop(ac_trainer *tr, const train_run_opts *o, run_state *run)
         double tps = t1 > t0 ? (double)si->tokens / (t1 - t0) : 0;
         train_log_row(rs, si, evp, tps, ac_seconds() - rs->t_start);
         if (evp && !o->quiet && !o->json) {
-            if (rs->bar)
-                fprintf(stderr, "\r%*s\r", 100, "");
+            train_clear_bar(rs);
             train_print_eval(tr, si, evp, rs->tokens / (ac_seconds() - rs->t_start));
         }
         train_draw_bar(rs, si, run->last, &run->last_ev, ac_seconds(), 0);
