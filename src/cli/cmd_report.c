@@ -140,17 +140,19 @@ int cmd_report(int argc, char **argv)
         if ((st = cli_json_finish(j)))
             goto out;
     } else {
-        printf("attncheck report: every check on built-in defaults (seed %llu%s; BLAS %s)\n\n",
+        /* 98 columns at most: the instance on a line of its own, under
+         * the claim (one line would need 125) */
+        printf("attncheck report: built-in defaults, seed %llu%s, BLAS %s\n\n",
                (unsigned long long)rep.seed, rep.quick ? ", quick" : "", ac_blas_corename());
-        printf("%-36s %-38s %-9s %-9s %-18s %8s\n", "claim", "instance", "verdict", "expected",
-               "bound", "time");
+        printf("%-36s %-9s %-9s %-30s %8s\n    %s\n", "claim", "verdict", "expected", "bound",
+               "time", "instance");
         for (size_t i = 0; i < rep.n; i++) {
             cli_report_row *r = &rep.rows[i];
             const char *mark = (r->error || r->verdict == AC_UNDECIDED) ? " ?"
                                : (r->verdict == r->expected ? "" : " !");
-            printf("%-36.36s %-38.38s %-9s %-9s %-18.18s %7.3fs%s\n", r->claim, r->instance,
+            printf("%-36.36s %-9s %-9s %-30.30s %7.3fs%s\n    %.90s\n", r->claim,
                    ac_verdict_name(r->verdict), ac_verdict_name(r->expected),
-                   r->error ? "error" : r->bound, r->seconds, mark);
+                   r->error ? "error" : r->bound, r->seconds, mark, r->instance);
         }
         printf("\n%zu checks: %zu as the theory predicts, %zu contradicting (!), %zu undecided "
                "(?); %.2f s\n", rep.n, agree, contra, undecided, total);
