@@ -116,8 +116,9 @@ static void write_script(FILE *f, void *ctx)
     cli_gp_quote(f, p->out); /* the staged path the program named */
     fputc('\n', f);
     write_data(f, p);
-    if (two)
-        fputs("set multiplot layout 2,1\n", f);
+    if (two) /* the same margins in both panels: their step axes line up */
+        fprintf(f, "set multiplot layout 2,1\nset lmargin 12\nset rmargin %d\n",
+                acc && (dev || mse) ? 12 : 4);
     fprintf(f, "set title 'attncheck train --task %s: %zu parameters, steps %zu..%zu, "
                "%s, seed %llu'\n", ac_task_name(c->task), p->tr->model.nparams,
             p->first_step + 1, p->n ? p->e[p->n - 1].step : p->first_step,
