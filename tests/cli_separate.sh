@@ -47,14 +47,14 @@ expect 0 "" --embed --dp 4 --out-dir "$work/emb"
 expect 1 "REFUTED: no X separates" --w-dir "$work/emb" --v-dir "$work/emb"
 grep -q "h dp = 16 <= d (fails" "$work/out" || err "the failing size hypothesis is not reported"
 # tol = 0 asks for exact equality: the balls certify the ~1e-16 deviation
-expect 1 "REFUTED: at sample 1" --embed --dp 8 --tol 0
+expect 1 "REFUTED: max over the samples" --embed --dp 8 --tol 0
 expect 2 "UNDECIDED: sample 1 is neither" --embed --dp 8 --tol 0 --max-prec 0
 # a g_V given with --v-dir is checked as it is: the exact embedding, and
 # (below) perturbed embeddings
 expect 0 "PROVED: g_V = f_W on the sample inputs, exactly" --embed --w-dir "$work/emb" --v-dir "$work/emb"
 if [ $have_py = 1 ]; then
     # the same layer with its heads in reverse order: equal as a function but
-    # not head by head; nothing may be certified
+    # not head by head; the class sums (doc/mathematics.md §4.9) prove it
     mkdir -p "$work/perm"
     "$PYTHON3" - "$work/emb" "$work/perm" <<'EOF'
 import sys, numpy as np
@@ -64,7 +64,8 @@ for p in "WV":
         a = np.load("%s/%s%s.npy" % (src, p, s))
         np.save("%s/%s%s.npy" % (dst, p, s), a[::-1] if p == "V" else a)
 EOF
-    expect 2 "UNDECIDED: no separating X certified" --w-dir "$work/emb" --v-dir "$work/perm" --optimize 5 --max-prec 256
+    expect 1 "REFUTED: no X separates" --w-dir "$work/emb" --v-dir "$work/perm" --optimize 5 --max-prec 256
+    grep -q "fall into 4 classes of equal logit matrices" "$work/out" || err "the permuted pair is not decided by the class sums"
     # the irrational embedding with one entry of Vq changed by 1e-3 and by
     # 1e-12 relative: beyond the default tol (REFUTED) and within it (PROVED)
     "$ATTNCHECK" separate --embed --dp 8 --out-dir "$work/e8" >/dev/null 2>&1 || err "--embed --dp 8 --out-dir failed"
@@ -82,7 +83,7 @@ Vq[0, 0, 0] *= 1 + eps
 np.save(dst + "/Vq.npy", Vq)
 EOF
     done
-    expect 1 "REFUTED: at sample" --embed --w-dir "$work/p1e-3" --v-dir "$work/p1e-3"
+    expect 1 "REFUTED: max over the samples" --embed --w-dir "$work/p1e-3" --v-dir "$work/p1e-3"
     expect 0 "PROVED: g_V = f_W on the sample inputs within tol" --embed --w-dir "$work/p1e-12" --v-dir "$work/p1e-12"
     grep -q "not exact: g_V is not f_W head by head" "$work/out" || err "perturbed 1e-12: no 'not exact' note"
     # the JSON of --embed
@@ -120,12 +121,29 @@ fi
 # the written layers load back and give the same case
 expect 0 "case 3 (S_W = S_V" --w-dir "$work/o3" --v-dir "$work/o3" --optimize 0
 
+# ---- equal as functions, n = 1, the third gap ------------------------------------
+expect 1 "REFUTED: no X separates f_W from g_V" --case 2 --n 1 --optimize 0
+grep -q "n = 1: every softmax is 1" "$work/out" || err "--case 2 --n 1 does not say why"
+expect 0 "gap 3    PROVED" --case 3 --audit --optimize 0
+expect 0 "signed binary digits of 3" --embed --dp 36
+expect 1 "192 rows > dp = 121" --embed --d 128 --h 2 --dp 121 --tol 0 --samples 1
+
+# ---- one tolerance: separation and --embed are complementary ------------------
+# f_W against its own sqrt(2) embedding (fl(sqrt 2) in V): within the default
+# tol (embed PROVED, separation UNDECIDED: never PROVED), beyond tol = 0
+# (embed REFUTED, separation PROVED at ~1e-16)
+"$ATTNCHECK" separate --embed --dp 8 --out-dir "$work/s2" >/dev/null 2>&1 || err "--embed --dp 8 --out-dir failed"
+expect 0 "PROVED: g_V = f_W on the sample inputs within tol" --embed --w-dir "$work/s2" --v-dir "$work/s2"
+expect 2 "UNDECIDED: no X certified with" --w-dir "$work/s2" --v-dir "$work/s2" --optimize 5
+expect 1 "REFUTED: max over the samples" --embed --w-dir "$work/s2" --v-dir "$work/s2" --tol 0
+expect 0 "PROVED: separated at X" --w-dir "$work/s2" --v-dir "$work/s2" --optimize 5 --tol 0
+
 # ---- usage errors (64) ----------------------------------------------------------
 expect 64 "unknown option" --frobnicate
 expect 64 "out of range" --case 4
 expect 64 "not a whole number" --case x
 expect 64 "cannot be combined" --case 2 --w-dir "$work/emb"
-expect 64 "tolerance of --embed" --tol 1e-3
+expect 64 "out of range" --tol -1
 expect 64 "out of range" --embed --tol -1
 expect 64 "not a number" --embed --tol x
 expect 64 "cannot be combined" --embed --case 1

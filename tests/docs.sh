@@ -110,6 +110,47 @@ $(printf '%s\n' "$bad" | sed "s|^|    doc/mathematics.md:|")"
         END { exit bad }' >&2 || fail=1
     done
 fi
+# ---- the claims register (doc/mathematics.md §9) -------------------------
+# Every statement in §9 labelled "measured" names the command that shows it
+# ("measured: `attncheck CMD ...`", several allowed), and every command the
+# register quotes exists with the options it uses; every proofs/*.md file
+# has a subsection of the register naming it.
+if [ -f "$mdoc" ]; then
+    reg=$(sed -n '/^## 9 Claims register/,/^## [0-9]/p' "$mdoc")
+    if [ -z "$reg" ]; then
+        err "doc/mathematics.md has no '## 9 Claims register'"
+    else
+        # lines (joined per list item) that say measured: must hold a command
+        items=$(printf '%s\n' "$reg" | awk '/^- /{ if (it != "") print it; it = $0; next }
+                                             /^  /{ it = it " " $0; next }
+                                             { if (it != "") print it; it = "" }
+                                             END { if (it != "") print it }')
+        printf '%s\n' "$items" | grep 'measured' | grep -v 'measured: `attncheck ' |
+            grep -v '^- \*\*measured\*\*' | grep -v 'not proved\|measured (reference\|measured (20 000\|(reference simulations' |
+            while IFS= read -r l; do
+                printf 'docs: doc/mathematics.md §9: measured without a command: %.100s\n' "$l" >&2
+                echo x
+            done | grep -q x && fail=1
+        printf '%s\n' "$reg" | tr '\n' ' ' | grep -o '`attncheck [^`]*`' | tr -d '`' | sort -u > /tmp/docs-reg.$$
+        while IFS= read -r c; do
+            sub=$(printf '%s\n' "$c" | awk '{ print $2 }')
+            if ! printf '%s\n' $cmds | grep -qx -- "$sub"; then
+                err "doc/mathematics.md §9 quotes '$c': no command '$sub'"
+                continue
+            fi
+            ho=$(opts_help "$sub")
+            for o in $(printf '%s\n' "$c" | grep -o -- '--[a-z][a-z0-9-]*'); do
+                printf '%s\n' "$ho" | grep -qx -- "$o" ||
+                    err "doc/mathematics.md §9 quotes '$c': '$sub' has no option $o"
+            done
+        done < /tmp/docs-reg.$$
+        rm -f /tmp/docs-reg.$$
+        for pf in "$top_srcdir"/proofs/*.md; do
+            printf '%s\n' "$reg" | grep -q "proofs/$(basename "$pf")" ||
+                err "the claims register (doc/mathematics.md §9) does not cover proofs/$(basename "$pf")"
+        done
+    fi
+fi
 # (b) the private notes the project used to cite are not part of it
 old=$(printf 'MATH\056md')
 # tracked files when top_srcdir is a git work tree (not, e.g., the unpacked

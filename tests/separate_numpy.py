@@ -241,8 +241,12 @@ def main():
         W, V = load_layer(D, "W"), load_layer(D, "V")
         X = np.load(os.path.join(D, "X.npy"))
         cert = js["certificate"]
-        lo, hi = float(cert["lo"]), float(cert["hi"])
-        check(lo > 0, "separate %s: certified lower bound %g is not positive" % (name, lo))
+        # the certificate is of r = ||f-g||_F / ||f||_F > tol; best.difference_lo/hi
+        # enclose ||f-g||_F itself
+        rlo, rhi = float(cert["lo"]), float(cert["hi"])
+        lo, hi = float(js["best"]["difference_lo"]), float(js["best"]["difference_hi"])
+        check(rlo > float(cert["tau"]) and lo > 0,
+              "separate %s: certified lower bounds %g, %g not above tol" % (name, rlo, lo))
         f, g = forward(W, X), forward(V, X)
         gap = np.linalg.norm(f - g)
         e = (bound(W, X) + bound(V, X)) * np.sqrt(f.size) + 4 * f.size * U * gap
@@ -252,10 +256,15 @@ def main():
         check(rel + 1e3 * U >= js["best"]["relative_gap_lo"],
               "separate %s: relative gap %g below the certified %g" % (name, rel, js["best"]["relative_gap_lo"]))
         if mpmath is not None:
-            gm = mp_fro(mp_forward(W, X) - mp_forward(V, X))
+            fm = mp_forward(W, X)
+            gm = mp_fro(fm - mp_forward(V, X))
             check(mpmath.mpf(lo) <= gm <= mpmath.mpf(hi),
                   "separate %s: the 50-digit ||f-g|| = %s is outside the certificate [%r, %r]"
                   % (name, mpmath.nstr(gm, 20), lo, hi))
+            rm = gm / mp_fro(fm)
+            check(mpmath.mpf(rlo) <= rm <= mpmath.mpf(rhi),
+                  "separate %s: the 50-digit ||f-g||/||f|| = %s is outside the certificate [%r, %r]"
+                  % (name, mpmath.nstr(rm, 20), rlo, rhi))
         # the case, exactly
         kase = js["case"]["number"]
         dh, dp = W[0].shape[1], V[0].shape[1]

@@ -218,27 +218,35 @@ START_TEST(test_generators_land_in_case)
 }
 END_TEST
 
-/* ||f_W(X) - g_V(X)||_F in 512-bit balls: [a, b] */
-static void oracle_gap(double *a, double *b, const ac_mh *W, const ac_mh *V, const ac_mat *X)
+/* ||f_W(X) - g_V(X)||_F in 512-bit balls: [a, b]; and the ratio to
+ * ||f_W(X)||_F: [ra, rb] */
+static void oracle_gap(double *a, double *b, double *ra, double *rb, const ac_mh *W,
+                       const ac_mh *V, const ac_mat *X)
 {
     slong d = (slong)X->rows, n = (slong)X->cols;
     arb_mat_t Xa, F, G;
-    arb_t t;
+    arb_t t, nf;
     arb_mat_init(Xa, d, n);
     arb_mat_init(F, d, n);
     arb_mat_init(G, d, n);
     arb_init(t);
+    arb_init(nf);
     ac_arb_mat_set_d(Xa, X->data, (size_t)d, (size_t)n);
     ac_mh_forward_arb(F, W, Xa, 512);
     ac_mh_forward_arb(G, V, Xa, 512);
+    arb_mat_frobenius_norm(nf, F, 512);
     arb_mat_sub(F, F, G, 512);
     arb_mat_frobenius_norm(t, F, 512);
     *a = ac_arb_lo(t);
     *b = ac_arb_hi(t);
+    arb_div(t, t, nf, 512);
+    *ra = ac_arb_lo(t);
+    *rb = ac_arb_hi(t);
     arb_mat_clear(Xa);
     arb_mat_clear(F);
     arb_mat_clear(G);
     arb_clear(t);
+    arb_clear(nf);
 }
 
 START_TEST(test_separate_each_case)
@@ -268,9 +276,11 @@ START_TEST(test_separate_each_case)
             /* the certificates contain the 512-bit value */
             const ac_t2_sep *ss[2] = {&res.best, &res.by_case};
             for (int q = 0; q < 2 && ok; q++) {
-                double a, b;
-                oracle_gap(&a, &b, &W, &V, &ss[q]->X);
-                if (!(ss[q]->cert.lo <= b && a <= ss[q]->cert.hi && ss[q]->cert.lo > 0))
+                double a, b, ra, rb;
+                oracle_gap(&a, &b, &ra, &rb, &W, &V, &ss[q]->X);
+                if (!(ss[q]->gap_lo <= b && a <= ss[q]->gap_hi && ss[q]->gap_lo > 0))
+                    ok = 0;
+                if (!(ss[q]->cert.lo <= rb && ra <= ss[q]->cert.hi && ss[q]->cert.lo > o.tol))
                     ok = 0;
                 if (!(ss[q]->rel_lo >= 0 && ss[q]->rel_lo <= 1))
                     ok = 0;
@@ -423,7 +433,7 @@ START_TEST(test_embedding_never_separated)
             double sc = ldexp(1.0, (int)test_rng_range(&r, -4, 6));
             for (size_t i = 0; i < d * n; i++)
                 s.X.data[i] = sc * test_rng_gauss(&r);
-            ck_assert(ac_t2_certify(&s, &W, &V, &sched, NULL) == AC_OK);
+            ck_assert(ac_t2_certify(&s, &W, &V, &sched, 0.0, NULL) == AC_OK);
             if (s.cert.verdict == AC_PROVED) {
                 snprintf(msg, sizeof msg, "embedding d %zu dp %zu: random X certified separated "
                          "(lo %g)", d, dp, s.cert.lo);
@@ -438,11 +448,12 @@ START_TEST(test_embedding_never_separated)
 }
 END_TEST
 
-START_TEST(test_permuted_heads_undecided)
+START_TEST(test_permuted_heads_refuted)
 {
     /* g_V = the embedding with its heads in another order: equal to f_W as a
-     * function, but not head by head, so the identity shortcut does not
-     * apply; the search must not certify a separation */
+     * function, but not head by head; the class-sum criterion
+     * (doc/mathematics.md §4.9) proves the identity: REFUTED, and the forced
+     * search certifies no separation (tol 0) */
     size_t d = 8, h = 4, n = 3;
     ac_mh W, V, P;
     ck_assert(ac_mh_random(&W, d, h, d / h, test_seed_value, 2, NULL) == AC_OK);
@@ -465,11 +476,16 @@ START_TEST(test_permuted_heads_undecided)
     o.seed = test_seed_value;
     o.optimize = 10;
     o.sched = ac_schedule_upto(256);
+    o.tol = 0;
     ac_t2_result res;
     ck_assert(ac_t2_separate(&res, &W, &P, n, &o, NULL) == AC_OK);
-    ck_assert_msg(res.verdict == AC_UNDECIDED, "verdict %d: %s", res.verdict, res.summary);
-    ck_assert_int_eq(res.ncert, 0);
+    ck_assert_msg(res.verdict == AC_REFUTED, "verdict %d: %s", res.verdict, res.summary);
+    ck_assert_int_eq(res.identical, 1);
     ck_assert(res.hyp.applies != AC_PROVED);
+    ac_t2_result_free(&res);
+    o.search_if_identical = 1;
+    ck_assert(ac_t2_separate(&res, &W, &P, n, &o, NULL) == AC_OK);
+    ck_assert_int_eq(res.ncert, 0);
     ac_t2_result_free(&res);
     ac_mh_free(&W);
     ac_mh_free(&V);
@@ -597,10 +613,9 @@ START_TEST(test_embed_tolerance)
     ac_mh_free(&V);
 
     /* f = 0 (W = 0): the embedding is 0 = f exactly (PROVED); g = f = 0
-     * with different logits is not equal head by head, but the claim is true
-     * (0 <= tol 0): never REFUTED, and PROVED only with ||g - f|| <= 0
-     * certified; a g != 0 against f = 0 has an infinite relative deviation
-     * (REFUTED) */
+     * with different logits is not equal head by head, but every value path
+     * is 0, so the class-sum criterion proves g = f: exact, PROVED; a g != 0
+     * against f = 0 has an infinite relative deviation (REFUTED) */
     ac_mh Z;
     ck_assert(ac_mh_init(&Z, d, h, d / h, NULL) == AC_OK);
     ck_assert(ac_t2_embed(&V, &Z, 4, NULL, 0, NULL) == AC_OK);
@@ -611,10 +626,12 @@ START_TEST(test_embed_tolerance)
     P.wq[0] = 1.0;
     P.wk[0] = 1.0;
     ck_assert(ac_t2_embed_check(&e, &Z, &P, n, ns, test_seed_value, tol, &sched, NULL) == AC_OK);
-    ck_assert_msg(e.verdict != AC_REFUTED, "g = f = 0, other logits: verdict %d (%s)",
+    ck_assert_msg(e.verdict == AC_PROVED, "g = f = 0, other logits: verdict %d (%s)",
                   e.verdict, e.summary);
-    ck_assert(e.verdict != AC_PROVED || (e.rel_hi == 0 && e.diff_hi == 0));
-    ck_assert_int_eq(e.exact, 0);
+    ck_assert(e.rel_hi == 0 && e.diff_hi == 0);
+    ck_assert_int_eq(e.exact, 1);
+    ck_assert_int_eq(e.params_identical, 0);
+    ck_assert_int_eq(e.equal_functions, 1);
     P.wv[0] = 1.0;
     *ac_mh_wo_at(&P, 0, 0, 0) = 1.0;
     ck_assert(ac_t2_embed_check(&e, &Z, &P, n, ns, test_seed_value, tol, &sched, NULL) == AC_OK);
@@ -745,7 +762,7 @@ START_TEST(test_constructions)
     memset(&s, 0, sizeof s);
     ck_assert(ac_t2_construct(&s.X, AC_T2_CON_2, &W, &V, 4, 1, 0, 0, NULL, NULL) == AC_OK);
     ac_schedule sched = ac_schedule_upto(256);
-    ck_assert(ac_t2_certify(&s, &W, &V, &sched, NULL) == AC_OK);
+    ck_assert(ac_t2_certify(&s, &W, &V, &sched, 0.0, NULL) == AC_OK);
     ck_assert(s.cert.verdict != AC_PROVED);
     ac_t2_sep_free(&s);
     ac_mh_free(&V);
@@ -765,7 +782,7 @@ int main(void)
     tcase_add_test(tc, test_separate_each_case);
     tcase_add_test(tc, test_search_threads_and_budget);
     tcase_add_test(tc, test_embedding_never_separated);
-    tcase_add_test(tc, test_permuted_heads_undecided);
+    tcase_add_test(tc, test_permuted_heads_refuted);
     tcase_add_test(tc, test_embed_tolerance);
     tcase_add_test(tc, test_hypotheses_fail);
     tcase_add_test(tc, test_constructions);

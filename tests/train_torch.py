@@ -62,14 +62,18 @@ def layernorm(x, w, b, eps):
     return F.layer_norm(x, (x.shape[-1],), w, b, eps)
 
 
-def attention(q, k, v, causal):
-    """q, k, v: (B, H, T, S) -> (B, H, T, S); row softmax over keys."""
+def attention(q, k, v, causal, lens=None):
+    """q, k, v: (B, H, T, S) -> (B, H, T, S); row softmax over keys; keys at
+    positions >= lens[b] (padding) masked when lens is given."""
     S = q.shape[-1]
     T = q.shape[-2]
     a = (q @ k.transpose(-2, -1)) / math.sqrt(S)
     if causal:
         mask = torch.ones(T, T, dtype=torch.bool).tril()
         a = a.masked_fill(~mask, float("-inf"))
+    if lens is not None:
+        keep = torch.arange(T)[None, :] < torch.tensor(lens)[:, None]  # (B, T) keys
+        a = a.masked_fill(~keep[:, None, None, :], float("-inf"))
     return a.softmax(-1) @ v
 
 
@@ -92,6 +96,7 @@ def transformer_loss(cfg, P, batch):
         xin = t(batch["x"])
         B, T, _ = xin.shape
         x = xin @ P["embed.input.weight"].T + P["embed.input.bias"]
+    lens = batch["len"].astype(np.int64) if "len" in batch else None
     if m["positions"]:
         x = x + P["embed.positions.weight"][:T]
     for l in range(m["layers"]):
@@ -100,7 +105,8 @@ def transformer_loss(cfg, P, batch):
         def attn(h):
             qkv = h @ p("attn.qkv.weight").T + p("attn.qkv.bias")
             q, k, v = qkv[..., :D], qkv[..., D:2 * D], qkv[..., 2 * D:]
-            y = attention(split_heads(q, H, S), split_heads(k, H, S), split_heads(v, H, S), causal)
+            y = attention(split_heads(q, H, S), split_heads(k, H, S), split_heads(v, H, S), causal,
+                          lens)
             y = y.transpose(1, 2).reshape(B, T, D)
             return y @ p("attn.proj.weight").T + p("attn.proj.bias")
 
@@ -120,7 +126,13 @@ def transformer_loss(cfg, P, batch):
         tgt = torch.tensor(batch["targets"].astype(np.int64))
         return F.cross_entropy(logits.reshape(B * T, -1), tgt.reshape(-1))
     if m["head"] == "classify":
-        pool = {"first": h[:, 0], "last": h[:, -1], "mean": h.mean(1)}[m["pool"]]
+        if lens is None:
+            pool = {"first": h[:, 0], "last": h[:, -1], "mean": h.mean(1)}[m["pool"]]
+        else:  # padding masked: the last real row, the mean of the real rows
+            keep = (torch.arange(T)[None, :] < torch.tensor(lens)[:, None]).to(h.dtype)
+            last = h[torch.arange(B), torch.tensor(lens) - 1]
+            mean = (h * keep[:, :, None]).sum(1) / keep.sum(1, keepdim=True)
+            pool = {"first": h[:, 0], "last": last, "mean": mean}[m["pool"]]
         logits = pool @ P["head.weight"].T + P["head.bias"]
         tgt = torch.tensor(batch["targets"].astype(np.int64))
         return F.cross_entropy(logits, tgt)
@@ -181,7 +193,7 @@ def check(d):
         sys.exit(99)
     P = {e["name"]: t(load(d, e["name"] + ".npy"), grad=True) for e in cfg["tensors"]}
     batch = {}
-    for k in ("tokens", "targets", "x", "y"):
+    for k in ("tokens", "targets", "x", "y", "len"):
         fn = os.path.join(d, "batch.%s.npy" % k)
         if os.path.exists(fn):
             batch[k] = np.load(fn)

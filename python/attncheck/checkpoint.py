@@ -209,6 +209,9 @@ def _modules():
             for t in cfg["tensors"]:
                 setattr(self, t["name"], nn.Parameter(torch.zeros(*t["shape"])))
 
+        def extra_repr(self):
+            return ", ".join("%s: %s" % (n, tuple(p.shape)) for n, p in self.named_parameters())
+
         def scores(self, x):
             """Row-softmax attention (B, H, T, T) of inputs x (B, T, C)."""
             Wq, Wk = self.Wq, self.Wk

@@ -57,7 +57,9 @@
  * Certification (opts.certify; doc/mathematics.md §5.9)
  * ---------------------------------------------------
  * For each sample, rigorous enclosures of sigma_1, sigma_min and kappa of
- * the exact block (the doubles sampled):
+ * its block: iid, the doubles sampled; attention, the exact heads of the
+ * sampled X and weights (not their double rounding), REFUTED outright when
+ * h min(N, E, d) < min(N, D) bounds the rank (doc/mathematics.md §5.10):
  *   stage 0: Weyl around a double SVD (ac_sv_enclose, doc/mathematics.md §2.5);
  *   stage k: Arb balls at the schedule's precisions: G = A A^T enclosed
  *            exactly-ish (arb_mat_mul), lambda_min(G) >= s proved by a
@@ -151,6 +153,11 @@ typedef struct {
     double s1_lo, s1_hi, smin_lo, smin_hi, kappa_lo, kappa_hi;
     /* enclosure of dev = |kappa / kappa~ - 1| (claim C: dev <= rtol) */
     double dev_lo, dev_hi;
+    /* upper bound on ||B - A~||_2, B the mathematical block, A~ the double
+     * block (0 when they are the same, iid; inf: no enclosure) */
+    double block_rad;
+    /* 1: claim C refuted by the rank bound (rank B <= rank_bound < m) */
+    int rank_refuted;
 } ac_cond_sample;
 
 /* Summary statistics of a set of kappa values (estimates). */
@@ -180,6 +187,9 @@ typedef struct {
 /* Results for one h. */
 typedef struct {
     size_t h, d, D, N, E, m, trials;
+    /* upper bound on the rank of every block from its factors: attention
+     * h min(N, E, d) (capped at m), iid m (doc/mathematics.md §5.10) */
+    size_t rank_bound;
     ac_cond_mode mode;
     uint64_t seed;
     double rtol;

@@ -264,13 +264,21 @@ enum { AC_NN_INIT_ZERO = 0, AC_NN_INIT_ONE = 1, AC_NN_INIT_NORMAL = 2 };
 
 /* One batch.  Inputs: tokens (B,T) or x (B,T,I); targets by head:
  * LM tokens (B,T), CLASSIFY labels (B), REGRESS y (B,T,K),
- * SCORES y (B,H,T,T) (rows are distributions). */
+ * SCORES y (B,H,T,T) (rows are distributions).
+ * len (B entries, 1 <= len[b] <= T) or NULL: sequence b has len[b] real
+ * tokens followed by padding.  ARCH_TRANSFORMER masks the padding: no
+ * attention row attends to a position t >= len[b] (its weight is 0, the
+ * softmax runs over the real keys; with causal, over j <= min(t, len-1)),
+ * and CLASSIFY pools row 0 (FIRST), row len-1 (LAST) or the mean of the
+ * len real rows (MEAN).  Padded rows are still computed but reach neither
+ * the loss nor any real row.  NULL: every position is real. */
 typedef struct {
     size_t B, T;
     const int32_t *tokens;
     const double *x;
     const int32_t *targets;
     const double *y;
+    const size_t *len;
 } ac_nn_batch;
 
 typedef struct ac_nn_work ac_nn_work; /* private: activations, plans */

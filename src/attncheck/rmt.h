@@ -131,7 +131,7 @@ typedef struct {
      * 2 exp(-t^2/2) = AC_RMT_GORDON_P: P(kappa > gordon_kappa95) <= 5%.
      * +inf when sqrt M - sqrt m <= t. */
     double gordon_smax_hi, gordon_smin_lo, gordon_t, gordon_kappa95;
-    /* Edelman's law at D = N (NaN otherwise): median, 5%, 95% quantiles of
+    /* Edelman's law at D = N >= 2 (NaN otherwise; N = D = 1 has kappa = 1): median, 5%, 95% quantiles of
      * kappa and E log kappa = log N + ac_edelman_elog(). */
     double edelman_median, edelman_q05, edelman_q95, edelman_elog;
 } ac_rmt_pred;

@@ -66,10 +66,31 @@ void ac_t1_opts_default(ac_t1_opts *o);
  * verdict.h. */
 typedef ac_step ac_t1_step;
 
+/* The smallest head size that represents the column-normalised P exactly on
+ * X (doc/mathematics.md §3.5): certified lo <= threshold <= hi.
+ *   none = 1:        proved that no head size represents P (lo = hi = -1);
+ *   hi = -1:         no upper bound (e.g. exact representability undecided);
+ *   if_any = 1:      hi holds only if P is representable for some head size
+ *                    (rank X < n with the log-domain residual not decided).
+ * exact = the threshold is known: none, or lo == hi without if_any. */
+typedef struct {
+    long lo, hi;
+    int none, if_any, exact;
+    char method[160];        /* where lo and hi come from */
+} ac_t1_threshold;
+
 typedef struct {
     ac_verdict verdict;      /* C(tol) */
     ac_t1_route route;
-    ac_verdict exact;        /* "the column-normalised P is exactly representable" */
+    ac_verdict exact;        /* "the column-normalised P is exactly representable
+                                by a head of size dk" */
+    char exact_method[200];  /* why exact is what it is (a theorem, an obstruction,
+                                or why it is not decidable here) */
+    ac_t1_threshold threshold;
+    int x_scale;             /* X was scaled by 2^x_scale for the computation (exact;
+                                representability is scale invariant) */
+    int weights_unusable;    /* weights exist in exact arithmetic but not in double
+                                (they overflow after undoing x_scale): none written */
     size_t d, n, dk;
     long rank;               /* certified rank of X; -1 if it could not be certified */
     char rank_method[96];

@@ -21,14 +21,19 @@
  *   - the case: S_W = S_V and the skew-symmetry of M_i are decided exactly
  *     (products of doubles computed exactly as dyadic rationals; the
  *     irrational factors 1/sqrt(dp), 1/sqrt(d/h) compared through squares);
- *   - "separated at X": a rigorous lower bound on ||f_W(X) - g_V(X)||_F > 0
- *     from the exact doubles of X, W, V, decided by the verdict engine
- *     (stage 0: interval products + rigorous softmax; then Arb balls).
- * A separation is a fact about the two layers whether or not the hypotheses
- * hold; when they do not, the theorem itself says nothing, and the result
- * says so.  "No X separates" is never concluded from a failed search: it is
- * REFUTED only when f_W and g_V are proved equal exactly, head by head
- * (Vo_i Vv_i = Wo_i Wv_i and U_i/sqrt(dp) = A_i/sqrt(d/h) for every i).
+ *   - "separated at X": ||f_W(X) - g_V(X)||_F > tol ||f_W(X)||_F, tol the
+ *     tolerance of the embedding check, from the exact doubles of X, W, V,
+ *     decided by the verdict engine (stage 0: interval products + rigorous
+ *     softmax; then Arb balls, with more bits when the logits need them; an
+ *     X with equal columns through f - g = (S_W - S_V) v 1').
+ * "For every f_W" is the paper's conclusion; a run checks the hypotheses and
+ * one f_W.  A separation is a fact about the two layers whether or not the
+ * hypotheses hold; when they do not, the theorem itself says nothing, and
+ * the result says so.  "No X separates" is never concluded from a failed
+ * search: it is REFUTED only when f_W and g_V are proved to be the same
+ * function by the class-sum criterion (doc/mathematics.md §4.9: heads
+ * grouped by equal logit matrices, zero value paths dropped, the value paths
+ * of each class summed and compared exactly; for n = 1, S_W = S_V).
  */
 #ifndef ATTNCHECK_THEOREM2_H
 #define ATTNCHECK_THEOREM2_H
@@ -76,6 +81,10 @@ typedef struct {
     int search_if_identical; /* search even when f_W = g_V is proved (tests) */
     const char *wname, *vname; /* the layers in the messages of ac_t2_validate (default
                              "f_W", "g_V"; e.g. the directories they were read from) */
+    double tol;           /* separated at X means ||f_W(X) - g_V(X)||_F > tol ||f_W(X)||_F
+                             (default AC_T2_TOL_DEFAULT, the tolerance of the embedding
+                             check, so that the two verdicts are complementary; 0 = any
+                             difference) */
     ac_schedule sched;    /* ball stages of the separation certificate */
     int threads;          /* threads of the double forward/backward passes of the search
                              (default 1; 0 = the BLAS threads at the call); the result
@@ -117,7 +126,9 @@ typedef struct {
     double alpha;            /* construction 3 */
     ac_mat X;                /* d x n */
     double est_gap, est_rel; /* double-precision estimates */
-    ac_cert cert;            /* "||f_W(X) - g_V(X)||_F > 0" */
+    ac_cert cert;            /* "||f_W(X) - g_V(X)||_F / ||f_W(X)||_F > tol" (+inf when
+                                f_W(X) = 0 != g_V(X)) */
+    double gap_lo, gap_hi;   /* certified enclosure of ||f_W(X) - g_V(X)||_F */
     double rel_lo;           /* certified lower bound on ||f-g||_F / (||f||_F + ||g||_F) */
     double f_hi, g_hi;       /* certified upper bounds on ||f_W(X)||_F, ||g_V(X)||_F */
 } ac_t2_sep;
@@ -131,8 +142,8 @@ typedef ac_step ac_t2_step;
 #define AC_T2_STEP_FIELDS "audit"
 
 
-/* The gaps of the paper's proof (doc/mathematics.md §4.7) exhibited on the
- * instance (ac_t2_opts.audit). */
+/* The three gaps of the paper's proof (doc/mathematics.md §4.7) exhibited on
+ * the instance (ac_t2_opts.audit). */
 typedef struct {
     int done;
     ac_verdict dep;          /* PROVED: a v != 0 with {Wo_i Wv_i v} dependent, exactly */
@@ -146,6 +157,19 @@ typedef struct {
                                 M_i v1 != 0 (no sign-separating v2~); UNDECIDED: none found */
     size_t par_head, par_coord; /* 1-based */
     char par_note[240];
+    double *dep_vec;         /* the whole v / ||v|| of dep (dep_len = d entries; freed by
+                                ac_t2_result_free) */
+    size_t dep_len;
+    ac_verdict v2null;       /* PROVED: (case 3) a v1 with U v1, A_i v1 nonzero and not
+                                positively parallel, M_i v1 != 0, and Wv_i v2~ = 0 exactly
+                                (the third gap, step 3.4) */
+    size_t v2_head;          /* 1-based */
+    size_t v2_dim;           /* dimension of the null space v1 was taken from */
+    double v2_mnorm;         /* lower bound on ||M_i v1|| / ||v1|| */
+    double v2_rounded;       /* ||Wv_i v2~|| at v1 rounded to double (nonzero, ~1e-16) */
+    double *v2_v;            /* v1 / ||v1|| (v2_len = d entries; freed by ac_t2_result_free) */
+    size_t v2_len;
+    char v2_note[480];
     char note[240];
 } ac_t2_audit;
 
@@ -154,7 +178,12 @@ typedef struct {
                                 (exact, head-wise); UNDECIDED otherwise */
     ac_t2_hyp hyp;
     ac_t2_class cls;
-    int identical;           /* head-wise identity: 1 proved, 0 disproved, -1 unknown */
+    int identical;           /* f_W = g_V for every X with n tokens: 1 proved (n = 1: S_W =
+                                S_V; n >= 2: the class-sum criterion, doc/mathematics.md
+                                §4.9), 0 the criterion fails, -1 unknown */
+    char identity_note[240]; /* how identical was decided */
+    size_t n_tokens;         /* n */
+    double tol;              /* the tolerance of "separated" (opts->tol) */
     ac_t2_sep best;          /* the best certified X; without one (X empty) best.cert is
                                 the exact identity (REFUTED) or the most promising
                                 failed attempt (UNDECIDED) */
@@ -166,7 +195,7 @@ typedef struct {
     ac_t2_step steps[AC_T2_MAX_STEPS];
     size_t nsteps;
     ac_t2_audit audit;
-    char summary[400];
+    char summary[640];
     double seconds;
 } ac_t2_result;
 
@@ -227,10 +256,14 @@ int ac_t2_construct(ac_mat *X, int construction, const ac_mh *W, const ac_mh *V,
 int ac_t2_gap_approx(double *gap, double *rel, const ac_mh *W, const ac_mh *V, const ac_mat *X,
                      ac_err *err);
 
-/* Certify "||f_W(X) - g_V(X)||_F > 0" for s->X: fills s->cert, rel_lo,
- * f_hi, g_hi.  sched NULL = stage 0 only. */
+/* Certify "||f_W(X) - g_V(X)||_F > tol ||f_W(X)||_F" for s->X (tol >= 0,
+ * finite; else AC_EUSAGE): fills s->cert (the quantity is the ratio
+ * r = ||f - g||_F / ||f||_F), gap_lo, gap_hi, rel_lo, f_hi, g_hi.  sched
+ * NULL = stage 0 only.  An X whose columns are all equal is certified
+ * through f - g = (S_W - S_V) v 1' (uniform softmax, exact products), with
+ * no logit formed (doc/mathematics.md §4.4). */
 int ac_t2_certify(ac_t2_sep *s, const ac_mh *W, const ac_mh *V, const ac_schedule *sched,
-                  ac_err *err);
+                  double tol, ac_err *err);
 void ac_t2_sep_free(ac_t2_sep *s);
 
 /* ---- generators ---------------------------------------------------------- */
@@ -277,17 +310,27 @@ int ac_t2_generate_w(ac_mh *W, const ac_mh *V, int kase, uint64_t seed, ac_err *
 
 /* The inclusion F in G (dp >= d/h): V from W by padding each head with zero
  * rows/columns and rescaling the query by s = sqrt(dp/(d/h)), so that
- * Vk_i^T Vq_i / sqrt(dp) = Wk_i^T Wq_i / sqrt(d/h).  When s is a dyadic
- * rational the rescaling is exact: s = sum of powers of two, one copy of the
- * head's (Wk_i, 2^e Wq_i) per power (or a single power-of-two scaling); when
- * it is irrational the query is multiplied by fl(s) and the embedding is
- * exact only in real arithmetic.  note (may be NULL, >= 160 bytes) receives
- * how.  AC_EUSAGE if dp < d/h. */
+ * Vk_i^T Vq_i / sqrt(dp) = Wk_i^T Wq_i / sqrt(d/h) in real arithmetic.  In
+ * doubles: when s = p/2^k is dyadic and w(p) d/h <= dp, w(p) the number of
+ * nonzero digits of the non-adjacent form of p (at most the binary digits
+ * of p), one copy of the head's (Wk_i, +-2^e Wq_i) per digit, exact unless
+ * a 2^e Wq entry over- or underflows; otherwise one copy with the query
+ * multiplied by s (dyadic s: exact only where s Wq is a double) or by fl(s)
+ * (irrational s: exact only in real arithmetic).  E.g. d = 128, h = 2,
+ * dp = 121: s = 11/8 needs 3 x 64 rows > 121, so the query is rounded.
+ * note (may be NULL, AC_T2_EMBED_NOTE_LEN bytes) receives how.  AC_EUSAGE
+ * if dp < d/h. */
 int ac_t2_embed(ac_mh *V, const ac_mh *W, size_t dp, char *note, size_t note_len, ac_err *err);
+/* A note buffer that holds every note of ac_t2_embed. */
+#define AC_T2_EMBED_NOTE_LEN 320
 
-/* Default relative tolerance of the embedding check: half the digits of a
- * double, as rep-theorem's AC_T1_TOL_DEFAULT. */
-#define AC_T2_EMBED_TOL_DEFAULT 0x1p-26
+/* Default relative tolerance of the embedding check and of the separation:
+ * half the digits of a double, as rep-theorem's AC_T1_TOL_DEFAULT.  With
+ * the same tol, "separated" (some X has r(X) > tol) and the embedding
+ * check (r(X_k) <= tol on the samples) are complementary claims about the
+ * same quantity r = ||f_W(X) - g_V(X)||_F / ||f_W(X)||_F. */
+#define AC_T2_TOL_DEFAULT 0x1p-26
+#define AC_T2_EMBED_TOL_DEFAULT AC_T2_TOL_DEFAULT
 
 /* The embedding check decides, on every sample input X_k,
  *
@@ -308,6 +351,9 @@ typedef struct {
     double tol;
     int exact;               /* 1: g_V(X) = f_W(X) exactly on every sample (r = 0) */
     int params_identical;    /* head-wise identity (=> every X): 1, 0, -1 unknown */
+    int equal_functions;     /* the class-sum criterion (doc/mathematics.md §4.9; e.g. heads
+                                in another order): 1 proved (every sample then counts as
+                                exactly equal), 0 it fails, -1 unknown */
     size_t samples;
     size_t equal_samples;    /* equal exactly, head by head */
     size_t within_samples;   /* r_k <= tol proved (exactly or by the enclosure) */

@@ -173,5 +173,6 @@ void report_rows_theorem1(cli_report *r);
 void report_rows_theorem2(cli_report *r);
 void report_rows_condition(cli_report *r);
 void report_rows_train(cli_report *r);
+void report_rows_trained_kappa(cli_report *r); /* report_trained.c */
 
 #endif

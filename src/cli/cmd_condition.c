@@ -58,6 +58,20 @@ const char cmd_condition_help[] =
     "  --spectrum        eigenvalues of (1/D) A A^T against the Marchenko-Pastur law:\n"
     "                    Kolmogorov-Smirnov distance and histogram\n"
     "  --bins K          histogram bins (default 24)\n"
+    "Trained models (kappa on learned weights; doc/mathematics.md section 6.5):\n"
+    "  --model DIR       a checkpoint of 'attncheck train' (task text or listops):\n"
+    "                    per layer, kappa of [A_1 ... A_h] (the head outputs, one row\n"
+    "                    per real token, padding dropped) on real sequences, its\n"
+    "                    median and 5-95% range, beside the Gaussian prediction for\n"
+    "                    the same N, D and attention heads with Gaussian weights of\n"
+    "                    the same shapes (--trials samples, default 20 here).  Takes\n"
+    "                    --data, --batches, --trials, --seed, --rtol, --max-prec,\n"
+    "                    --json, --csv, --plot, --threads; exit status 2 (measured,\n"
+    "                    nothing certified)\n"
+    "  --data FILE       --model: sequences to use instead of the checkpoint's held-out\n"
+    "                    data: text, any file in the checkpoint's vocabulary; listops,\n"
+    "                    one expression per line in the LRA syntax\n"
+    "  --batches N       --model: batches of the checkpoint's batch size (default 4)\n"
     "Output:\n"
     "  --json            print one JSON object (verdict, certificate, results)\n"
     "  --csv FILE        one row per h: statistics, predictions, errors, routes\n"
@@ -461,9 +475,16 @@ int cmd_condition(int argc, char **argv)
     int st;
     ac_cond_result *res = NULL;
     size_t nres = 0;
+    /* --model: trained heads (condition_model.c) */
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--model") == 0 || strncmp(argv[i], "--model=", 8) == 0)
+            return cmd_condition_model(argc, argv);
     memset(&files, 0, sizeof files);
-    if ((st = parse_args(&a, argc, argv)))
+    if ((st = parse_args(&a, argc, argv))) {
+        free(a.words);
+        free(a.merge);
         return st;
+    }
     cli_common_apply(&a.common);
     cli_set_flags(cond_flags);
     int threads = a.o.threads;
@@ -474,7 +495,7 @@ int cmd_condition(int argc, char **argv)
     threads = 1;
 #endif
     if ((st = prepare(&a, &files)))
-        return st;
+        goto out;
     res = calloc(a.nh, sizeof *res);
     if (!res) {
         st = cli_fail(AC_EINTERNAL, "out of memory");

@@ -1,6 +1,7 @@
 /* cmd_rep_theorem.c — `attncheck rep-theorem`: Theorem 1 on one instance. */
 #include <config.h>
 
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdlib.h>
@@ -18,10 +19,16 @@ const char cmd_rep_theorem_help[] =
     "Theorem 1 (Bhojanapalli et al. 2020) on one instance: can one attention head\n"
     "of size dk produce the context matrix P from the input X?\n"
     "    Softmax((Wk X)^T (Wq X) / sqrt(dk)) = P    (softmax over each column)\n"
-    "Decides the claim \"some head has max|Softmax - P| <= TOL\": PROVED with\n"
-    "weights whose error is certified, REFUTED with a certified lower bound on\n"
-    "the distance, or UNDECIDED.  rank X = n <= dk uses the paper's construction\n"
-    "(paper 1, eqs. (4)-(7)); every other case is decided as in doc/mathematics.md §3.4.\n"
+    "Decides the claim \"some head has max|Softmax - P| <= TOL\" (the verdict and\n"
+    "exit status): PROVED with weights whose error is certified (or by exact\n"
+    "representability), REFUTED with a certified lower bound on the distance, or\n"
+    "UNDECIDED.  On separate lines it answers whether P (column-normalised) is\n"
+    "exactly representable by a head of size dk, and the smallest such dk as far as\n"
+    "certified (\"threshold\").  rank X = n <= dk uses the paper's construction\n"
+    "(paper 1, eqs. (4)-(7)); rank X = n with dk >= n - 1 is exactly representable\n"
+    "too (doc/mathematics.md §3.5); other cases use the criterion of §3.4, whose\n"
+    "certified obstructions refute and whose identities between logarithms are\n"
+    "proved only in the exact cases of §3.4 (otherwise UNDECIDED).\n"
     "\n"
     "Input (X is d x n, one column per token; P is n x n, positive and\n"
     "column-stochastic, columns summing to 1 within 16*n*u):\n"
@@ -41,7 +48,8 @@ const char cmd_rep_theorem_help[] =
     "                    random Gaussian Wk, Wq (dk x d): representable by design\n"
     "Check:\n"
     "  --dk K            head size (default d)\n"
-    "  --tol T           tolerance of the claim (default 2^-26 = 1.49e-08)\n"
+    "  --tol T           tolerance of the claim (default 2^-26 = 1.49e-08; 0 = exact\n"
+    "                    equality; a value that underflows to 0 is an error)\n"
     "  --max-prec BITS   highest precision of the ball stages (default 512;\n"
     "                    0 = double precision stage only)\n"
     "  --optimize ITERS  BFGS iterations refining the best approximation when P\n"
@@ -51,7 +59,8 @@ const char cmd_rep_theorem_help[] =
     "  --json            print one JSON object (verdict, certificate, ...)\n"
     "  --out-dir DIR     write Wq.npy, Wk.npy (dk x d), certificate.json, and the\n"
     "                    X.npy, P.npy that were checked if generated or changed\n"
-    "  --threads N       number of BLAS threads\n"
+    "  --threads N       number of BLAS threads (the check itself runs BLAS single-\n"
+    "                    threaded: results are identical for any N)\n"
     "Learned weights (doc/mathematics.md §6.5):\n"
     "  --learn           for each dk of --dk-range: train one head (BFGS on\n"
     "                    KL(P || Softmax), the best iterate), certify it at --tol\n"
@@ -124,6 +133,22 @@ typedef struct {
     cli_common common;
 } t1_args;
 
+/* --tol: a number in [0, 1] that double represents; one that underflows to
+ * 0 (e.g. 1e-400) is an error, not silently the exact claim tol = 0. */
+static int parse_tol(const char *arg, double *tol)
+{
+    int st = cli_parse_double("--tol", arg, 0.0, 1.0, tol);
+    if (st == AC_OK && *tol == 0.0) {
+        errno = 0;
+        double v = strtod(arg, NULL);
+        if (v == 0.0 && errno == ERANGE)
+            return cli_usage("--tol: %s underflows to 0 in double precision (the smallest "
+                                 "positive double is 4.9e-324); pass 0 for exact equality",
+                                 arg);
+    }
+    return st;
+}
+
 static int parse_args(t1_args *a, int argc, char **argv)
 {
     int c, st;
@@ -152,7 +177,7 @@ static int parse_args(t1_args *a, int argc, char **argv)
         case OPT_SEED: st = cli_parse_u64("--seed", optarg, &a->seed); break;
         case OPT_REPRESENTABLE: a->representable = 1; break;
         case OPT_DK: st = cli_parse_size("--dk", optarg, 1, MAX_DIM, &a->dk); a->have_dk = 1; break;
-        case OPT_TOL: st = cli_parse_double("--tol", optarg, 0.0, 1.0, &a->tol); a->have_tol = 1; break;
+        case OPT_TOL: st = parse_tol(optarg, &a->tol); a->have_tol = 1; break;
         case OPT_MAXPREC: st = cli_parse_int("--max-prec", optarg, 0, 1L << 20, &a->common.max_prec); break;
         case OPT_OPTIMIZE: st = cli_parse_int("--optimize", optarg, 0, 1000000, &a->optimize); break;
         case OPT_TRACE: a->common.trace = 1; break;
@@ -251,6 +276,50 @@ static void describe_instance(char *buf, size_t n, const t1_args *a, const ac_ma
                  (unsigned long long)a->seed);
 }
 
+/* "threshold": the smallest head size representing P, certified range. */
+static void json_threshold(ac_json *j, const ac_t1_threshold *t)
+{
+    ac_json_key(j, "threshold");
+    ac_json_begin_object(j);
+    ac_json_key(j, "lo");
+    if (t->lo >= 0)
+        ac_json_int(j, t->lo);
+    else
+        ac_json_null(j);
+    ac_json_key(j, "hi");
+    if (t->hi >= 0)
+        ac_json_int(j, t->hi);
+    else
+        ac_json_null(j);
+    ac_json_kv_bool(j, "exact", t->exact);
+    ac_json_kv_bool(j, "none", t->none);
+    ac_json_kv_bool(j, "if_representable", t->if_any);
+    ac_json_kv_string(j, "method", t->method);
+    ac_json_end_object(j);
+}
+
+/* The threshold line: "smallest dk that represents P: ...". */
+static void format_threshold(char *buf, size_t len, const ac_t1_threshold *t, size_t n)
+{
+    char hi[48] = "";
+    if (t->none)
+        snprintf(buf, len, "none (no head size represents P)");
+    else if (t->lo < 0)
+        snprintf(buf, len, "not determined");
+    else {
+        if (t->hi >= 0 && (size_t)t->hi + 1 == n)
+            snprintf(hi, sizeof hi, " (n - 1)");
+        if (t->hi >= 0 && t->lo == t->hi)
+            snprintf(buf, len, "%ld%s%s", t->hi, hi,
+                     t->if_any ? ", if P is representable at all" : "");
+        else if (t->hi >= 0)
+            snprintf(buf, len, ">= %ld and <= %ld%s%s", t->lo, t->hi, hi,
+                     t->if_any ? ", if P is representable at all" : "");
+        else
+            snprintf(buf, len, ">= %ld", t->lo);
+    }
+}
+
 static void write_json(ac_json *j, const t1_args *a, const char *instance, const ac_t1_result *r,
                        int gen_x, int gen_p)
 {
@@ -279,6 +348,12 @@ static void write_json(ac_json *j, const t1_args *a, const char *instance, const
     ac_json_end_object(j);
     ac_json_kv_string(j, "route", r->route == AC_T1_ROUTE_CONSTRUCT ? "construct" : "decide");
     ac_json_kv_string(j, "exact", ac_verdict_name(r->exact));
+    ac_json_kv_string(j, "exact_claim",
+                      "the column-normalised P is exactly representable by a head of size dk");
+    ac_json_kv_string(j, "exact_method", r->exact_method);
+    json_threshold(j, &r->threshold);
+    ac_json_kv_int(j, "x_scale_pow2", r->x_scale);
+    ac_json_kv_bool(j, "weights_unusable", r->weights_unusable);
     ac_json_kv_string(j, "summary", r->summary);
     ac_json_key(j, "rank");
     ac_json_begin_object(j);
@@ -337,12 +412,21 @@ static void print_text(const t1_args *a, const char *instance, const ac_t1_resul
     if (!isnan(r->lowrank_lo))
         printf("rank cond. sigma_{dk+1} in [%s, %s]\n", cli_num(b1, sizeof b1, r->lowrank_lo),
                cli_num(b2, sizeof b2, r->lowrank_hi));
-    printf("exact      %s\n", r->exact == AC_PROVED ? "P (column-normalised) is exactly representable"
-                              : r->exact == AC_REFUTED ? "P is not exactly representable"
-                                                       : "not decided");
-    printf("weights    max|Softmax - P| in [%s, %s], %s\n",
-           cli_num(b1, sizeof b1, r->weights_cert.lo), cli_num(b2, sizeof b2, r->weights_cert.hi),
-           cli_stage_name(sb, sizeof sb, r->weights_cert.stage, r->weights_cert.prec));
+    char thr[128];
+    format_threshold(thr, sizeof thr, &r->threshold, r->n);
+    printf("exact      %s (%s)\n",
+           r->exact == AC_PROVED    ? "PROVED: P (column-normalised) is exactly representable"
+           : r->exact == AC_REFUTED ? "REFUTED: P is not exactly representable"
+                                    : "UNDECIDED: exact representability not decided",
+           r->exact_method[0] ? r->exact_method : "no criterion applies");
+    printf("threshold  smallest dk that represents P: %s\n", thr);
+    if (r->weights_unusable)
+        printf("weights    none written: they exist in exact arithmetic but overflow double at "
+               "this scale of X\n");
+    else
+        printf("weights    max|Softmax - P| in [%s, %s], %s\n",
+               cli_num(b1, sizeof b1, r->weights_cert.lo), cli_num(b2, sizeof b2, r->weights_cert.hi),
+               cli_stage_name(sb, sizeof sb, r->weights_cert.stage, r->weights_cert.prec));
     printf("distance   inf over heads of max|Softmax - P| in [%s, %s]\n",
            cli_num(b1, sizeof b1, r->dist_lo), cli_num(b2, sizeof b2, r->dist_hi));
     if (a->common.trace) {
@@ -350,6 +434,8 @@ static void print_text(const t1_args *a, const char *instance, const ac_t1_resul
         cli_print_steps(r->steps, r->nsteps);
     }
     printf("summary    %s\n", r->summary);
+    printf("approx.    %s: some head of size %zu has max|Softmax - P| <= tol = %s\n",
+           ac_verdict_name(r->verdict), r->dk, cli_num(b1, sizeof b1, a->tol));
     printf("verdict    %s: dist <= tol = %s  [%s, %.3g s]\n", ac_verdict_name(r->verdict),
            cli_num(b1, sizeof b1, a->tol), r->cert.method, r->cert.seconds);
 }
@@ -499,6 +585,15 @@ void report_rows_theorem1(cli_report *rep)
     if (ac_t1_generate(&X, &P, n, n, seed, &err) == AC_OK) {
         snprintf(inst, sizeof inst, "d=n=dk=%zu, Gaussian X, Dirichlet P", n);
         t1_row(rep, "Thm 1: head of size n represents P", inst, AC_PROVED, &X, &P, n);
+    }
+    ac_mat_free(&X);
+    ac_mat_free(&P);
+    /* the refined threshold (doc/mathematics.md §3.5): n - 1 suffices, n - 2 does not */
+    if (ac_t1_generate(&X, &P, 16, 8, seed, &err) == AC_OK) {
+        t1_row(rep, "Thm 1 refined: dk = n - 1 suffices", "d=16, n=8, dk=7, Dirichlet P",
+               AC_PROVED, &X, &P, 7);
+        t1_row(rep, "Thm 1 refined: dk = n - 2 fails", "d=16, n=8, dk=6, Dirichlet P",
+               AC_REFUTED, &X, &P, 6);
     }
     ac_mat_free(&X);
     ac_mat_free(&P);

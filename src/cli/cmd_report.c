@@ -52,6 +52,7 @@ static void (*const row_sources[])(cli_report *) = {
     report_rows_condition,
     report_rows_train,
     report_rows_learn,
+    report_rows_trained_kappa,
 };
 
 int cmd_report(int argc, char **argv)

@@ -19,10 +19,13 @@ const char cmd_separate_help[] =
     "size dp) with S_V = sum_i Vo_i Vv_i of full rank and Vk_i'Vq_i = U of rank dp\n"
     "for every head differs from every standard MultiHead layer f_W (h heads of\n"
     "size d/h) when n >= 2, d >= dp and h > d/dp: some X has f_W(X) != g_V(X).\n"
-    "The command checks the hypotheses (exactly), classifies f_W into the\n"
-    "paper's case 1, 2 or 3 (exactly), builds X by the case's construction,\n"
-    "searches all three constructions and maximises the relative gap, and\n"
-    "certifies \"separated at X\": a rigorous lower bound ||f_W(X) - g_V(X)||_F > 0.\n"
+    "\"Every f_W\" is the paper's conclusion; the command checks the hypotheses\n"
+    "(exactly) and the conclusion for this f_W: it decides whether f_W = g_V as\n"
+    "functions (heads grouped by equal logits, value paths summed; exact),\n"
+    "classifies f_W into the paper's case 1, 2 or 3 (exactly), builds X by the\n"
+    "case's construction, searches all three constructions and maximises the\n"
+    "relative gap, and certifies \"separated at X\":\n"
+    "||f_W(X) - g_V(X)||_F > tol ||f_W(X)||_F, rigorously.\n"
     "X is d x n, one column per token; the softmax is over each column.\n"
     "\n"
     "Layers (files are float64 .npy stacks over the heads):\n"
@@ -45,17 +48,21 @@ const char cmd_separate_help[] =
     "                    ||f-g||_F / (||f||_F + ||g||_F) (default 60; 0 = off), with\n"
     "                    at most 5 ITERS + 10 evaluations of the layers in all\n"
     "  --max-prec BITS   highest precision of the ball stages (default 512;\n"
-    "                    0 = double precision stage only)\n"
+    "                    0 = double precision stage only); one more stage is\n"
+    "                    added when the logits need more bits\n"
     "Other checks:\n"
     "  --embed           the inclusion F in G: build g_V from f_W by padding and\n"
     "                    rescaling (needs dp >= d/h; or load it with --v-dir) and\n"
     "                    check ||g_V(X) - f_W(X)||_F <= tol ||f_W(X)||_F on sample\n"
     "                    inputs (exact equality head by head when it holds)\n"
     "  --samples K       sample inputs of --embed (default 3)\n"
-    "  --tol T           relative tolerance of --embed (default 2^-26 = 1.49e-08)\n"
-    "  --audit           exhibit the gaps of the paper's proof on this instance: a\n"
-    "                    v != 0 with {Wo_i Wv_i v} dependent, and (case 3) a v1 with\n"
-    "                    no sign-separating v2~\n"
+    "  --tol T           relative tolerance of both claims: separated means\n"
+    "                    ||f-g||_F > T ||f_W(X)||_F, --embed checks <= T\n"
+    "                    (default 2^-26 = 1.49e-08; 0 = any difference)\n"
+    "  --audit           exhibit the three gaps of the paper's proof on this\n"
+    "                    instance: a v != 0 with {Wo_i Wv_i v} dependent, and\n"
+    "                    (case 3) a v1 with no sign-separating v2~ and a v1 whose\n"
+    "                    v2~ has Wv_i v2~ = 0\n"
     "Students (--student: Theorem 2 on learned weights, doc/mathematics.md §4.8):\n"
     "  --student         train standard-head students (h' heads of size d/h') and a\n"
     "                    fixed-head student (h heads of size dp) by regression onto\n"
@@ -87,11 +94,12 @@ const char cmd_separate_help[] =
     "                    does not depend on N\n"
     "  -h, --help        show this help\n"
     "\n"
-    "Verdicts: PROVED = separated at the X written (with --embed: the relative\n"
-    "deviation is <= tol on every sample, exactly 0 when the heads agree\n"
-    "exactly); REFUTED = f_W and g_V are equal head by head, so no X separates\n"
-    "them (with --embed: a sample with a certified relative deviation > tol);\n"
-    "UNDECIDED = neither could be certified.\n"
+    "Verdicts: PROVED = separated at the X written, beyond tol (with --embed: the\n"
+    "relative deviation is <= tol on every sample, exactly 0 when the heads\n"
+    "agree exactly); REFUTED = f_W and g_V are the same function, so no X\n"
+    "separates them (with --embed: some sample's relative deviation is\n"
+    "certified > tol, which is all it says); UNDECIDED = neither could be\n"
+    "certified.\n"
     "\n"
     "Exit status: 0 proved, 1 refuted, 2 undecided, 64 usage error, 65 bad input\n"
     "data, 66 cannot open input, 70 internal error, 73 cannot create output.\n"
@@ -188,8 +196,6 @@ static int parse_args(sep_args *a, int argc, char **argv)
                          "--embed");
     if (a->have_samples && !a->embed)
         return cli_usage("--samples sets the sample inputs of --embed");
-    if (a->have_tol && !a->embed)
-        return cli_usage("--tol sets the tolerance of --embed");
     if (a->wdir && a->kase)
         return cli_usage("--case builds f_W; it cannot be combined with --w-dir");
     if (!a->vdir && !a->wdir && a->d % a->h)
@@ -252,11 +258,11 @@ static int build_embedding(const sep_args *a, ac_mh *W, ac_mh *V, char *vdesc, c
     }
     if (a->vdir) {
         /* a given g_V, checked as it is (e.g. an embedding made elsewhere) */
-        snprintf(embnote, 200, "none here: g_V is loaded from %s and checked as given",
+        snprintf(embnote, AC_T2_EMBED_NOTE_LEN, "none here: g_V is loaded from %s and checked as given",
                  a->vdir);
         return ac_t2_validate(W, a->wdir ? a->wdir : "f_W", V, a->vdir, err);
     }
-    if ((st = ac_t2_embed(V, W, a->dp, embnote, 200, err)))
+    if ((st = ac_t2_embed(V, W, a->dp, embnote, AC_T2_EMBED_NOTE_LEN, err)))
         return st;
     snprintf(vdesc, len, "the embedding of f_W (padding to dp = %zu, query rescaled)", a->dp);
     return AC_OK;
@@ -380,6 +386,7 @@ static int run_separate(const sep_out *c)
     o.audit = a->audit;
     o.sched = cli_schedule(&a->common);
     o.threads = a->common.threads > 0 ? a->common.threads : 1;
+    o.tol = a->tol;
     o.wname = a->wdir ? a->wdir : "f_W";
     o.vname = a->vdir ? a->vdir : "g_V";
     if ((st = ac_t2_separate(&r, c->W, c->V, a->n, &o, &err))) {
@@ -410,7 +417,7 @@ int cmd_separate(int argc, char **argv)
     sep_args a;
     ac_mh W = {0}, V = {0};
     ac_err err;
-    char vdesc[200] = "", wdesc[200] = "", embnote[200] = "";
+    char vdesc[200] = "", wdesc[200] = "", embnote[AC_T2_EMBED_NOTE_LEN] = "";
     int st;
     ac_err_clear(&err);
     if (sep_student_requested(argc, argv))

@@ -38,7 +38,7 @@ typedef struct {
 /* D = N: Edelman's law, the mean is not reported (E kappa = inf) */
 static inline int cond_is_square(const ac_cond_result *r)
 {
-    return r->D == r->N;
+    return r->D == r->N && r->N >= 2; /* E kappa = inf; N = D = 1: kappa = 1 */
 }
 
 /* Thread-seconds of the parts and flops, summed over the results. */
@@ -53,6 +53,9 @@ void cond_print_text(const cond_args *a, const ac_cond_result *res, size_t nh, d
 void cond_write_json(ac_json *j, const cond_args *a, const ac_cond_result *res, size_t nh,
                      double wall, int threads, const ac_cert *cert);
 void cond_write_csv(FILE *f, const cond_args *a, const ac_cond_result *res, size_t nh);
+/* `condition --model DIR` (condition_model.c): kappa of trained heads. */
+int cmd_condition_model(int argc, char **argv);
+
 /* The gnuplot script of --plot: kappa against h, writing the image to out. */
 void cond_write_gnuplot_script(FILE *f, const cond_args *a, const ac_cond_result *res, size_t nh,
                                const char *out);

@@ -129,6 +129,11 @@ static void json_certified(ac_json *j, const ac_cond_result *r)
     for (int k = 0; k <= AC_MAX_STAGES; k++)
         ac_json_int(j, (long long)r->n_stage[k]);
     ac_json_end_array(j);
+    ac_json_kv_int(j, "rank_bound", (long long)r->rank_bound);
+    ac_json_kv_bool(j, "full_rank_possible", r->rank_bound >= r->m);
+    ac_json_kv_string(j, "block", r->mode == AC_COND_ATTENTION
+                                      ? "exact heads of the sampled X and weights"
+                                      : "the sampled doubles");
     ac_json_kv_number(j, "dev_lo", r->dev_lo);
     ac_json_kv_number(j, "dev_hi", r->dev_hi);
     ac_json_kv_bool(j, "stats_valid", c->valid);

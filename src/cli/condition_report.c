@@ -132,7 +132,7 @@ static void rows_attention(cli_report *rep, ac_cond_opts o)
     snprintf(inst, sizeof inst, "attention N=%zu d=%zu h=%zu vs %zu T=%zu", N, d, h1, h2,
              o.trials);
     if (e) {
-        cond_row(rep, "Thm 3.2 attention: more h, lower k", inst, AC_PROVED, AC_UNDECIDED,
+        cond_row(rep, "Thm 3.2 Gaussian W: more h, lower k", inst, AC_PROVED, AC_UNDECIDED,
                  "error", err.msg, sec, e);
     } else {
         snprintf(bound, sizeof bound, "%.3g -> %.3g", a1.st.median, a2.st.median);
@@ -140,7 +140,7 @@ static void rows_attention(cli_report *rep, ac_cond_opts o)
                  "median kappa of attention blocks: %.4g at h = %zu, %.4g at h = %zu "
                  "(certified enclosures of the seeded sample)",
                  a1.st.median, h1, a2.st.median, h2);
-        cond_row(rep, "Thm 3.2 attention: more h, lower k", inst, AC_PROVED,
+        cond_row(rep, "Thm 3.2 Gaussian W: more h, lower k", inst, AC_PROVED,
                  ac_cond_median_decreases(&a1, &a2), bound, detail, sec / 2, 0);
         snprintf(inst, sizeof inst, "N=%zu D=%zu attention vs iid T=%zu", N, h2 * d, o.trials);
         snprintf(bound, sizeof bound, "ratio %.3g", a2.st.median / ri.st.median);

@@ -41,6 +41,7 @@ attncheck_SOURCES += \
 	src/cli/condition_report.c \
 	src/cli/condition_shard.c \
 	src/cli/cmd_merge.c \
+	src/cli/condition_model.c \
 	src/cli/plot.c \
 	src/cli/plot.h
 
@@ -58,4 +59,5 @@ attncheck_SOURCES += \
 attncheck_SOURCES += \
 	src/cli/cmd_report.c \
 	src/cli/report_plot.c \
-	src/cli/report_plot.h
+	src/cli/report_plot.h \
+	src/cli/report_trained.c

@@ -36,6 +36,9 @@ typedef struct {
     const char *embnote;
 } sep_out;
 
+/* separate_text.c: x to 3 significant digits rounded down (up = 0) or up
+ * (up = 1), so that a printed bound is still a bound */
+const char *sep_num_dir(char *buf, size_t n, double x, int up);
 /* separate_text.c: the text report of a separation / an embedding check */
 void sep_print(const sep_out *c);
 void sep_print_embed(const sep_out *c);

@@ -18,6 +18,8 @@ static void json_sep(ac_json *j, const ac_t2_sep *s)
     ac_json_kv_number(j, "alpha", s->alpha);
     ac_json_kv_number(j, "gap_estimate", s->est_gap);
     ac_json_kv_number(j, "relative_gap_estimate", s->est_rel);
+    ac_json_kv_number(j, "difference_lo", s->gap_lo);
+    ac_json_kv_number(j, "difference_hi", s->gap_hi);
     ac_json_kv_number(j, "relative_gap_lo", s->rel_lo);
     ac_json_kv_number(j, "norm_f_hi", s->f_hi);
     ac_json_kv_number(j, "norm_g_hi", s->g_hi);
@@ -117,10 +119,10 @@ static void json_audit(ac_json *j, const ac_t2_audit *au)
     json_verdict_kv(j, "dependent_v", au->dep);
     ac_json_kv_int(j, "dependent_head", (long long)au->dep_head);
     ac_json_kv_int(j, "dependent_v_bits", au->dep_bits);
-    ac_json_key(j, "dependent_v_normalised_first");
+    ac_json_key(j, "dependent_v_normalised");
     ac_json_begin_array(j);
-    for (size_t i = 0; i < au->dep_nshow; i++)
-        ac_json_number(j, au->dep_v[i]);
+    for (size_t i = 0; au->dep_vec && i < au->dep_len; i++)
+        ac_json_number(j, au->dep_vec[i]);
     ac_json_end_array(j);
     json_verdict_kv(j, "generic_v_independent", au->indep);
     ac_json_kv_number(j, "generic_sigma_h_lo", au->indep_sigma_lo);
@@ -128,6 +130,16 @@ static void json_audit(ac_json *j, const ac_t2_audit *au)
     ac_json_kv_int(j, "parallel_head", (long long)au->par_head);
     ac_json_kv_int(j, "parallel_coordinate", (long long)au->par_coord);
     ac_json_kv_string(j, "parallel_note", au->par_note);
+    json_verdict_kv(j, "v2_in_null_space_of_wv", au->v2null);
+    ac_json_kv_int(j, "v2_head", (long long)au->v2_head);
+    ac_json_kv_int(j, "v2_null_space_dimension", (long long)au->v2_dim);
+    ac_json_kv_number(j, "v2_m_v1_over_v1_lo", au->v2_mnorm);
+    ac_json_key(j, "v2_v1_normalised");
+    ac_json_begin_array(j);
+    for (size_t i = 0; au->v2_v && i < au->v2_len; i++)
+        ac_json_number(j, au->v2_v[i]);
+    ac_json_end_array(j);
+    ac_json_kv_string(j, "v2_note", au->v2_note);
     ac_json_end_object(j);
 }
 
@@ -138,14 +150,16 @@ void sep_json(ac_json *j, const sep_out *c)
     ac_json_kv_string(j, "command", "separate");
     ac_json_kv_string(j, "version", PACKAGE_VERSION);
     ac_json_kv_string(j, "verdict", ac_verdict_name(r->verdict));
-    ac_json_kv_string(j, "claim", "some X has f_W(X) != g_V(X): ||f_W(X) - g_V(X)||_F > 0");
+    ac_json_kv_string(j, "claim", "some X has ||f_W(X) - g_V(X)||_F > tol ||f_W(X)||_F");
+    ac_json_kv_number(j, "tol", r->tol);
     ac_json_key(j, "certificate");
     cli_json_cert(j, &r->best.cert);
     json_instance(j, c, 0);
     json_hypotheses(j, &r->hyp);
     json_case(j, &r->cls);
-    ac_json_kv_string(j, "identical_head_by_head",
-                      r->identical == 1 ? "yes" : r->identical == 0 ? "no" : "unknown");
+    ac_json_kv_string(j, "equal_as_functions",
+                      r->identical == 1 ? "yes" : r->identical == 0 ? "criterion fails" : "unknown");
+    ac_json_kv_string(j, "identity", r->identity_note);
     json_search(j, r);
     ac_json_key(j, "trace");
     cli_json_steps(j, r->steps, r->nsteps);
@@ -174,6 +188,9 @@ void sep_json_embed(ac_json *j, const sep_out *c)
     ac_json_kv_string(j, "rescaling", c->embnote);
     ac_json_kv_string(j, "parameters_identical_head_by_head",
                       e->params_identical == 1 ? "yes" : e->params_identical == 0 ? "no" : "unknown");
+    ac_json_kv_string(j, "equal_as_functions",
+                      e->equal_functions == 1 ? "yes"
+                      : e->equal_functions == 0 ? "criterion fails" : "unknown");
     ac_json_kv_int(j, "samples", (long long)e->samples);
     ac_json_kv_int(j, "equal_samples", (long long)e->equal_samples);
     ac_json_kv_int(j, "within_tol_samples", (long long)e->within_samples);

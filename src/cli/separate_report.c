@@ -46,10 +46,21 @@ static void t2_row(cli_report *rep, int kase, size_t d, size_t h, size_t dp, siz
             snprintf(row->detail, sizeof row->detail, "the case-%d generator produced %s", kase,
                      ac_t2_case_name(r.cls.kase));
         } else {
+            /* bound and detail of the same X: the case's own construction */
             const ac_t2_sep *s = r.by_case.X.data ? &r.by_case : NULL;
+            char b2[32], sb[64];
             snprintf(row->bound, sizeof row->bound, "|f-g| >= %s",
-                     cli_num(b1, sizeof b1, s ? s->cert.lo : 0.0));
-            snprintf(row->detail, sizeof row->detail, "%.255s", r.summary);
+                     sep_num_dir(b1, sizeof b1, s ? s->gap_lo : 0.0, 0));
+            if (s)
+                snprintf(row->detail, sizeof row->detail, "at the X of %s: ||f_W(X) - "
+                         "g_V(X)||_F >= %s, >= %s ||f_W(X)||_F > tol = %.3g (%s); hypotheses "
+                         "%s", ac_t2_construction_name(s->construction), b1,
+                         sep_num_dir(b2, sizeof b2, s->cert.lo, 0), r.tol,
+                         cli_stage_name(sb, sizeof sb, s->cert.stage, s->cert.prec),
+                         r.hyp.applies == AC_PROVED ? "proved" : "not all proved");
+            else
+                snprintf(row->detail, sizeof row->detail, "no X of the case's construction "
+                         "certified: %.200s", r.summary);
         }
     }
     ac_t2_result_free(&r);

@@ -355,15 +355,15 @@ static int assess(stu_row *w, size_t j, const ac_mh *S, const stu_run *r, const 
     memset(&s, 0, sizeof s);
     ac_schedule sched = cli_schedule(&r->a->common);
     if ((st = ac_mat_copy(&s.X, &ho->X[wk], err)) ||
-        (st = ac_t2_certify(&s, S, &r->V, &sched, err))) {
+        (st = ac_t2_certify(&s, S, &r->V, &sched, 0.0, err))) {
         ac_t2_sep_free(&s);
         return st;
     }
     w->sep[j] = s.cert.verdict;
     double glo = norm_lo(&r->V, &s.X, err);
     w->cert_lo[j] = s.cert.verdict == AC_PROVED && isfinite(s.g_hi) && s.g_hi > 0
-                        ? ac_div_dn(s.cert.lo, s.g_hi) : 0.0;
-    w->cert_hi[j] = glo > 0 && isfinite(s.cert.hi) ? ac_div_up(s.cert.hi, glo) : INFINITY;
+                        ? ac_div_dn(s.gap_lo, s.g_hi) : 0.0;
+    w->cert_hi[j] = glo > 0 && isfinite(s.gap_hi) ? ac_div_up(s.gap_hi, glo) : INFINITY;
     ac_t2_sep_free(&s);
     return AC_OK;
 }

@@ -5,8 +5,32 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "separate.h"
+
+/* x to 3 significant digits, rounded down (up = 0) or up (up = 1): printed
+ * bounds stay bounds (a lower bound 0.99996 prints as 0.999, not 1) */
+const char *sep_num_dir(char *buf, size_t n, double x, int up)
+{
+    cli_num(buf, n, x);
+    if (!isfinite(x) || x == 0)
+        return buf;
+    double y = strtod(buf, NULL);
+    if (up ? y >= x : y <= x)
+        return buf;
+    double e = pow(10.0, floor(log10(fabs(x))) - 2);
+    for (int k = 0; k < 3; k++) {
+        double q = up ? ceil(x / e) + k : floor(x / e) - k;
+        snprintf(buf, n, "%.3g", q * e);
+        y = strtod(buf, NULL);
+        if (up ? y >= x : y <= x)
+            break;
+    }
+    return buf;
+}
+#define NUM_LO(b, x) sep_num_dir(b, sizeof b, x, 0)
+#define NUM_HI(b, x) sep_num_dir(b, sizeof b, x, 1)
 
 static void print_sep(const char *label, const ac_t2_sep *s)
 {
@@ -18,8 +42,10 @@ static void print_sep(const char *label, const ac_t2_sep *s)
         printf(", alpha %g", s->alpha);
     if (s->construction >= AC_T2_CON_1 && s->construction <= AC_T2_CON_3)
         printf(", vector %zu", s->index + 1);
-    printf("\n           ||f_W(X) - g_V(X)||_F in [%s, %s], relative gap >= %.3g  (%s)\n",
-           cli_num(b1, sizeof b1, s->cert.lo), cli_num(b2, sizeof b2, s->cert.hi), s->rel_lo,
+    printf("\n           ||f_W(X) - g_V(X)||_F in [%s, %s], ", NUM_LO(b1, s->gap_lo),
+           NUM_HI(b2, s->gap_hi));
+    printf("ratio to ||f_W(X)||_F in [%s, %s]  (%s)\n", NUM_LO(b1, s->cert.lo),
+           NUM_HI(b2, s->cert.hi),
            cli_stage_name(sb, sizeof sb, s->cert.stage, s->cert.prec));
 }
 
@@ -48,18 +74,17 @@ static void print_hypotheses(const ac_t2_hyp *hyp)
 /* the case, the identity, the case's X, the search and the best X */
 static void print_search(const sep_args *a, const ac_t2_result *r)
 {
+    char e1[32], e2[32];
     printf("case       %s\n           %s\n", ac_t2_case_name(r->cls.kase), r->cls.note);
-    printf("identity   %s\n", r->identical == 1 ? "f_W = g_V head by head (exact): no X separates them"
-                              : r->identical == 0 ? "f_W and g_V are not equal head by head (exact)"
-                                                  : "head-by-head identity not decided");
+    printf("identity   %s\n", r->identity_note);
     if (r->by_case.X.data)
         print_sep("case X", &r->by_case);
     if (r->verdict != AC_REFUTED || r->ncand) {
         printf("search     %zu candidates (3 constructions x %zu vectors%s), %zu certified",
                r->ncand, a->tries, a->optimize ? ", multimin" : "", r->ncert);
         if (!isnan(r->opt_from))
-            printf("; multimin: relative gap %.3g -> %.3g (%ld evaluations)", r->opt_from,
-                   r->opt_to, r->opt_evals);
+            printf("; multimin: relative gap ||f-g||/(||f||+||g||), estimated, %s -> %s (%ld "
+                   "evaluations)", NUM_LO(e1, r->opt_from), NUM_LO(e2, r->opt_to), r->opt_evals);
         printf("\n");
     }
     if (r->best.X.data)
@@ -72,7 +97,7 @@ static void print_trace(const ac_t2_result *r)
     if (!r->nsteps)
         printf("  no steps: %s\n",
                r->verdict == AC_REFUTED
-                   ? "f_W = g_V head by head, so no construction was tried"
+                   ? "f_W = g_V as functions, so no construction was tried"
                    : (r->cls.kase >= AC_T2_CASE_1 && r->cls.kase <= AC_T2_CASE_3)
                          ? "no candidate of the case's construction"
                          : "the instance is in none of the paper's three cases");
@@ -82,7 +107,7 @@ static void print_trace(const ac_t2_result *r)
 static void print_audit(const ac_t2_result *r)
 {
     const ac_t2_audit *au = &r->audit;
-    printf("audit (gaps of the paper's proof, doc/mathematics.md §4.7)\n");
+    printf("audit (the three gaps of the paper's proof, doc/mathematics.md §4.7)\n");
     printf("  gap 1    %-9s  ", ac_verdict_name(au->dep));
     if (au->dep == AC_PROVED) {
         printf("v != 0 with Wv_%zu v = 0 exactly (integer v, %ld-bit entries; v/|v| starts",
@@ -97,6 +122,13 @@ static void print_audit(const ac_t2_result *r)
     printf("  generic  %-9s  the v the construction uses: sigma_h([Wo_i Wv_i v]) >= %.3g\n",
            ac_verdict_name(au->indep), au->indep_sigma_lo);
     printf("  gap 2    %-9s  %s\n", ac_verdict_name(au->parallel), au->par_note);
+    printf("  gap 3    %-9s  %s\n", ac_verdict_name(au->v2null), au->v2_note);
+    if (au->v2null == AC_PROVED && au->v2_v) {
+        printf("           v1/|v1| starts");
+        for (size_t i = 0; i < au->v2_len && i < 8; i++)
+            printf(" %.3g", au->v2_v[i]);
+        printf("%s\n", au->v2_len > 8 ? " ... (all of it in --json)" : "");
+    }
     if (r->verdict == AC_PROVED)
         printf("           the theorem still holds here: f_W(X) != g_V(X) is certified "
                "above for a generic X\n");
@@ -106,15 +138,18 @@ static void print_verdict(const ac_t2_result *r)
 {
     char b1[32], sb[64];
     const ac_cert *c = r->best.X.data ? &r->best.cert : NULL;
+    char b2[32];
+    cli_num(b2, sizeof b2, r->tol);
     if (r->verdict == AC_PROVED && c)
-        printf("verdict    PROVED: separated at X: ||f_W(X) - g_V(X)||_F >= %s > 0  [%s, %s, "
-               "%.3g s]\n", cli_num(b1, sizeof b1, c->lo), c->method,
-               cli_stage_name(sb, sizeof sb, c->stage, c->prec), r->seconds);
+        printf("verdict    PROVED: separated at X: ||f_W(X) - g_V(X)||_F >= %s ||f_W(X)||_F > "
+               "tol ||f_W(X)||_F, tol = %s  [%s, %s, %.3g s]\n", NUM_LO(b1, c->lo),
+               b2, c->method, cli_stage_name(sb, sizeof sb, c->stage, c->prec), r->seconds);
     else if (r->verdict == AC_REFUTED)
-        printf("verdict    REFUTED: no X separates f_W from g_V (exact head-by-head identity)  "
-               "[%.3g s]\n", r->seconds);
+        printf("verdict    REFUTED: no X separates f_W from g_V (f_W = g_V as functions, "
+               "exact)  [%.3g s]\n", r->seconds);
     else
-        printf("verdict    UNDECIDED: no separating X certified  [%.3g s]\n", r->seconds);
+        printf("verdict    UNDECIDED: no X certified with ||f_W(X) - g_V(X)||_F > tol "
+               "||f_W(X)||_F, tol = %s  [%.3g s]\n", b2, r->seconds);
 }
 
 void sep_print(const sep_out *c)
@@ -142,12 +177,13 @@ static void print_embed_verdict(const sep_out *c)
         printf("verdict    PROVED: g_V = f_W on the sample inputs, exactly (deviation 0)\n");
     else if (e->verdict == AC_PROVED)
         printf("verdict    PROVED: g_V = f_W on the sample inputs within tol: relative "
-               "deviation <= %s (not exact: %s)\n", cli_num(b1, sizeof b1, e->rel_hi),
+               "deviation <= %s (not exact: %s)\n", NUM_HI(b1, e->rel_hi),
                c->a->vdir ? "g_V is not f_W head by head"
                           : "the double V rounds the rescaling s = sqrt(dp/(d/h))");
     else if (e->verdict == AC_REFUTED)
-        printf("verdict    REFUTED: at sample %zu ||g - f||_F / ||f||_F >= %s > tol  [%s]\n",
-               e->refuted_sample, cli_num(b1, sizeof b1, e->cert.lo),
+        printf("verdict    REFUTED: max over the samples of ||g - f||_F / ||f||_F >= %s > tol "
+               "(first beyond tol: sample %zu); only this is claimed, not that g_V is no "
+               "embedding of f_W  [%s]\n", NUM_LO(b1, e->cert.lo), e->refuted_sample,
                cli_stage_name(sb, sizeof sb, e->cert.stage, e->cert.prec));
     else
         printf("verdict    UNDECIDED: sample %zu is neither proved within tol nor beyond it\n",
@@ -174,10 +210,10 @@ void sep_print_embed(const sep_out *c)
            cli_num(b1, sizeof b1, e->tol));
     if (e->exact)
         printf("deviation  0 on every sample (exact); the enclosures bound ||g_V(X) - "
-               "f_W(X)||_F <= %s (a cross-check)\n", cli_num(b1, sizeof b1, e->diff_hi));
+               "f_W(X)||_F <= %s (a cross-check)\n", NUM_HI(b1, e->diff_hi));
     else
         printf("deviation  max ||g - f||_F / ||f||_F in [%s, %s]  (%s)\n",
-               cli_num(b1, sizeof b1, e->rel_lo), cli_num(b2, sizeof b2, e->rel_hi),
+               NUM_LO(b1, e->rel_lo), NUM_HI(b2, e->rel_hi),
                cli_stage_name(sb, sizeof sb, e->cert.stage, e->cert.prec));
     printf("summary    %s\n", e->summary);
     print_embed_verdict(c);

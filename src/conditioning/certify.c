@@ -1,6 +1,11 @@
 /* certify.c — certification of one sample (doc/mathematics.md §5.9):
  * rigorous enclosures of sigma_1, sigma_min and kappa of the exact double
  * block, and the verdict of claim C for its reported kappa~.
+ * The block is the double matrix A itself (ac_cond_certify), or the
+ * mathematical block B that A rounds (cond_certify_block with a function
+ * enclosing B in balls, e.g. attention heads from their factors): then
+ * stage 0 widens Weyl's bounds by r >= ||B - A||_2 and the ball stages
+ * work with the Gram matrix of the enclosure of B.
  *   stage 0: Weyl around a double SVD (ac_sv_enclose; §2.5);
  *   stage k: Arb balls at the schedule's precisions: lambda_min(G) >= s
  *            proved by a successful ball Cholesky of G - s I, lambda_min <=
@@ -129,8 +134,9 @@ out:
     return rc;
 }
 
-/* G = a a^T in balls at prec bits, a the short side of A (exact). */
-static void ball_gram(arb_mat_t G, const ac_mat *A, slong prec)
+/* G = a a^T in balls at prec bits, a the short side of A (exact), or of
+ * the ball matrix Ab (N x D) when it is given. */
+static void ball_gram(arb_mat_t G, const ac_mat *A, const arb_mat_struct *Ab, slong prec)
 {
     size_t N = A->rows, D = A->cols;
     size_t m = N < D ? N : D, M = N < D ? D : N;
@@ -139,9 +145,13 @@ static void ball_gram(arb_mat_t G, const ac_mat *A, slong prec)
     arb_mat_init(At, (slong)M, (slong)m);
     for (size_t i = 0; i < m; i++)
         for (size_t k = 0; k < M; k++) {
-            double v = (N <= D) ? A->data[i * D + k] : A->data[k * D + i];
-            arb_set_d(arb_mat_entry(Am, (slong)i, (slong)k), v);
-            arb_set_d(arb_mat_entry(At, (slong)k, (slong)i), v);
+            size_t r = (N <= D) ? i : k, c = (N <= D) ? k : i;
+            arb_ptr a = arb_mat_entry(Am, (slong)i, (slong)k);
+            if (Ab)
+                arb_set(a, arb_mat_entry(Ab, (slong)r, (slong)c));
+            else
+                arb_set_d(a, A->data[r * D + c]);
+            arb_set(arb_mat_entry(At, (slong)k, (slong)i), a);
         }
     arb_mat_mul(G, Am, At, prec);
     arb_mat_clear(Am);
@@ -182,8 +192,8 @@ static void sigma_from_lambda(ac_cond_sample *s, double lmax_lo, double lmax_hi,
  * lambda_max <= t, G - s I proves lambda_min >= s, with t, s the quotients
  * widened by rtol/4.  Returns 0 on success (bounds in s), nonzero if
  * something was not available (bounds left as they were). */
-static int certify_ball(const ac_mat *A, const ac_cond_sample *est, long prec, long max_prec,
-                        double rtol, ac_cond_sample *s)
+static int certify_ball(const ac_mat *A, const cond_block_fn *blk, const ac_cond_sample *est,
+                        long prec, long max_prec, double rtol, ac_cond_sample *s)
 {
     size_t N = A->rows, D = A->cols;
     size_t m = N < D ? N : D;
@@ -207,7 +217,14 @@ static int certify_ball(const ac_mat *A, const ac_cond_sample *est, long prec, l
         arf_set_mpfr(arb_midref(xm + i), h.x[i]);
         mag_zero(arb_radref(xm + i));
     }
-    ball_gram(G, A, prec);
+    arb_mat_t Ab;
+    arb_mat_init(Ab, blk ? (slong)N : 0, blk ? (slong)D : 0);
+    if (blk && blk->fn(Ab, blk->ctx, prec)) {
+        arb_mat_clear(Ab);
+        goto out; /* no enclosure of the block at this precision */
+    }
+    ball_gram(G, A, blk ? Ab : NULL, prec);
+    arb_mat_clear(Ab);
     arb_t r1, rm;
     arb_init(r1);
     arb_init(rm);
@@ -233,8 +250,29 @@ out:
     return rc;
 }
 
-int ac_cond_certify(const ac_mat *A, double rtol, const ac_schedule *sched, long max_prec,
-                    ac_cond_sample *s, ac_err *err)
+/* Upper bound of ||Ab - A||_F (>= ||Ab - A||_2) for every matrix in the
+ * balls Ab against the doubles A; +inf if the balls are not finite. */
+static double ball_dev_fro(const arb_mat_t Ab, const ac_mat *A, slong prec)
+{
+    arb_t t, a;
+    arb_init(t);
+    arb_init(a);
+    double ss = 0;
+    for (size_t i = 0; i < A->rows; i++)
+        for (size_t j = 0; j < A->cols; j++) {
+            arb_set_d(a, A->data[i * A->cols + j]);
+            arb_sub(t, arb_mat_entry(Ab, (slong)i, (slong)j), a, prec);
+            arb_abs(t, t);
+            double e = ac_arb_hi(t);
+            ss = ac_add_up(ss, ac_mul_up(e, e));
+        }
+    arb_clear(t);
+    arb_clear(a);
+    return isfinite(ss) ? ac_sqrt_up(ss) : INFINITY;
+}
+
+int cond_certify_block(const ac_mat *A, const cond_block_fn *blk, double rtol,
+                       const ac_schedule *sched, long max_prec, ac_cond_sample *s, ac_err *err)
 {
     size_t N = A->rows, D = A->cols, m = N < D ? N : D;
     if (m == 0)
@@ -253,10 +291,24 @@ int ac_cond_certify(const ac_mat *A, double rtol, const ac_schedule *sched, long
         free(hi);
         return st;
     }
-    s->s1_lo = lo[0];
-    s->s1_hi = hi[0];
-    s->smin_lo = lo[m - 1];
-    s->smin_hi = hi[m - 1];
+    /* stage 0 for the block of blk: Weyl, |sigma_i(B) - sigma_i(A)| <=
+     * ||B - A||_2 <= r for every B in the balls (doc/mathematics.md §5.9) */
+    double r = 0;
+    if (blk && blk->rad0) {
+        if (blk->rad0(blk->ctx, A, &r))
+            r = INFINITY;
+    } else if (blk) {
+        long p0 = 64; /* r is dominated by the double rounding of the block */
+        arb_mat_t Ab;
+        arb_mat_init(Ab, (slong)N, (slong)D);
+        r = blk->fn(Ab, blk->ctx, p0) ? INFINITY : ball_dev_fro(Ab, A, p0);
+        arb_mat_clear(Ab);
+    }
+    s->block_rad = r;
+    s->s1_lo = fmax(0.0, ac_sub_dn(lo[0], r));
+    s->s1_hi = ac_add_up(hi[0], r);
+    s->smin_lo = fmax(0.0, ac_sub_dn(lo[m - 1], r));
+    s->smin_hi = ac_add_up(hi[m - 1], r);
     free(lo);
     free(hi);
     set_kappa_bounds(s);
@@ -265,7 +317,7 @@ int ac_cond_certify(const ac_mat *A, double rtol, const ac_schedule *sched, long
     s->cert_prec = 53;
     for (int k = 0; s->cert == AC_UNDECIDED && sched && k < sched->n; k++) {
         ac_cond_sample t = *s;
-        if (certify_ball(A, s, sched->prec[k], max_prec, rtol, &t) == 0) {
+        if (certify_ball(A, blk, s, sched->prec[k], max_prec, rtol, &t) == 0) {
             /* keep the tighter of the two enclosures (both are rigorous) */
             s->s1_lo = fmax(s->s1_lo, t.s1_lo);
             s->s1_hi = fmin(s->s1_hi, t.s1_hi);
@@ -281,3 +333,8 @@ int ac_cond_certify(const ac_mat *A, double rtol, const ac_schedule *sched, long
     return AC_OK;
 }
 
+int ac_cond_certify(const ac_mat *A, double rtol, const ac_schedule *sched, long max_prec,
+                    ac_cond_sample *s, ac_err *err)
+{
+    return cond_certify_block(A, NULL, rtol, sched, max_prec, s, err);
+}

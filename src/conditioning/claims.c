@@ -29,11 +29,21 @@ void ac_cond_certificate(ac_cert *cert, const ac_cond_result *res, size_t n,
             prec = res[i].max_stage_prec;
         }
     }
+    int low_rank = 0;
+    for (size_t i = 0; i < n; i++)
+        low_rank |= res[i].rank_bound < res[i].m;
+    const char *method =
+        !o->certify ? "not certified (estimates only)"
+        : low_rank  ? "rank A <= h min(N, E, d) < min(N, D) from the factors of every head "
+                      "(doc/mathematics.md §5.10)"
+        : o->mode == AC_COND_ATTENTION
+            ? "the exact heads enclosed in Arb balls from the sampled X and weights; Weyl "
+              "around a double SVD widened by the enclosure (stage 0), ball Cholesky of "
+              "G - s I and Rayleigh quotients (Arb stages)"
+            : "Weyl around a double SVD (stage 0), ball Cholesky of G - s I and Rayleigh "
+              "quotients (Arb stages)";
     ac_cert_set(cert, "max over samples of |kappa/kappa~ - 1|", AC_LE, o->rtol,
-                o->certify ? stage : AC_STAGE_NONE, o->certify ? prec : 0, lo, hi,
-                o->certify ? "Weyl around a double SVD (stage 0), ball Cholesky of "
-                             "G - s I and Rayleigh quotients (Arb stages)"
-                           : "not certified (estimates only)");
+                o->certify ? stage : AC_STAGE_NONE, o->certify ? prec : 0, lo, hi, method);
     if (o->certify)
         cert->verdict = ac_judge(lo, hi, AC_LE, o->rtol);
     else

@@ -43,6 +43,7 @@
 #include <lapacke.h>
 #include <mpfr.h>
 
+#include "core/ac_arb.h"
 #include "attncheck/condition.h"
 #include "attncheck/linalg.h"
 
@@ -103,6 +104,32 @@ void hp_clear(hp_ws *h);
  * approximate eigenvector in h->x. */
 int hp_sigma_min(hp_ws *h, const ac_mat *A, double rtol, double kappa_hint, long max_prec,
                  double *sigmin, double *relerr, long *prec_used, int *resolved);
+
+/* ---- certify.c, certify_block.c: the mathematical block ----------------- */
+
+/* A function enclosing the mathematical block B (N x D) in balls at prec
+ * bits: fills B, returns 0, or nonzero when no enclosure is available. */
+typedef struct {
+    int (*fn)(arb_mat_t B, void *ctx, slong prec);
+    /* optional, for stage 0: *r >= ||B - A||_2 for the double block A
+     * (e.g. by double interval arithmetic); 0 on success */
+    int (*rad0)(void *ctx, const ac_mat *A, double *r);
+    void *ctx;
+} cond_block_fn;
+
+/* ac_cond_certify for the block B enclosed by blk (NULL: B = A exactly),
+ * with A the double matrix that rounds it (doc/mathematics.md §5.9). */
+int cond_certify_block(const ac_mat *A, const cond_block_fn *blk, double rtol,
+                       const ac_schedule *sched, long max_prec, ac_cond_sample *s, ac_err *err);
+/* Upper bound on rank A for a block of h attention heads of width d from
+ * an N x E input: h min(N, E, d), capped at min(N, h d) (§5.10). */
+size_t cond_rank_bound(const ac_cond_opts *o, size_t N, size_t h, size_t d, size_t E);
+/* Certify sample `trial` of w (just sampled by cond_sample_block): the
+ * mathematical block of the mode (iid: w->A itself; attention: the heads
+ * from the sampled X and weights, REFUTED by the rank bound when it is
+ * below min(N, D)).  Fills the certify fields of s. */
+int cond_certify_sample(const cond_ws *w, const ac_cond_opts *o, uint64_t trial,
+                        ac_cond_sample *s, ac_err *err);
 
 /* ---- stats.c --------------------------------------------------------------- */
 

@@ -79,18 +79,22 @@ static int route_gram(cond_ws *w, double rtol, ac_cond_sample *s, double *eig)
         lmax = eig[m - 1];
     } else {
         /* bisection for the two extreme eigenvalues only; iwork holds
-         * dstebz's 3m workspace, then IBLOCK (m) and ISPLIT (m) */
+         * dstebz's 3m workspace, then IBLOCK (m) and ISPLIT (m).  dstebz's
+         * W must have room for m values even when one is asked for: it
+         * stores every eigenvalue of the intervals it refines there (with
+         * clustered eigenvalues, e.g. a nearly rank-deficient trained
+         * block, more than one) before discarding the extra ones; w->sv
+         * (m entries, not used until the SVD route) serves. */
         lapack_int nf, nsplit;
-        double wv[2];
         lapack_int *iblock = w->iwork + 3 * m, *isplit = w->iwork + 4 * m;
         info = LAPACKE_dstebz_work('I', 'E', (lapack_int)m, 0, 0, 1, 1, 0.0, w->td, w->te, &nf,
-                                   &nsplit, &wv[0], iblock, isplit, w->work, w->iwork);
+                                   &nsplit, w->sv, iblock, isplit, w->work, w->iwork);
+        lmin = w->sv[0];
         if (info == 0)
             info = LAPACKE_dstebz_work('I', 'E', (lapack_int)m, 0, 0, (lapack_int)m,
-                                       (lapack_int)m, 0.0, w->td, w->te, &nf, &nsplit, &wv[1],
+                                       (lapack_int)m, 0.0, w->td, w->te, &nf, &nsplit, w->sv,
                                        iblock, isplit, w->work, w->iwork);
-        lmin = wv[0];
-        lmax = wv[1];
+        lmax = nf >= 1 ? w->sv[nf - 1] : NAN;
     }
     w->t_solve += ac_seconds() - t1;
     if (info != 0)

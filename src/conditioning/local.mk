@@ -11,6 +11,7 @@ src_libattncheck_la_SOURCES += \
 	src/conditioning/kappa.c \
 	src/conditioning/sigma_min_mpfr.c \
 	src/conditioning/certify.c \
+	src/conditioning/certify_block.c \
 	src/conditioning/stats.c \
 	src/conditioning/claims.c \
 	src/conditioning/run.c \
@@ -25,3 +26,8 @@ tests_test_rmt_LDADD = $(TEST_LIBS)
 tests_test_condition_SOURCES = tests/test_condition.c tests/testutil.h
 tests_test_condition_CFLAGS = $(TEST_CFLAGS)
 tests_test_condition_LDADD = $(TEST_LIBS)
+
+# the oracle test of the certified attention block (tests/cond_block.sh)
+check_PROGRAMS += tests/cond_block_tool
+tests_cond_block_tool_SOURCES = tests/cond_block_tool.c
+tests_cond_block_tool_LDADD = src/libattncheck.la

@@ -170,12 +170,13 @@ static void predict_gordon(ac_rmt_pred *p)
                             : INFINITY;
 }
 
-/* Edelman's law at D = N: median, 5% and 95% quantiles of kappa = N x and
- * E log kappa = log N + E log x (NaN when D != N). */
+/* Edelman's law at D = N >= 2: median, 5% and 95% quantiles of kappa = N x
+ * and E log kappa = log N + E log x (NaN when D != N, and at N = D = 1,
+ * where kappa = 1 exactly). */
 static void predict_edelman(ac_rmt_pred *p)
 {
     double M = (double)p->M;
-    if (p->D == p->N) {
+    if (p->D == p->N && p->N >= 2) {
         p->edelman_median = M * ac_edelman_quantile(0.5);
         p->edelman_q05 = M * ac_edelman_quantile(0.05);
         p->edelman_q95 = M * ac_edelman_quantile(0.95);

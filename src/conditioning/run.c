@@ -108,9 +108,7 @@ static int do_sample(cond_ws *w, const ac_cond_opts *o, uint64_t trial, int star
         return st;
     if (o->certify) {
         double t0 = ac_seconds();
-        ac_mat Am = {w->N, w->D, w->A};
-        ac_schedule sc = o->sched;
-        st = ac_cond_certify(&Am, o->rtol, &sc, o->max_prec, s, err);
+        st = cond_certify_sample(w, o, trial, s, err); /* certify_block.c */
         w->t_certify += ac_seconds() - t0;
     }
     return st;
@@ -142,6 +140,7 @@ static int run_init(ac_cond_result *r, size_t h, size_t d, size_t E, const ac_co
     r->N = N;
     r->E = o->mode == AC_COND_ATTENTION ? E : 0;
     r->m = N < r->D ? N : r->D;
+    r->rank_bound = cond_rank_bound(o, N, h, d, E);
     r->trials = o->trials;
     r->mode = o->mode;
     r->seed = o->seed;
@@ -324,7 +323,7 @@ static int run_summary(ac_cond_result *r, ac_err *err)
     r->gordon_exceed = (double)above_g / (double)T;
     r->err_edelman_median = square ? p->edelman_median / r->st.median - 1 : nan;
     r->diff_edelman_elog = square ? p->edelman_elog - r->st.elog : nan;
-    r->edelman_coverage = square ? (double)in_ed / (double)T : nan;
+    r->edelman_coverage = !isnan(p->edelman_q05) ? (double)in_ed / (double)T : nan;
     return AC_OK;
 }
 

@@ -125,13 +125,14 @@ static void tf_head_backward_chunk(ac_nn_model *m, size_t b0, size_t nb)
         for (size_t b = 0; b < nb; b++) {
             double *g = glnf + b * T * C;
             const double *d = gp + b * C;
+            size_t len = w->have_len ? w->len[b0 + b] : T; /* real rows */
             if (c->pool == AC_NN_POOL_MEAN) {
                 for (size_t t = 0; t < T; t++)
                     for (size_t i = 0; i < C; i++)
-                        g[t * C + i] = d[i] / (double)T;
+                        g[t * C + i] = t < len ? d[i] / (double)len : 0.0;
             } else {
                 memset(g, 0, T * C * sizeof *g);
-                memcpy(g + (c->pool == AC_NN_POOL_FIRST ? 0 : (T - 1) * C), d, C * sizeof *g);
+                memcpy(g + (c->pool == AC_NN_POOL_FIRST ? 0 : (len - 1) * C), d, C * sizeof *g);
             }
         }
     } else {

@@ -258,7 +258,8 @@ static int write_tensors(const char *tmp, const save_ctx *sc, uint64_t *sums, ac
 }
 
 /* A dump's batch (tokens and targets as float64, or x and y, in the row
- * layout of nn.h) and its loss (0-d). */
+ * layout of nn.h; batch.len.npy, the real tokens of each sequence, when
+ * the batch has padding) and its loss (0-d). */
 static int write_batch(const char *tmp, const save_ctx *sc, ac_err *err)
 {
     const ac_nn_batch *b = sc->batch;
@@ -282,6 +283,12 @@ static int write_batch(const char *tmp, const save_ctx *sc, ac_err *err)
         sh[0] = b->B, sh[1] = b->T;
         st = write_array(tmp, "batch.targets.npy", buf, c->head == AC_NN_HEAD_CLASSIFY ? 1 : 2,
                          sh, err);
+    }
+    if (!st && b->len && c->arch == AC_NN_ARCH_TRANSFORMER) {
+        for (size_t i = 0; i < b->B; i++)
+            buf[i] = (double)b->len[i];
+        sh[0] = b->B;
+        st = write_array(tmp, "batch.len.npy", buf, 1, sh, err);
     }
     free(buf);
     if (!st && b->x) {

@@ -169,7 +169,8 @@ int train_listops_open(ac_train_data *d, ac_train_config *c, ac_err *err)
         return ac_err_set_field(err, AC_EUSAGE, "listops_depth",
                                 "listops_depth must be at least 1");
     d->expr = malloc(c->listops_max * sizeof *d->expr);
-    if (!d->expr)
+    d->len = malloc((c->batch ? c->batch : 1) * sizeof *d->len);
+    if (!d->expr || !d->len)
         return ac_err_set(err, AC_EINTERNAL, "out of memory");
     c->model.input = AC_NN_INPUT_TOKENS;
     c->model.vocab = AC_LISTOPS_VOCAB;
@@ -203,8 +204,10 @@ int train_listops_batch(ac_train_data *d, const ac_train_config *c, int split, s
         for (size_t k = len + 1; k < T; k++)
             t[k] = AC_LISTOPS_PAD;
         d->targets[i] = label;
+        d->len[i] = len + 1; /* CLS + the expression; the rest is padding, masked */
     }
     b->tokens = d->tokens;
     b->targets = d->targets;
+    b->len = d->len;
     return AC_OK;
 }

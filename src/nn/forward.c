@@ -36,6 +36,7 @@ static void tf_forward_chunk(ac_nn_model *m, size_t chunk, size_t b0, size_t nb,
 #define LP(slot) (p + (tt[slot].offset - tt[0].offset))
         const layer_acts *A = &w->layers[l];
         const double *x = layer_input(m, l) + r0 * C;
+        const size_t *klen = w->have_len ? w->len + b0 : NULL;
         double *ln1 = A->ln1 + r0 * C, *qkv = A->qkv + r0 * 3 * D, *atty = A->atty + r0 * D;
         double *att = A->att + b0 * H * T * T, *res2 = A->res2 + r0 * C, *ln2 = A->ln2 + r0 * C;
         double *fch = A->fch + r0 * F, *fchg = A->fchg + r0 * F, *res3 = A->res3 + r0 * C;
@@ -44,7 +45,7 @@ static void tf_forward_chunk(ac_nn_model *m, size_t chunk, size_t b0, size_t nb,
         if (c->ln == AC_NN_LN_PRE) {
             ac_nn_layernorm_forward(ln1, m1, s1, x, LP(L_LN1W), LP(L_LN1B), nr, C);
             ac_nn_linear_forward(qkv, ln1, LP(L_QKVW), LP(L_QKVB), nr, C, 3 * D, 0);
-            ac_nn_attention_forward(atty, att, qkv, nb, T, H, S, c->causal);
+            nn_attention_forward_len(atty, att, qkv, nb, T, H, S, c->causal, klen);
             ac_nn_residual_forward(res2, x, LP(L_PROJB), nr, C);
             ac_nn_linear_forward(res2, atty, LP(L_PROJW), NULL, nr, D, C, 1);
             ac_nn_layernorm_forward(ln2, m2, s2, res2, LP(L_LN2W), LP(L_LN2B), nr, C);
@@ -54,7 +55,7 @@ static void tf_forward_chunk(ac_nn_model *m, size_t chunk, size_t b0, size_t nb,
             ac_nn_linear_forward(res3, fchg, LP(L_FCPW), NULL, nr, F, C, 1);
         } else {
             ac_nn_linear_forward(qkv, x, LP(L_QKVW), LP(L_QKVB), nr, C, 3 * D, 0);
-            ac_nn_attention_forward(atty, att, qkv, nb, T, H, S, c->causal);
+            nn_attention_forward_len(atty, att, qkv, nb, T, H, S, c->causal, klen);
             ac_nn_residual_forward(res2, x, LP(L_PROJB), nr, C);
             ac_nn_linear_forward(res2, atty, LP(L_PROJW), NULL, nr, D, C, 1);
             ac_nn_layernorm_forward(ln1, m1, s1, res2, LP(L_LN1W), LP(L_LN1B), nr, C);
@@ -83,16 +84,17 @@ static void tf_forward_chunk(ac_nn_model *m, size_t chunk, size_t b0, size_t nb,
         for (size_t b = 0; b < nb; b++) {
             const double *rows = lnf + b * T * C;
             double *pb = pool + b * C;
+            size_t len = w->have_len ? w->len[b0 + b] : T; /* real rows */
             if (c->pool == AC_NN_POOL_FIRST)
                 memcpy(pb, rows, C * sizeof *pb);
             else if (c->pool == AC_NN_POOL_LAST)
-                memcpy(pb, rows + (T - 1) * C, C * sizeof *pb);
+                memcpy(pb, rows + (len - 1) * C, C * sizeof *pb);
             else {
                 for (size_t i = 0; i < C; i++) {
                     double s = 0;
-                    for (size_t t = 0; t < T; t++)
+                    for (size_t t = 0; t < len; t++)
                         s += rows[t * C + i];
-                    pb[i] = s / (double)T;
+                    pb[i] = s / (double)len;
                 }
             }
         }
@@ -200,6 +202,15 @@ static int copy_batch(ac_nn_model *m, const ac_nn_batch *b, ac_err *err)
         if (!b->x)
             return ac_err_set(err, AC_EUSAGE, "the batch has no input vectors");
         memcpy(w->x, b->x, N * I * sizeof *w->x);
+    }
+    w->have_len = 0;
+    if (b->len && c->arch == AC_NN_ARCH_TRANSFORMER) {
+        for (size_t i = 0; i < B; i++)
+            if (b->len[i] < 1 || b->len[i] > T)
+                return ac_err_set(err, AC_EDATA, "sequence %zu has length %zu, outside [1, %zu]",
+                                  i, b->len[i], T);
+        memcpy(w->len, b->len, B * sizeof *w->len);
+        w->have_len = 1;
     }
     size_t K = c->out_dim;
     switch (c->head) {

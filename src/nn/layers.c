@@ -15,6 +15,7 @@
 #include <cblas.h>
 
 #include "attncheck/nn.h"
+#include "nn/nn_impl.h"
 #include "attention/softmax.h"
 #include "core/exp_kernel.h"
 
@@ -305,8 +306,9 @@ void ac_nn_layernorm_backward_params(double *dw, double *db, const double *dout,
 
 /* ---------------------------------------------------------------- attention */
 
-void ac_nn_scores_forward(double *att, double *pre, const double *qk, size_t ld, size_t B,
-                          size_t T, size_t H, size_t S, int causal)
+/* The scores with keys t >= klen[b] of sequence b masked (klen NULL: none). */
+static void scores_forward_len(double *att, double *pre, const double *qk, size_t ld, size_t B,
+                               size_t T, size_t H, size_t S, int causal, const size_t *klen)
 {
     /* att, pre (B,H,T,T); qk rows of stride ld: q_h at h*S, k_h at D + h*S */
     size_t D = H * S;
@@ -326,13 +328,21 @@ void ac_nn_scores_forward(double *att, double *pre, const double *qk, size_t ld,
                 memset(a, 0, T * T * sizeof *a);
             if (pre)
                 memcpy(pre + (b * H + h) * T * T, a, T * T * sizeof *a);
+            size_t kl = klen && klen[b] >= 1 && klen[b] < T ? klen[b] : T;
             for (size_t t = 0; t < T; t++) {
                 size_t len = causal ? t + 1 : T;
+                len = len < kl ? len : kl;
                 ac_softmax_row(a + t * T, len);
                 if (len < T)
                     memset(a + t * T + len, 0, (T - len) * sizeof *a);
             }
         }
+}
+
+void ac_nn_scores_forward(double *att, double *pre, const double *qk, size_t ld, size_t B,
+                          size_t T, size_t H, size_t S, int causal)
+{
+    scores_forward_len(att, pre, qk, ld, B, T, H, S, causal, NULL);
 }
 
 void ac_nn_softmax_backward(double *datt, const double *att, size_t B, size_t T, size_t H,
@@ -379,14 +389,14 @@ void ac_nn_scores_backward(double *dqk, size_t ldd, const double *dpre, const do
         }
 }
 
-void ac_nn_attention_forward(double *out, double *att, const double *qkv, size_t B, size_t T,
-                             size_t H, size_t S, int causal)
+void nn_attention_forward_len(double *out, double *att, const double *qkv, size_t B, size_t T,
+                              size_t H, size_t S, int causal, const size_t *klen)
 {
     /* out (B,T,D), att (B,H,T,T), qkv (B,T,3D) */
     size_t D = H * S, ld = 3 * D;
     if (T == 0)
         return;
-    ac_nn_scores_forward(att, NULL, qkv, ld, B, T, H, S, causal);
+    scores_forward_len(att, NULL, qkv, ld, B, T, H, S, causal, klen);
     if (S == 0)
         return;
     for (size_t b = 0; b < B; b++)
@@ -398,6 +408,12 @@ void ac_nn_attention_forward(double *out, double *att, const double *qkv, size_t
                         BLAS_INT(T), 1.0, a, BLAS_INT(T), v, BLAS_INT(ld), 0.0,
                         out + b * T * D + h * S, BLAS_INT(D));
         }
+}
+
+void ac_nn_attention_forward(double *out, double *att, const double *qkv, size_t B, size_t T,
+                             size_t H, size_t S, int causal)
+{
+    nn_attention_forward_len(out, att, qkv, B, T, H, S, causal, NULL);
 }
 
 void ac_nn_attention_forward_ref(double *out, double *att, const double *qkv, size_t B, size_t T,

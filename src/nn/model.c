@@ -249,11 +249,13 @@ static int alloc_acts(ac_nn_model *m, ac_err *err)
     /* integer buffers */
     w->tokens = calloc(N ? N : 1, sizeof *w->tokens);
     w->targets = calloc(N ? N : 1, sizeof *w->targets);
+    w->len = calloc(B ? B : 1, sizeof *w->len);
     w->chunk_correct = calloc(w->nchunks_max, sizeof *w->chunk_correct);
     w->chunk_maxdev = calloc(w->nchunks_max, sizeof *w->chunk_maxdev);
     size_t nblocks = m->nparams / NORM_BLOCK + 1;
     w->norm_part = calloc(nblocks, sizeof *w->norm_part);
-    if (!w->tokens || !w->targets || !w->chunk_correct || !w->chunk_maxdev || !w->norm_part)
+    if (!w->tokens || !w->targets || !w->len || !w->chunk_correct || !w->chunk_maxdev ||
+        !w->norm_part)
         return ac_err_set(err, AC_EINTERNAL, "out of memory");
 
     /* forward activations */
@@ -362,6 +364,7 @@ void ac_nn_model_free(ac_nn_model *m)
         ac_nn_work *w = m->w;
         free(w->tokens);
         free(w->targets);
+        free(w->len);
         free(w->acts);
         free(w->gacts);
         free(w->layers);

@@ -44,6 +44,7 @@ struct ac_train_data {
     unsigned char vocab[256];
     /* listops */
     int32_t *expr;
+    size_t *len;            /* (B) CLS + expression tokens of each sequence */
     /* teacher */
     int gen;                /* generator mode */
     ac_nn_model teacher;
@@ -182,6 +183,8 @@ struct ac_nn_work {
     long i_wte, i_win, i_bin, i_wpe, i_layer0, i_lnfw, i_lnfb, i_headw, i_headb, i_wq, i_wo;
     /* inputs copied from the batch */
     int32_t *tokens, *targets;
+    size_t *len;              /* (B) real tokens per sequence (batch len), else T */
+    int have_len;             /* the last batch had len */
     double *x, *y;
     /* activations */
     double *acts;
@@ -242,6 +245,14 @@ static inline const double *layer_output(const ac_nn_model *m, size_t l)
     const ac_nn_work *w = m->w;
     return m->cfg.ln == AC_NN_LN_PRE ? w->layers[l].res3 : w->layers[l].ln2;
 }
+
+/* ac_nn_attention_forward with a key padding mask (layers.c): in sequence b
+ * no row attends to a key j >= klen[b] (weight 0; the softmax runs over the
+ * remaining keys); klen NULL or klen[b] outside [1, T): no mask.  The
+ * backward needs no mask: ac_nn_softmax_backward gives dpre = att (datt -
+ * sum att datt) = 0 wherever att = 0. */
+void nn_attention_forward_len(double *out, double *att, const double *qkv, size_t B, size_t T,
+                              size_t H, size_t S, int causal, const size_t *klen);
 
 /* ---- checkpoints (checkpoint.c writes, checkpoint_load.c reads) ---- */
 #define AC_CKPT_FORMAT "attncheck-train-checkpoint"

@@ -27,6 +27,7 @@ static void data_free(ac_train_data *d)
     free(d->y);
     free(d->ids);
     free(d->expr);
+    free(d->len);
     ac_nn_model_free(&d->teacher);
     free(d->tx);
     free(d->ty);

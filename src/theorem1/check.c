@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attncheck/blas.h"
 #include "attncheck/interval.h"
 #include "attncheck/theorem1.h"
 #include "attention/head_impl.h"
@@ -42,6 +43,7 @@ static void result_start(ac_t1_result *res, size_t d, size_t n, size_t dk)
     res->lowrank_lo = res->lowrank_hi = NAN;
     res->exact = AC_UNDECIDED;
     res->verdict = AC_UNDECIDED;
+    res->threshold.lo = res->threshold.hi = -1;
 }
 
 /* The verdict: dist <= tol with dist in [dist_lo, dist_hi]. */
@@ -50,7 +52,9 @@ static void decide_verdict(ac_t1_result *res, const ac_t1_basis *b, double tol, 
     double lo = res->dist_lo, hi = res->dist_hi;
     int by_weights = res->weights_cert.hi <= hi && res->weights_cert.stage != AC_STAGE_NONE;
     ac_cert_set(&res->cert, "dist = inf over heads of max|Softmax - P|", AC_LE, tol, b->stage,
-                b->prec, lo, hi, b->method);
+                b->prec, lo, hi,
+                b->method[0] ? b->method
+                             : "no obstruction certified; upper bound from the written weights");
     if (res->cert.verdict == AC_PROVED && by_weights && res->route == AC_T1_ROUTE_DECIDE) {
         res->cert.stage = res->weights_cert.stage;
         res->cert.prec = res->weights_cert.prec;
@@ -61,14 +65,108 @@ static void decide_verdict(ac_t1_result *res, const ac_t1_basis *b, double tol, 
     res->cert.seconds = ac_seconds() - t_start;
 }
 
+/* The computation ran on Xs = 2^s X: weights for X are 2^s times those for
+ * Xs (W X = W' Xs).  They are certified again against X itself; if they do
+ * not fit in double they are dropped and the verdict rests on the criterion
+ * alone. */
+static int unscale_weights(ac_t1_result *res, const ac_mat *X, const ac_mat *P, int s,
+                           const ac_t1_opts *o, ac_err *err)
+{
+    if (s == 0 || !res->Wk.data)
+        return AC_OK;
+    size_t len = res->Wk.rows * res->Wk.cols;
+    int ok = 1;
+    for (size_t i = 0; i < len && ok; i++) {
+        double a = ldexp(res->Wk.data[i], s), b = ldexp(res->Wq.data[i], s);
+        ok = isfinite(a) && isfinite(b) && ldexp(a, -s) == res->Wk.data[i] &&
+             ldexp(b, -s) == res->Wq.data[i];
+        res->Wk.data[i] = a;
+        res->Wq.data[i] = b;
+    }
+    if (!ok) {
+        ac_mat_free(&res->Wk);
+        ac_mat_free(&res->Wq);
+        res->weights_unusable = 1;
+        ac_cert_set(&res->weights_cert, "max|Softmax - P| (written weights)", AC_LE, o->tol,
+                    AC_STAGE_NONE, 0, 0, INFINITY,
+                    "weights exist, but not in double at this scale of X: none written");
+        res->weights_cert.verdict = AC_UNDECIDED;
+        return AC_OK;
+    }
+    ac_cert c;
+    int st = ac_t1_certify_weights(&c, X, &res->Wk, &res->Wq, P, NULL, o, err);
+    if (st) {
+        ac_err_clear(err);
+        c = res->weights_cert;
+        c.lo = 0;
+        c.hi = INFINITY;
+        c.verdict = AC_UNDECIDED;
+    }
+    res->weights_cert = c;
+    return AC_OK;
+}
+
+/* dist_hi from what is certified: the written weights, and exact
+ * representability (dist <= the normalisation gap of P). */
+static void final_upper_bound(ac_t1_result *res)
+{
+    double h = INFINITY;
+    if (res->weights_cert.stage != AC_STAGE_NONE)
+        h = res->weights_cert.hi;
+    if (res->exact == AC_PROVED && res->norm_gap < h)
+        h = res->norm_gap;
+    res->dist_hi = h;
+    if (res->rank == 0 && res->weights_cert.stage != AC_STAGE_NONE)
+        res->dist_lo = res->weights_cert.lo; /* every head is the zero head */
+}
+
+/* Everything after validation, on Xs = 2^s X. */
+static int check_scaled(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X,
+                        const ac_mat *Xs, const ac_mat *P, const ac_t1_opts *o, ac_err *err)
+{
+    size_t n = X->cols, dk = res->dk, *piv = NULL;
+    ac_mat Y = {0};
+    ac_imat YX = {0};
+    int st;
+    if ((st = ac_t1_certify_rank(res, &Y, &YX, &piv, Xs, o, err)))
+        goto out;
+    if (res->rank == (long)n && dk >= n) {
+        st = ac_t1_route_construct(res, basis, Xs, P, &Y, &YX, o, err);
+        if (!st)
+            ac_t1_threshold_full_rank(res, P, o);
+    } else if (res->rank >= 0)
+        st = ac_t1_route_decide(res, basis, Xs, P, piv, o, err);
+    else {
+        res->route = AC_T1_ROUTE_DECIDE;
+        snprintf(res->exact_method, sizeof res->exact_method,
+                 "the rank of X is not certified");
+        snprintf(res->summary, sizeof res->summary,
+                 "the rank of X could not be certified (too large for exact elimination and not "
+                 "full)");
+    }
+    if (!st && res->sigma_lo > 0 && res->x_scale != 0)
+        res->sigma_lo = fmax(0.0, ac_dn(ldexp(res->sigma_lo, -res->x_scale)));
+    if (!st)
+        st = unscale_weights(res, X, P, res->x_scale, o, err);
+    if (!st) {
+        final_upper_bound(res);
+        if (res->route == AC_T1_ROUTE_DECIDE && res->rank >= 0)
+            ac_t1_decide_summary(res, o);
+    }
+out:
+    free(piv);
+    ac_imat_free(&YX);
+    ac_mat_free(&Y);
+    return st;
+}
+
 int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1_opts *opts,
                 ac_err *err)
 {
     ac_t1_opts defaults;
     const ac_t1_opts *o = opts ? opts : (ac_t1_opts_default(&defaults), &defaults);
-    size_t d = X->rows, n = X->cols, dk = o->dk ? o->dk : d, *piv = NULL;
-    ac_mat Y = {0};
-    ac_imat YX = {0};
+    size_t d = X->rows, n = X->cols, dk = o->dk ? o->dk : d;
+    ac_mat Xs = {0};
     ac_t1_basis basis = {AC_STAGE_DOUBLE, 53, ""};
     double t_start = ac_seconds();
     int st;
@@ -82,23 +180,17 @@ int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1
     ac_cert_set(&res->weights_cert, "max|Softmax - P| (written weights)", AC_LE, o->tol,
                 AC_STAGE_NONE, 0, 0, INFINITY, "no weights constructed");
     res->weights_cert.verdict = AC_UNDECIDED;
-    if ((st = ac_t1_certify_rank(res, &Y, &YX, &piv, X, o, err)))
-        goto out;
-    if (res->rank == (long)n && dk >= n)
-        st = ac_t1_route_construct(res, &basis, X, P, &Y, &YX, o, err);
-    else if (res->rank >= 0)
-        st = ac_t1_route_decide(res, &basis, X, P, piv, o, err);
-    else {
-        res->route = AC_T1_ROUTE_DECIDE;
-        snprintf(res->summary, sizeof res->summary,
-                 "the rank of X could not be certified (too large for exact elimination and not "
-                 "full)");
-    }
+    if ((st = ac_t1_scale_pow2(&Xs, &res->x_scale, X, err)))
+        return st;
+    /* every BLAS and LAPACK call single-threaded: a threaded BLAS sums in an
+     * order that depends on the thread count, and these results feed the
+     * verdict and the written weights (doc/mathematics.md §7) */
+    int threads = ac_blas_get_threads();
+    ac_blas_set_threads(1);
+    st = check_scaled(res, &basis, X, &Xs, P, o, err);
+    ac_blas_set_threads(threads);
     if (!st)
         decide_verdict(res, &basis, o->tol, t_start);
-out:
-    free(piv);
-    ac_imat_free(&YX);
-    ac_mat_free(&Y);
+    ac_mat_free(&Xs);
     return st;
 }

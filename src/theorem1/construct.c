@@ -176,6 +176,8 @@ int ac_t1_route_construct(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X
     /* paper 1, Theorem 1: exact representation of the column-normalised P */
     res->route = AC_T1_ROUTE_CONSTRUCT;
     res->exact = AC_PROVED;
+    snprintf(res->exact_method, sizeof res->exact_method,
+             "paper 1, Theorem 1: rank X = n <= dk (rank by %.120s)", res->rank_method);
     res->dist_hi = res->norm_gap;
     snprintf(basis->method, sizeof basis->method, "Theorem 1 (rank X = n <= dk, %s)",
              res->rank_method);
@@ -185,19 +187,176 @@ int ac_t1_route_construct(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X
             (st = trace_eq4(res, pre, X, &Wt, P, dk, YX, err)) ||
             (st = trace_eq7(res, &Wt, o->d0, dk, err)) ||
             (st = ac_t1_certify_weights(&res->weights_cert, X, &res->Wk, &res->Wq, P, pre, o,
-                                        err)))
-            goto out;
+                                        err))) {
+            if (st != AC_EDATA)
+                goto out;
+            /* the weights are optional: exact representability is the
+             * theorem's, whatever LAPACK did with them */
+            ac_err_clear(err);
+            st = AC_OK;
+            ac_mat_free(&res->Wk);
+            ac_mat_free(&res->Wq);
+            ac_cert_set(&res->weights_cert, "max|Softmax - P| (written weights)", AC_LE, o->tol,
+                        AC_STAGE_NONE, 0, 0, INFINITY, "no weights: the construction failed");
+            res->weights_cert.verdict = AC_UNDECIDED;
+            goto out_summary;
+        }
         ac_t1_add_step(res, "final identity: Softmax(X'Wk'WqX/sqrt(dk)) = P", "max|Softmax - P|",
                        res->weights_cert.lo, res->weights_cert.hi, res->weights_cert.stage,
                        res->weights_cert.prec, "the written weights represent P to this accuracy");
         if (res->weights_cert.hi < res->dist_hi)
             res->dist_hi = res->weights_cert.hi;
     }
+out_summary:
     snprintf(res->summary, sizeof res->summary,
              "rank X = n = %zu <= dk = %zu: Theorem 1 applies, P is exactly representable "
              "(up to its column normalisation, %.2g)",
              n, dk, res->norm_gap);
 out:
     ac_mat_free(&Wt);
+    return st;
+}
+
+/* ---- weights from the family K Pi log(P) Pi (doc/mathematics.md §3.5) ---- */
+
+/* X^+ (n x d) and Pi (n x n) from an SVD of X with the certified rank r: the
+ * r largest singular triplets (stopping at a zero one). */
+static int pinv_and_projector(ac_mat *Xp, ac_mat *Pi, const ac_mat *X, size_t r, ac_err *err)
+{
+    size_t d = X->rows, n = X->cols, p = d < n ? d : n;
+    ac_mat Ux = {0}, Vx = {0};
+    int st;
+    double *sx = malloc((p ? p : 1) * sizeof(double));
+    if (!sx)
+        return ac_err_set(err, AC_EINTERNAL, "out of memory");
+    if ((st = ac_approx_svd(X, &Ux, sx, &Vx, err)) || (st = ac_mat_init(Xp, n, d, err)) ||
+        (st = ac_mat_init(Pi, n, n, err)))
+        goto out;
+    for (size_t k = 0; k < r && k < p; k++) {
+        if (!(sx[k] > 0))
+            break;
+        for (size_t i = 0; i < n; i++) {
+            double v = AC_MAT(&Vx, k, i);
+            for (size_t j = 0; j < d; j++)
+                AC_MAT(Xp, i, j) += v * AC_MAT(&Ux, j, k) / sx[k];
+            for (size_t j = 0; j < n; j++)
+                AC_MAT(Pi, i, j) += v * AC_MAT(&Vx, k, j);
+        }
+    }
+out:
+    free(sx);
+    ac_mat_free(&Ux);
+    ac_mat_free(&Vx);
+    return st;
+}
+
+/* T = K Pi L Pi, L = log P, K = I - g g'/(g'g), g = Pi 1 (K = I when g = 0);
+ * Pi = I when r = n. */
+static int family_member(ac_mat *T, const ac_mat *Pi, const ac_mat *P, int pi_identity,
+                         ac_err *err)
+{
+    size_t n = P->rows;
+    ac_mat L = {0}, W = {0};
+    double *g = calloc(n, sizeof(double)), *gtM = calloc(n, sizeof(double));
+    int st;
+    if (!g || !gtM) {
+        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
+        goto out;
+    }
+    if ((st = ac_mat_init(T, n, n, err)) || (st = ac_mat_init(&L, n, n, err)))
+        goto out;
+    for (size_t i = 0; i < n * n; i++)
+        L.data[i] = log(P->data[i]);
+    if (pi_identity) {
+        memcpy(T->data, L.data, n * n * sizeof(double));
+        for (size_t i = 0; i < n; i++)
+            g[i] = 1.0;
+    } else {
+        if ((st = ac_mat_init(&W, n, n, err)) ||
+            (st = ac_gemm(&W, AC_NOTRANS, Pi, AC_NOTRANS, &L, err)) ||
+            (st = ac_gemm(T, AC_NOTRANS, &W, AC_NOTRANS, Pi, err)))
+            goto out;
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < n; j++)
+                g[i] += AC_MAT(Pi, i, j);
+    }
+    double b = 0;
+    for (size_t i = 0; i < n; i++)
+        b += g[i] * g[i];
+    if (b > 0) {
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < n; j++)
+                gtM[j] += g[i] * AC_MAT(T, i, j);
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < n; j++)
+                AC_MAT(T, i, j) -= g[i] * gtM[j] / b;
+    }
+out:
+    free(g);
+    free(gtM);
+    ac_mat_free(&L);
+    ac_mat_free(&W);
+    return st;
+}
+
+/* Wk = S^{1/2} U' X^+, Wq = sqrt(dk) S^{1/2} V' X^+ from the SVD T = U S V'
+ * truncated to rank dk (rows past rank T stay zero). */
+static int factor_family(ac_t1_result *res, const ac_mat *T, const ac_mat *Xp, size_t dk,
+                         ac_err *err)
+{
+    size_t n = T->rows, d = Xp->cols, k = dk < n ? dk : n;
+    ac_mat U = {0}, Vt = {0}, Kt = {0}, Qt = {0};
+    double *s = malloc((n ? n : 1) * sizeof(double));
+    double sq = sqrt((double)dk);
+    int st;
+    if (!s)
+        return ac_err_set(err, AC_EINTERNAL, "out of memory");
+    if ((st = ac_approx_svd(T, &U, s, &Vt, err)) || (st = ac_mat_init(&Kt, dk, n, err)) ||
+        (st = ac_mat_init(&Qt, dk, n, err)))
+        goto out;
+    for (size_t i = 0; i < k; i++) {
+        double rs = sqrt(s[i]);
+        for (size_t j = 0; j < n; j++) {
+            AC_MAT(&Kt, i, j) = rs * AC_MAT(&U, j, i);
+            AC_MAT(&Qt, i, j) = sq * rs * AC_MAT(&Vt, i, j);
+        }
+    }
+    if ((st = ac_mat_init(&res->Wk, dk, d, err)) || (st = ac_mat_init(&res->Wq, dk, d, err)) ||
+        (st = ac_gemm(&res->Wk, AC_NOTRANS, &Kt, AC_NOTRANS, Xp, err)) ||
+        (st = ac_gemm(&res->Wq, AC_NOTRANS, &Qt, AC_NOTRANS, Xp, err)))
+        goto out;
+out:
+    free(s);
+    ac_mat_free(&U);
+    ac_mat_free(&Vt);
+    ac_mat_free(&Kt);
+    ac_mat_free(&Qt);
+    return st;
+}
+
+int ac_t1_construct_family(ac_t1_result *res, const ac_mat *X, const ac_mat *P, size_t r,
+                           const ac_t1_opts *o, ac_err *err)
+{
+    size_t n = X->cols;
+    ac_mat Xp = {0}, Pi = {0}, T = {0};
+    int st;
+    ac_mat_free(&res->Wk);
+    ac_mat_free(&res->Wq);
+    if ((st = pinv_and_projector(&Xp, &Pi, X, r, err)) ||
+        (st = family_member(&T, &Pi, P, r == n, err)) ||
+        (st = factor_family(res, &T, &Xp, res->dk, err)) ||
+        (st = ac_t1_certify_weights(&res->weights_cert, X, &res->Wk, &res->Wq, P, NULL, o,
+                                    err)))
+        goto out;
+    ac_t1_add_step(res, "weights from K Pi log(P) Pi (doc/mathematics.md §3.5)",
+                   "max|Softmax - P| (these weights)", res->weights_cert.lo,
+                   res->weights_cert.hi, res->weights_cert.stage, res->weights_cert.prec,
+                   r == n && res->dk + 1 >= n
+                       ? "K log P = log P + 1c' has rank <= n - 1: nothing truncated"
+                       : "the family member of least rank, truncated to rank dk");
+out:
+    ac_mat_free(&Xp);
+    ac_mat_free(&Pi);
+    ac_mat_free(&T);
     return st;
 }

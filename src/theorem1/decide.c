@@ -31,6 +31,10 @@
 #include "core/ball.h"
 #include "theorem1/t1_impl.h"
 
+/* The threshold head size is computed without a verdict to decide only up
+ * to this n (one Arb evaluation of K log P and an SVD). */
+#define AC_T1_THRESHOLD_MAX_N 256
+
 typedef struct {
     const ac_mat *X, *P;
     size_t n, r, dk;
@@ -38,6 +42,12 @@ typedef struct {
     int pi_identity;   /* r == n: Pi = I */
     int one_in_row;    /* 1 in the row space of X: 1 yes, 0 no, -1 unknown */
     int one_perp;      /* X 1 = 0 exactly (Pi 1 = 0) */
+    long famrank_lo;   /* certified lower bound on rank(K Pi log(P) Pi) (-1: none yet) */
+    long famrank_hi;   /* proved upper bound on it when r = n (-1: none) */
+    const char *famrank_why; /* where famrank_hi comes from */
+    int pow2;          /* P's entries are powers of two and r < n: decided in rationals */
+    int pow2_rho_zero; /* then: rho = 0 */
+    long pow2_famrank; /* then: the exact rank of the family member */
 } decide_ctx;
 
 /* ---- the exact criterion in balls ---------------------------------------- */
@@ -72,6 +82,8 @@ static int ball_pi_L(arb_mat_t Pi, arb_mat_t L, const decide_ctx *c, slong prec)
     int ok = arb_mat_spd_solve(Z, G, B, prec); /* Z = (B B')^-1 B */
     if (ok)
         arb_mat_mul(Pi, Bt, Z, prec); /* Pi = B' (B B')^-1 B */
+    else
+        ok = ac_t1_exact_pi(Pi, c->X, c->piv, c->r, prec);
     arb_mat_clear(B);
     arb_mat_clear(Bt);
     arb_mat_clear(G);
@@ -182,7 +194,7 @@ done:
  * (doc/mathematics.md §3.4, dk < r): if it is positive, no rank-dk B fits. */
 static int lowrank_ball(void *v, long prec, mpfr_t lo, mpfr_t hi, ac_err *err)
 {
-    const decide_ctx *c = v;
+    decide_ctx *c = v;
     slong n = (slong)c->n;
     arb_mat_t Pi, L, W, M, g, gtM;
     arb_t b, t;
@@ -201,8 +213,12 @@ static int lowrank_ball(void *v, long prec, mpfr_t lo, mpfr_t hi, ac_err *err)
     mpfr_set_inf(hi, 1);
     if (!ball_pi_L(Pi, L, c, prec))
         goto done;
-    arb_mat_mul(W, Pi, L, prec);
-    arb_mat_mul(M, W, Pi, prec); /* M = Pi L Pi */
+    if (c->pi_identity)
+        arb_mat_set(M, L);
+    else {
+        arb_mat_mul(W, Pi, L, prec);
+        arb_mat_mul(M, W, Pi, prec); /* M = Pi L Pi */
+    }
     if (!c->one_perp) {
         arb_zero(b);
         for (slong i = 0; i < n; i++) {
@@ -228,18 +244,32 @@ static int lowrank_ball(void *v, long prec, mpfr_t lo, mpfr_t hi, ac_err *err)
                 arb_sub(arb_mat_entry(M, i, j), arb_mat_entry(M, i, j), t, prec);
             }
     }
-    if ((st = ac_arb_mat_to_imat(&A, M, err)))
+    if (ac_arb_mat_to_imat(&A, M, err) != AC_OK) {
+        ac_err_clear(err); /* a ball too wide for double: no bound here */
         goto done;
+    }
     slo = malloc((size_t)n * sizeof(double));
     shi = malloc((size_t)n * sizeof(double));
     if (!slo || !shi) {
         st = ac_err_set(err, AC_EINTERNAL, "out of memory");
         goto done;
     }
-    if ((st = ac_sv_enclose(&A, slo, shi, NULL, err)))
+    if (ac_sv_enclose(&A, slo, shi, NULL, err) != AC_OK) {
+        /* LAPACK gave up on this enclosure: no bound at this stage, not an
+         * error (an optional step must not discard what was certified) */
+        ac_err_clear(err);
         goto done;
-    mpfr_set_d(lo, slo[c->dk], MPFR_RNDD);
-    mpfr_set_d(hi, shi[c->dk], MPFR_RNDU);
+    }
+    long k = 0;
+    while (k < n && slo[k] > 0)
+        k++;
+    if (k > c->famrank_lo)
+        c->famrank_lo = k; /* sigma_1..sigma_k > 0: rank >= k */
+    if ((slong)c->dk < n) {
+        mpfr_set_d(lo, slo[c->dk], MPFR_RNDD);
+        mpfr_set_d(hi, shi[c->dk], MPFR_RNDU);
+    } else
+        mpfr_set_zero(lo, 1), mpfr_set_zero(hi, 1);
 done:
     free(slo);
     free(shi);
@@ -254,58 +284,6 @@ done:
     arb_clear(t);
     return st;
 }
-
-/* Exactly: is X 1 = 0 (each row sums to 0)?  MPFR's sum is correctly rounded,
- * so it is zero iff the exact sum is. */
-static int rows_sum_to_zero(const ac_mat *X)
-{
-    size_t d = X->rows, n = X->cols;
-    mpfr_t s;
-    mpfr_ptr *tab = malloc(n * sizeof(mpfr_ptr));
-    mpfr_t *vals = malloc(n * sizeof(mpfr_t));
-    int zero = 1;
-    mpfr_init2(s, 64);
-    for (size_t j = 0; j < n; j++) {
-        mpfr_init2(vals[j], 53);
-        tab[j] = vals[j];
-    }
-    for (size_t i = 0; i < d && zero; i++) {
-        for (size_t j = 0; j < n; j++)
-            mpfr_set_d(vals[j], AC_MAT(X, i, j), MPFR_RNDN);
-        mpfr_sum(s, tab, n, MPFR_RNDN);
-        if (!mpfr_zero_p(s))
-            zero = 0;
-    }
-    for (size_t j = 0; j < n; j++)
-        mpfr_clear(vals[j]);
-    mpfr_clear(s);
-    free(tab);
-    free(vals);
-    return zero;
-}
-
-/* Is 1 in the row space of X?  1 if proved yes (exact rank), 0 if proved no
- * (rank mod p of [B; 1'] is r + 1), -1 unknown. */
-static int one_in_row_space(const ac_mat *X, const size_t *piv, size_t r, double budget)
-{
-    size_t n = X->cols;
-    ac_mat B = {0};
-    int ans = -1;
-    if (ac_mat_init(&B, r + 1, n, NULL))
-        return -1;
-    for (size_t i = 0; i < r; i++)
-        memcpy(B.data + i * n, X->data + (piv ? piv[i] : i) * n, n * sizeof(double));
-    for (size_t j = 0; j < n; j++)
-        AC_MAT(&B, r, j) = 1.0;
-    long rk;
-    if (ac_rank_lower_modp(&B, &rk, NULL) == AC_OK && rk == (long)r + 1)
-        ans = 0;
-    else if (ac_rank_exact(&B, budget, &rk, NULL, NULL) == AC_OK && rk >= 0)
-        ans = (rk == (long)r) ? 1 : 0;
-    ac_mat_free(&B);
-    return ans;
-}
-
 
 /* ---- the distance lower bound --------------------------------------------- */
 
@@ -332,87 +310,6 @@ static double dist_lower_bound(double m, size_t n, double pmin)
     return t > 0 ? t : 0.0;
 }
 
-/* ---- the rank of X (doc/mathematics.md §2.5) ------------------------------ */
-
-int ac_t1_certify_rank(ac_t1_result *res, ac_mat *Y, ac_imat *YX, size_t **piv_out,
-                       const ac_mat *X, const ac_t1_opts *o, ac_err *err)
-{
-    size_t d = X->rows, n = X->cols, p = d < n ? d : n;
-    int st;
-    double qlo, qhi, slo;
-    *piv_out = NULL;
-    res->rank = -1;
-    res->sigma_lo = 0;
-    /* 1. full rank p by a certified left inverse (stage 0): X^+ X = I (d >= n)
-     *    or (X')^+ X' = I (d < n) */
-    ac_mat Xt = {0}, Yt = {0};
-    const ac_mat *A = X;
-    if (d < n) {
-        if ((st = ac_mat_init(&Xt, n, d, err)))
-            return st;
-        for (size_t i = 0; i < d; i++)
-            for (size_t j = 0; j < n; j++)
-                AC_MAT(&Xt, j, i) = AC_MAT(X, i, j);
-        A = &Xt;
-    }
-    ac_mat *Yp = (d >= n) ? Y : &Yt;
-    st = ac_approx_pinv_fullcol(Yp, A, NULL);
-    if (st == AC_OK) {
-        if ((st = ac_cert_left_inverse(Yp, A, &qlo, &qhi, &slo, d >= n ? YX : NULL, err)))
-            goto out;
-        ac_t1_add_step(res, d >= n ? "step 1: X^+ X = I" : "rank: (X')^+ X' = I",
-                       d >= n ? "||X^+ X - I||_F" : "||(X')^+ X' - I||_F", qlo, qhi,
-                       AC_STAGE_DOUBLE, 53,
-                       qhi < 1 ? "< 1, so X has full rank and sigma_min(X) >= (1 - q)/||X^+||_F"
-                               : "not < 1: full rank not certified by the left inverse");
-        if (qhi < 1) {
-            res->rank = (long)p;
-            res->sigma_lo = slo;
-            snprintf(res->rank_method, sizeof res->rank_method,
-                     "left inverse, ||YX - I||_F <= %.3g < 1 (stage 0)", qhi);
-            goto out;
-        }
-    } else {
-        ac_mat_free(Yp);
-        st = AC_OK;
-    }
-    /* 2. exact rank with independent rows */
-    size_t *piv = malloc((d ? d : 1) * sizeof(size_t));
-    if (!piv) {
-        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
-        goto out;
-    }
-    long rk = -1;
-    if ((st = ac_rank_exact(X, o->max_rank_work, &rk, piv, err))) {
-        free(piv);
-        goto out;
-    }
-    if (rk >= 0) {
-        res->rank = rk;
-        snprintf(res->rank_method, sizeof res->rank_method, "exact rational elimination (FLINT)");
-        ac_t1_add_step(res, "rank X (exact)", "rank X", (double)rk, (double)rk, AC_STAGE_EXACT,
-                       0, "fraction-free Gaussian elimination on the exact doubles");
-        *piv_out = piv;
-        goto out;
-    }
-    free(piv);
-    /* 3. rank mod p: a lower bound, enough to prove full rank */
-    if ((st = ac_rank_lower_modp(X, &rk, err)))
-        goto out;
-    if (rk == (long)p) {
-        res->rank = rk;
-        snprintf(res->rank_method, sizeof res->rank_method, "exact rank modulo a 61-bit prime");
-        ac_t1_add_step(res, "rank X (mod p)", "rank X mod p", (double)rk, (double)rk,
-                       AC_STAGE_EXACT, 0, "rank over Q >= rank mod p = min(d, n)");
-    }
-out:
-    ac_mat_free(&Xt);
-    ac_mat_free(&Yt);
-    if (d >= n && res->rank != (long)n)
-        ac_mat_free(Y);
-    return st;
-}
-
 /* ---- route DECIDE ---------------------------------------------------------- */
 
 /* The facts about X the criterion needs: Pi = I (r == n), a row basis, is 1
@@ -421,17 +318,21 @@ static int decide_setup(decide_ctx *c, const ac_mat *X, const ac_mat *P, size_t 
                         const size_t *piv, const ac_t1_opts *o, ac_err *err)
 {
     size_t d = X->rows, n = X->cols;
-    decide_ctx c0 = {X, P, n, r, dk, NULL, 0, -1, 0};
+    decide_ctx c0 = {X, P, n, r, dk, NULL, 0, -1, 0, -1, -1, NULL, 0, 0, -1};
     *c = c0;
     c->pi_identity = (r == n);
+    if (r == n)
+        c->famrank_hi = ac_t1_family_rank_upper(P, o->max_rank_work, &c->famrank_why);
     if (!c->pi_identity && r < d && !piv) {
         /* full row rank certified without pivots only when r == d */
         return ac_err_set(err, AC_EINTERNAL, "rank %zu < d without a row basis", r);
     }
     c->piv = (r < d) ? piv : NULL;
     if (!c->pi_identity) {
-        c->one_in_row = r == 0 ? 0 : one_in_row_space(X, c->piv, r, o->max_rank_work);
-        c->one_perp = rows_sum_to_zero(X);
+        c->one_in_row = r == 0 ? 0 : ac_t1_one_in_row_space(X, c->piv, r, o->max_rank_work);
+        c->one_perp = ac_t1_rows_sum_to_zero(X);
+        if (r > 0)
+            c->pow2 = ac_t1_pow2_decide(X, c->piv, r, P, &c->pow2_rho_zero, &c->pow2_famrank);
     }
     return AC_OK;
 }
@@ -496,51 +397,212 @@ static int certify_lowrank(ac_t1_result *res, ac_t1_basis *basis, double *obstru
     return AC_OK;
 }
 
-/* Exact representability from the obstruction, and the distance lower bound
- * it gives (doc/mathematics.md §3.6). */
-static void decide_exact(ac_t1_result *res, const ac_mat *P, size_t r, double obstruction)
+/* The certified lower bound on rank(K Pi log(P) Pi) without a verdict to
+ * decide (dk >= rank X): one evaluation at the first ball stage, for the
+ * threshold only.  Optional: a failure leaves famrank_lo unknown. */
+static void family_rank_only(decide_ctx *c, const ac_t1_opts *o)
+{
+    if (c->n > AC_T1_THRESHOLD_MAX_N || o->sched.n < 1)
+        return;
+    mpfr_t lo, hi;
+    ac_err e;
+    ac_err_clear(&e);
+    mpfr_init2(lo, 64);
+    mpfr_init2(hi, 64);
+    (void)lowrank_ball(c, o->sched.prec[0], lo, hi, &e);
+    mpfr_clear(lo);
+    mpfr_clear(hi);
+}
+
+/* X = 0: every head gives Softmax(0), uniform columns; the column-normalised
+ * P is representable iff each of its columns is constant. */
+static void decide_zero_x(ac_t1_result *res, const ac_mat *P)
 {
     size_t n = P->rows;
-    if (r == 0) {
-        /* X = 0: every head gives Softmax(0), uniform columns; the
-         * column-normalised P is representable iff each of its columns
-         * is constant. */
-        int constant = 1;
-        for (size_t j = 0; j < n; j++)
-            for (size_t i = 1; i < n; i++)
-                if (AC_MAT(P, i, j) != AC_MAT(P, 0, j))
-                    constant = 0;
-        res->exact = constant ? AC_PROVED : AC_REFUTED;
-    } else if (obstruction > 0) {
+    int constant = 1;
+    for (size_t j = 0; j < n; j++)
+        for (size_t i = 1; i < n; i++)
+            if (AC_MAT(P, i, j) != AC_MAT(P, 0, j))
+                constant = 0;
+    res->exact = constant ? AC_PROVED : AC_REFUTED;
+    snprintf(res->exact_method, sizeof res->exact_method,
+             "X = 0: every head's softmax has uniform columns, and P's columns are %s",
+             constant ? "constant (compared exactly)" : "not all constant (compared exactly)");
+    ac_t1_threshold t = {constant ? 1 : -1, constant ? 1 : -1, !constant, 0, 1, ""};
+    snprintf(t.method, sizeof t.method, "%s", constant ? "X = 0 and P has constant columns: any head"
+                                                       : "X = 0: no head reaches a non-constant column");
+    res->threshold = t;
+}
+
+/* Exact representability by a head of size dk (doc/mathematics.md §3.4,
+ * §3.5) from the certified obstruction (or its absence), and the distance
+ * lower bound an obstruction gives (§3.6). */
+static void decide_exact(ac_t1_result *res, const decide_ctx *c, const ac_mat *P,
+                         double obstruction, const ac_t1_basis *basis)
+{
+    size_t n = P->rows, r = c->r, dk = c->dk;
+    if (obstruction > 0) {
         double pmin = INFINITY;
         for (size_t i = 0; i < n * n; i++)
             pmin = fmin(pmin, P->data[i]);
         res->exact = AC_REFUTED;
+        snprintf(res->exact_method, sizeof res->exact_method, "certified obstruction: %s",
+                 basis->method);
         res->dist_lo = dist_lower_bound(obstruction, n, pmin);
         ac_t1_add_step(res, "distance lower bound", "p_min (1 - exp(-obstruction/n))",
                        res->dist_lo, res->dist_lo, AC_STAGE_EXACT, 64,
                        "no head of size dk gets max|Softmax - P| below this");
+    } else if (c->pow2) {
+        res->exact = c->pow2_rho_zero && (long)dk >= c->pow2_famrank ? AC_PROVED : AC_REFUTED;
+        snprintf(res->exact_method, sizeof res->exact_method,
+                 "exact rational arithmetic (P's entries are powers of two, log P = E log 2; "
+                 "doc/mathematics.md §3.4): rho %s 0, family rank %ld",
+                 c->pow2_rho_zero ? "=" : ">", c->pow2_famrank);
+    } else if (r == n && dk + 1 >= n) {
+        res->exact = AC_PROVED;
+        snprintf(res->exact_method, sizeof res->exact_method,
+                 "doc/mathematics.md §3.5: rank X = n and dk >= n - 1, so log P + 1c' with "
+                 "c = -log(P)'1/n has rank <= n - 1 <= dk");
+    } else if (r == n && c->famrank_hi >= 0 && (long)dk >= c->famrank_hi) {
+        res->exact = AC_PROVED;
+        snprintf(res->exact_method, sizeof res->exact_method,
+                 "doc/mathematics.md §3.5: rank X = n and rank(K log P) <= %ld <= dk (%s)",
+                 c->famrank_hi, c->famrank_why);
+    } else if (r == n) {
+        snprintf(res->exact_method, sizeof res->exact_method,
+                 "needs rank(K log P) <= dk: sigma_{dk+1}(K log P) is not certified positive, "
+                 "and a rank drop of a matrix of logarithms is not provable from enclosures");
+    } else {
+        snprintf(res->exact_method, sizeof res->exact_method,
+                 "needs rho = 0%s: rho is not certified positive, and an equality between "
+                 "logarithms is not provable from enclosures",
+                 dk < r ? " and a rank drop" : "");
     }
 }
 
-static void decide_summary(ac_t1_result *res, size_t r, const ac_t1_opts *o)
+/* The smallest representing head size (doc/mathematics.md §3.5): lo from the
+ * certified singular values of K Pi log(P) Pi, hi from the theorem (r = n:
+ * n - 1; 1 in the row space: r - 1; else r), conditional on rho = 0 when
+ * r < n. */
+static void decide_threshold(ac_t1_result *res, const decide_ctx *c, int rho_positive)
 {
-    size_t n = res->n, dk = res->dk;
-    if (res->exact == AC_REFUTED && res->dist_hi <= o->tol)
+    size_t n = c->n, r = c->r;
+    ac_t1_threshold t = {-1, -1, 0, 0, 0, ""};
+    long lo = c->famrank_lo > 1 ? c->famrank_lo : 1;
+    if (c->pow2 && c->pow2_rho_zero) {
+        t.lo = t.hi = c->pow2_famrank > 1 ? c->pow2_famrank : 1;
+        t.exact = 1;
+        snprintf(t.method, sizeof t.method,
+                 "exact: rank of the family member in rationals (P's entries are powers of two)");
+    } else if (rho_positive || c->pow2) {
+        t.none = 1;
+        t.exact = 1;
+        snprintf(t.method, sizeof t.method, "rho > 0: no head size represents P");
+    } else if (r == n) {
+        t.lo = lo;
+        t.hi = c->famrank_hi >= 1 ? c->famrank_hi : 1;
+        t.exact = t.lo == t.hi;
+        snprintf(t.method, sizeof t.method,
+                 "lo: %s; hi: rank(K log P) <= %s (rank X = n, doc/mathematics.md §3.5)",
+                 c->famrank_lo >= 0 ? "certified sigma_k(K log P) > 0" : "not computed",
+                 c->famrank_why ? c->famrank_why : "n - 1");
+    } else {
+        t.lo = lo;
+        t.hi = c->one_in_row == 1 ? (r > 1 ? (long)r - 1 : 1) : (long)r;
+        t.if_any = 1;
+        snprintf(t.method, sizeof t.method,
+                 "lo: %s; hi: %s, if P is representable at all (rho = 0 is not decided)",
+                 c->famrank_lo >= 0 ? "certified sigma_k(K Pi log(P) Pi) > 0" : "not computed",
+                 c->one_in_row == 1 ? "rank X - 1 (1 in the row space of X)" : "rank X");
+    }
+    res->threshold = t;
+}
+
+void ac_t1_decide_summary(ac_t1_result *res, const ac_t1_opts *o)
+{
+    size_t n = res->n, dk = res->dk, r = (size_t)res->rank;
+    char rk[64];
+    if (r == n)
+        snprintf(rk, sizeof rk, "rank X = n = %zu, dk = %zu", n, dk);
+    else
+        snprintf(rk, sizeof rk, "rank X = %zu < n = %zu, dk = %zu", r, n, dk);
+    if (r == 0 && res->exact == AC_PROVED)
         snprintf(res->summary, sizeof res->summary,
-                 "rank X = %zu < n = %zu: P itself is off the set of head outputs (every head "
-                 "is >= %.3g away), but the written weights come within %.3g",
-                 r, n, res->dist_lo, res->dist_hi);
+                 "X = 0: every head gives uniform columns and P's columns are constant, so "
+                 "the column-normalised P is exactly representable; every head is "
+                 "[%.3g, %.3g] away from P itself (0 iff its column sums are exactly 1)",
+                 res->dist_lo, res->dist_hi);
+    else if (r == 0)
+        snprintf(res->summary, sizeof res->summary,
+                 "X = 0: every head gives uniform columns and P's are not constant: every "
+                 "head is [%.3g, %.3g] away in max-abs",
+                 res->dist_lo, res->dist_hi);
+    else if (res->exact == AC_PROVED)
+        snprintf(res->summary, sizeof res->summary,
+                 "%s: P is exactly representable (doc/mathematics.md §3.5); %s%.3g",
+                 rk,
+                 res->weights_unusable ? "no double weights at this scale of X, "
+                                         "max|Softmax - P| <= "
+                                       : "the constructed weights reach max|Softmax - P| <= ",
+                 res->weights_unusable ? res->dist_hi : res->weights_cert.hi);
+    else if (res->exact == AC_REFUTED && res->dist_hi <= o->tol)
+        snprintf(res->summary, sizeof res->summary,
+                 "%s: P itself is not exactly representable (every head is >= %.3g away), "
+                 "but the written weights come within %.3g",
+                 rk, res->dist_lo, res->dist_hi);
     else if (res->exact == AC_REFUTED)
         snprintf(res->summary, sizeof res->summary,
-                 "rank X = %zu < n = %zu%s: P is not representable by a head of size %zu; "
-                 "every head is at least %.3g away in max-abs",
-                 r, n, dk < r ? " and dk < rank" : "", dk, res->dist_lo);
+                 "%s: P is not representable by a head of size %zu; every head is at least "
+                 "%.3g away in max-abs",
+                 rk, dk, res->dist_lo);
+    else if (isfinite(res->dist_hi))
+        snprintf(res->summary, sizeof res->summary,
+                 "%s: exact representability not decided (no obstruction certified); the "
+                 "written weights reach max|Softmax - P| <= %.3g",
+                 rk, res->dist_hi);
     else
         snprintf(res->summary, sizeof res->summary,
-                 "rank X = %zu, dk = %zu: no obstruction certified; the written weights reach "
-                 "max|Softmax - P| <= %.3g",
-                 r, dk, res->dist_hi);
+                 "%s: exact representability not decided (no obstruction certified), and no "
+                 "weights were certified",
+                 rk);
+}
+
+/* Weights for route DECIDE: the family K Pi log(P) Pi truncated to rank dk
+ * (construct.c); if they do not prove C(tol), the best approximation
+ * (refine.c), and the better of the two certified errors is kept.  The
+ * steps are optional: a failure keeps what was certified before it. */
+static int decide_weights(ac_t1_result *res, const ac_mat *X, const ac_mat *P, size_t r,
+                          const ac_t1_opts *o, ac_err *err)
+{
+    ac_mat Wk = {0}, Wq = {0};
+    ac_cert wc0 = res->weights_cert, wc = wc0;
+    int st = AC_OK, fam_ok = r > 0 && ac_t1_construct_family(res, X, P, r, o, err) == AC_OK;
+    if (fam_ok && res->weights_cert.verdict == AC_PROVED)
+        return AC_OK;
+    if (!fam_ok) {
+        ac_mat_free(&res->Wk);
+        ac_mat_free(&res->Wq);
+        res->weights_cert = wc0;
+    } else { /* keep the family's weights aside */
+        Wk = res->Wk;
+        Wq = res->Wq;
+        wc = res->weights_cert;
+        res->Wk.data = res->Wq.data = NULL;
+    }
+    ac_err_clear(err);
+    if (ac_t1_best_weights(res, X, P, r, o, err) != AC_OK || !res->Wk.data ||
+        (Wk.data && wc.hi <= res->weights_cert.hi)) {
+        ac_mat_free(&res->Wk);
+        ac_mat_free(&res->Wq);
+        res->Wk = Wk;
+        res->Wq = Wq;
+        res->weights_cert = wc;
+        Wk.data = Wq.data = NULL;
+        ac_err_clear(err);
+    }
+    ac_mat_free(&Wk);
+    ac_mat_free(&Wq);
+    return st;
 }
 
 int ac_t1_route_decide(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X, const ac_mat *P,
@@ -553,21 +615,54 @@ int ac_t1_route_decide(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X, c
     res->route = AC_T1_ROUTE_DECIDE;
     if ((st = decide_setup(&c, X, P, r, dk, piv, o, err)))
         return st;
-    if (!c.pi_identity && r > 0 && (st = certify_rho(res, basis, &obstruction, &c, o, err)))
-        return st;
-    if (dk < r && (st = certify_lowrank(res, basis, &obstruction, &c, o, err)))
-        return st;
-    decide_exact(res, P, r, obstruction);
-    if (o->want_weights) {
-        if ((st = ac_t1_best_weights(res, X, P, r, o, err)))
+    if (r == 0)
+        decide_zero_x(res, P);
+    else {
+        if (!c.pi_identity && (st = certify_rho(res, basis, &obstruction, &c, o, err)))
             return st;
-        res->dist_hi = res->weights_cert.hi;
-        if (r == 0) {
-            /* every head gives the same (uniform) softmax: the enclosure
-             * of its error is an enclosure of dist itself */
-            res->dist_lo = res->weights_cert.lo;
+        int rho_positive = obstruction > 0 || (c.pow2 && !c.pow2_rho_zero);
+        /* K Pi log(P) Pi has rank <= r - 1 when 1 is in the row space of X
+         * (always when r = n): sigma_{dk+1} = 0 for dk >= r - 1 */
+        int no_gap = (dk + 1 >= r && (r == res->n || c.one_in_row == 1)) ||
+                     (c.famrank_hi >= 0 && (long)dk >= c.famrank_hi);
+        if (dk < r && !no_gap &&
+            (st = certify_lowrank(res, basis, &obstruction, &c, o, err)))
+            return st;
+        if ((dk >= r || no_gap) && !rho_positive)
+            family_rank_only(&c, o);
+        decide_exact(res, &c, P, obstruction, basis);
+        decide_threshold(res, &c, rho_positive);
+        if (!res->threshold.none)
+            ac_t1_add_step(res, "threshold (doc/mathematics.md §3.5)",
+                           "smallest dk representing P", (double)res->threshold.lo,
+                           res->threshold.hi >= 0 ? (double)res->threshold.hi : INFINITY,
+                           AC_STAGE_EXACT, 0, res->threshold.method);
+        if (res->exact == AC_PROVED) {
+            basis->stage = AC_STAGE_DOUBLE;
+            basis->prec = 53;
+            snprintf(basis->method, sizeof basis->method, "%s",
+                     c.pow2 ? "exact representability, decided in rationals (P's entries are "
+                              "powers of two, doc/mathematics.md §3.4)"
+                            : "exact representability: rank X = n certified, rank(K log P) <= "
+                              "dk (doc/mathematics.md §3.5)");
         }
     }
-    decide_summary(res, r, o);
+    if (o->want_weights && (st = decide_weights(res, X, P, r, o, err)))
+        return st;
+    if (r == 0) {
+        basis->stage = res->weights_cert.stage;
+        basis->prec = res->weights_cert.prec;
+        snprintf(basis->method, sizeof basis->method,
+                 "X = 0: every head gives uniform columns (the zero head's error, certified)");
+    }
     return AC_OK;
+}
+
+void ac_t1_threshold_full_rank(ac_t1_result *res, const ac_mat *P, const ac_t1_opts *o)
+{
+    size_t n = P->rows;
+    decide_ctx c = {NULL, P, n, n, n, NULL, 1, 1, 0, -1, -1, NULL, 0, 0, -1};
+    c.famrank_hi = ac_t1_family_rank_upper(P, o->max_rank_work, &c.famrank_why);
+    family_rank_only(&c, o);
+    decide_threshold(res, &c, 0);
 }

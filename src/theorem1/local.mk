@@ -6,6 +6,8 @@ src_libattncheck_la_SOURCES += \
 	src/theorem1/t1_impl.h \
 	src/theorem1/instance.c \
 	src/theorem1/construct.c \
+	src/theorem1/xrank.c \
+	src/theorem1/exact.c \
 	src/theorem1/decide.c \
 	src/theorem1/refine.c \
 	src/theorem1/check.c \
@@ -17,3 +19,9 @@ UNIT_TESTS += tests/test_theorem1
 tests_test_theorem1_SOURCES = tests/test_theorem1.c tests/testutil.h
 tests_test_theorem1_CFLAGS = $(TEST_CFLAGS)
 tests_test_theorem1_LDADD = $(TEST_LIBS) $(LAPACKE_LIBS)
+
+check_PROGRAMS += tests/test_theorem1_decide
+UNIT_TESTS += tests/test_theorem1_decide
+tests_test_theorem1_decide_SOURCES = tests/test_theorem1_decide.c tests/testutil.h
+tests_test_theorem1_decide_CFLAGS = $(TEST_CFLAGS)
+tests_test_theorem1_decide_LDADD = $(TEST_LIBS)

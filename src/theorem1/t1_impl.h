@@ -3,10 +3,15 @@
  *   instance.c   validation, column normalisation of P, generated instances;
  *   construct.c  route CONSTRUCT: the paper's construction, paper 1,
  *                eqs. (4)-(7), and its trace (doc/mathematics.md §3.2);
- *   decide.c     route DECIDE: the exact criterion (doc/mathematics.md §3.4):
- *                the rank of X, the log-domain residual rho, the rank
- *                condition sigma_{dk+1}(K Pi log P Pi), the distance lower
- *                bound (§3.6);
+ *                the weights of rank dk < rank X from the family
+ *                K Pi log(P) Pi (§3.5);
+ *   xrank.c      the scale of X (powers of two) and its certified rank;
+ *   exact.c      exact facts: Pi in rationals, 1 in the row space,
+ *                bounds on rank(K log P) from the structure of P;
+ *   decide.c     route DECIDE: the exact criterion (doc/mathematics.md §3.4,
+ *                §3.5): the log-domain residual rho, the rank condition
+ *                sigma_{dk+1}(K Pi log P Pi), exact representability and
+ *                the threshold head size, the distance lower bound (§3.6);
  *   refine.c     weights for route DECIDE: the projected construction
  *                truncated to rank dk, then a BFGS best approximation;
  *   check.c      ac_t1_check, a dispatcher of the steps above, and the
@@ -20,6 +25,7 @@
 #define AC_THEOREM1_T1_IMPL_H
 
 #include "attncheck/interval.h"
+#include "core/ac_arb.h"
 #include "attncheck/theorem1.h"
 
 /* What the certificate of C(tol) rests on: the stage and precision of the
@@ -42,12 +48,31 @@ double ac_t1_normalisation_gap(const ac_mat *P);
 int ac_t1_certify_weights(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
                           const ac_mat *P, const double *pre, const ac_t1_opts *o, ac_err *err);
 
-/* The rank of X (decide.c): by a certified left inverse Y (d >= n: Y = X^+
+/* The rank of X (xrank.c): by a certified left inverse Y (d >= n: Y = X^+
  * is kept in *Y and the enclosure of Y X in *YX when the rank is n), else
  * exactly (pivot rows in *piv_out, malloc'ed), else modulo a prime when it
  * is full.  res->rank = -1 if none succeeds. */
 int ac_t1_certify_rank(ac_t1_result *res, ac_mat *Y, ac_imat *YX, size_t **piv_out,
                        const ac_mat *X, const ac_t1_opts *o, ac_err *err);
+
+/* X is scaled by 2^s (xrank.c) only when its largest entry is outside
+ * [2^-AC_T1_SCALE_FREE, 2^AC_T1_SCALE_FREE]. */
+#define AC_T1_SCALE_FREE 64
+
+/* Xs = 2^s X with max|Xs| in [1/2, 1) when X's scale is extreme and the
+ * scaling is exact (else s = 0, Xs = X) (xrank.c). */
+int ac_t1_scale_pow2(ac_mat *Xs, int *s, const ac_mat *X, ac_err *err);
+
+/* Weights of size dk from the family of the exact criterion
+ * (doc/mathematics.md §3.5, construct.c): logits T = K Pi log(P) Pi, truncated
+ * to rank dk by an SVD, factored as Wk = S^{1/2} U' X^+, Wq = sqrt(dk)
+ * S^{1/2} V' X^+.  When 1 is in the row space of X (always for r = n) T
+ * differs from log P + 1c' (c = -Pi log(P)' 1 / n) only by the log-domain
+ * residual and the truncation; with r = n and dk >= n - 1 nothing is
+ * truncated (K log P has rank <= n - 1).  Fills res->Wk, res->Wq and
+ * res->weights_cert (certified against P). */
+int ac_t1_construct_family(ac_t1_result *res, const ac_mat *X, const ac_mat *P, size_t r,
+                           const ac_t1_opts *o, ac_err *err);
 
 /* Route CONSTRUCT, rank X = n <= dk (construct.c): paper 1, Theorem 1.  Y is
  * X^+ when known (computed here otherwise), YX its certified product. */
@@ -59,6 +84,35 @@ int ac_t1_route_construct(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X
  * then weights (refine.c).  piv: r independent rows of X when r < d. */
 int ac_t1_route_decide(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X, const ac_mat *P,
                        const size_t *piv, const ac_t1_opts *o, ac_err *err);
+
+/* The threshold head size when rank X = n (decide.c): hi = n - 1 (the
+ * theorem of doc/mathematics.md §3.5), lo from the certified singular
+ * values of K log P (n <= 512; else lo = 1). */
+void ac_t1_threshold_full_rank(ac_t1_result *res, const ac_mat *P, const ac_t1_opts *o);
+
+/* res->summary for route DECIDE from the final result (decide.c). */
+void ac_t1_decide_summary(ac_t1_result *res, const ac_t1_opts *o);
+
+/* Exact facts (exact.c).  Pi = B'(BB')^-1 B in balls at prec from the r
+ * independent rows B of X (piv; NULL: rows 0..r-1), computed in rationals;
+ * 0 beyond the size budget. */
+int ac_t1_exact_pi(arb_mat_t Pi, const ac_mat *X, const size_t *piv, size_t r, slong prec);
+/* X 1 = 0 exactly. */
+int ac_t1_rows_sum_to_zero(const ac_mat *X);
+/* 1 in the row space of X: 1 proved yes, 0 proved no, -1 unknown. */
+int ac_t1_one_in_row_space(const ac_mat *X, const size_t *piv, size_t r, double budget);
+/* A proved upper bound on rank(K log P) = rank([log P 1]) - 1 (n - 1, the
+ * distinct columns of P, its distinct rows minus 1, the exact rank when every
+ * entry is a power of two); *why names the bound used. */
+long ac_t1_family_rank_upper(const ac_mat *P, double budget, const char **why);
+
+/* 0 < rank X = r < n and every entry of P a power of two: log P = E log 2, E
+ * integer, and the criterion of doc/mathematics.md §3.4 is linear in log P
+ * with rational coefficients, so it is decided in rationals: *rho_zero =
+ * (rho = 0), *famrank = the rank of the family member.  Returns 0 when not
+ * applicable or beyond the budget (n <= 64). */
+int ac_t1_pow2_decide(const ac_mat *X, const size_t *piv, size_t r, const ac_mat *P,
+                      int *rho_zero, long *famrank);
 
 /* Weights for route DECIDE (refine.c): the projected construction with the
  * certified rank r, certified; if that does not prove C(tol), a BFGS

@@ -2,7 +2,9 @@
  * doc/mathematics.md §4.2): g_V built from f_W by padding each head with
  * zero rows and columns and rescaling its query by s = sqrt(dp/(d/h)), so
  * that Vk_i^T Vq_i / sqrt(dp) = Wk_i^T Wq_i / sqrt(d/h).  The rescaling is
- * exact when s is a dyadic rational (embed_scale_of). */
+ * exact when s = p/2^k is a power of two, or dyadic with w(p) d/h <= dp, w(p)
+ * the number of nonzero digits of the non-adjacent form of p
+ * (embed_scale_of; doc/mathematics.md §4.2). */
 #include <config.h>
 
 #include <math.h>
@@ -36,19 +38,26 @@ typedef struct {
     size_t num, den;  /* s^2 = num/den in lowest terms */
     size_t sn, sd;    /* isqrt(num), isqrt(den) */
     int dyadic;       /* s = sn / 2^k exactly */
-    int exps[64];     /* copies c: Vq block c = 2^exps[c] Wq_i, sum_c 2^exps[c] = s */
+    int exps[64];     /* copies c: Vq block c = sgn[c] 2^exps[c] Wq_i, and
+                         sum_c sgn[c] 2^exps[c] = s (the non-adjacent form of sn) */
+    int sgn[64];
+    size_t need;      /* copies the non-adjacent form needs */
+    size_t dh, dp;
     size_t ncopies;   /* > 1: that many copies per head; otherwise one copy times single */
     double single;    /* the multiplier of a single copy */
 } embed_scale;
 
 /* s^2 = dp/dh = num/den in lowest terms; s is a dyadic rational p/2^k iff
- * num = p^2 and den = 4^k.  Then s = sum_c 2^(e_c) (the binary expansion of
- * p, shifted by k), one copy of (Wk_i, 2^(e_c) Wq_i) per power when they fit
- * in dp, else one copy times s; an irrational s is rounded, fl(s). */
+ * num = p^2 and den = 4^k.  Then s = sum_c sgn_c 2^(e_c) (the non-adjacent
+ * form of p, shifted by k), one copy of (Wk_i, sgn_c 2^(e_c) Wq_i) per digit
+ * when they fit in dp, else one copy times s (rounded unless s Wq is exact);
+ * an irrational s is rounded, fl(s). */
 static void embed_scale_of(embed_scale *e, size_t dp, size_t dh)
 {
     size_t g = gcd_size(dp, dh);
     memset(e, 0, sizeof *e);
+    e->dh = dh;
+    e->dp = dp;
     e->num = dp / g;
     e->den = dh / g;
     e->sn = isqrt_size(e->num);
@@ -61,9 +70,18 @@ static void embed_scale_of(embed_scale *e, size_t dp, size_t dh)
         e->single = sqrt((double)dp / (double)dh);
         return;
     }
-    for (int b = 0; b < 63; b++)
-        if ((e->sn >> b) & 1)
-            e->exps[e->ncopies++] = b - k;
+    /* the non-adjacent form: sn = sum_c sgn_c 2^b_c with no two adjacent
+     * nonzero digits, the fewest nonzero signed binary digits (at most the
+     * popcount of sn: 11 = 1011b needs 3 either way, 7 = 111b needs 8 - 1) */
+    unsigned long long p = e->sn;
+    for (int b = 0; p && b < 63; b++, p >>= 1)
+        if (p & 1) {
+            int z = (p & 3) == 3 ? -1 : 1;
+            e->exps[e->ncopies] = b - k;
+            e->sgn[e->ncopies++] = z;
+            p = z > 0 ? p - 1 : p + 1;
+        }
+    e->need = e->ncopies;
     if (e->ncopies * dh > dp) {
         e->single = ldexp((double)e->sn, -k);
         e->ncopies = 0;
@@ -84,7 +102,7 @@ static void embed_head(ac_mh *V, const ac_mh *W, size_t i, const embed_scale *e)
             V->wo[rr * hhV + i * dp + c] = W->wo[rr * hhW + i * dh + c];
     size_t nc = (e->dyadic && e->ncopies > 1) ? e->ncopies : 1;
     for (size_t c = 0; c < nc; c++) {
-        double m = nc > 1 ? ldexp(1.0, e->exps[c]) : e->single;
+        double m = nc > 1 ? e->sgn[c] * ldexp(1.0, e->exps[c]) : e->single;
         for (size_t t = 0; t < dh; t++)
             for (size_t j = 0; j < d; j++) {
                 V->wk[(i * dp + c * dh + t) * d + j] = W->wk[(i * dh + t) * d + j];
@@ -96,12 +114,18 @@ static void embed_head(ac_mh *V, const ac_mh *W, size_t i, const embed_scale *e)
 static void embed_note(char *note, size_t note_len, const embed_scale *e)
 {
     if (e->dyadic && e->ncopies > 1)
-        snprintf(note, note_len, "s = sqrt(dp/(d/h)) = %zu/%zu: %zu copies of (Wk_i, 2^e Wq_i) "
-                 "per head, exact", e->sn, e->sd, e->ncopies);
+        snprintf(note, note_len, "s = sqrt(dp/(d/h)) = %zu/%zu: %zu copies of (Wk_i, +-2^e Wq_i) "
+                 "per head (signed binary digits of %zu): exact unless 2^e Wq over- or underflows "
+                 "(checked below)", e->sn, e->sd, e->ncopies,
+                 e->sn);
+    else if (e->dyadic && e->need > 1)
+        snprintf(note, note_len, "s = sqrt(dp/(d/h)) = %zu/%zu is dyadic, but its %zu signed "
+                 "binary digits need %zu x d/h = %zu rows > dp = %zu: one copy, query "
+                 "multiplied by s in double (exact only where s Wq is a double; checked below)",
+                 e->sn, e->sd, e->need, e->need, e->need * e->dh, e->dp);
     else if (e->dyadic)
-        snprintf(note, note_len, "s = sqrt(dp/(d/h)) = %.17g: query multiplied by s%s", e->single,
-                 (e->single == ldexp(1.0, ilogb(e->single))) ? " (a power of two: exact)"
-                                                            : " (exactness checked below)");
+        snprintf(note, note_len, "s = sqrt(dp/(d/h)) = %.17g: query multiplied by s (a power "
+                 "of two: exact unless s Wq over- or underflows; checked below)", e->single);
     else
         snprintf(note, note_len, "s = sqrt(dp/(d/h)) = sqrt(%zu/%zu) is irrational: query "
                  "multiplied by fl(s) = %.17g, exact only in real arithmetic", e->num, e->den,

@@ -60,7 +60,7 @@ static int heads_agree_at(const ac_mh *W, const ac_mh *V, const ac_mat *X)
 {
     ac_xmat Xx, XT;
     int ans = 1;
-    if (ac_xmat_from_d(&Xx, X->data, X->rows, X->cols, X->cols, 0, 0) != AC_XMAT_OK)
+    if (ac_xmat_from_d(&Xx, X->data, X->rows, X->cols, X->cols, 0, T2_X_BITS) != AC_XMAT_OK)
         return -1;
     ac_xmat_transpose(&XT, &Xx);
     for (size_t i = 0; i < W->h && ans == 1; i++)
@@ -78,119 +78,8 @@ int ac_t2_sample_input(ac_mat *X, size_t d, size_t n, uint64_t seed, size_t k, a
     return st;
 }
 
-/* The relative deviation r = ||g_V(X) - f_W(X)||_F / ||f_W(X)||_F of the
- * embedding check (r = 0 when g = f; +inf when f = 0 != g). */
-typedef struct {
-    const ac_mh *W, *V;
-    const ac_mat *X;
-    double diff_hi;   /* upper bound on ||g - f||_F from the last stage run */
-} dev_ctx;
-
-/* [lo, hi] for r from the bounds dlo <= ||g - f|| <= dhi, flo <= ||f|| <= fhi
- * (all >= 0), rounded outward. */
-static void ratio_bounds(double dlo, double dhi, double flo, double fhi, double *lo, double *hi)
-{
-    if (dhi == 0)
-        *hi = 0; /* g = f at X */
-    else if (flo > 0 && isfinite(dhi))
-        *hi = ac_div_up(dhi, flo);
-    else
-        *hi = INFINITY; /* ||f|| not certified positive: no relative bound */
-    if (!(dlo > 0))
-        *lo = 0;
-    else if (fhi > 0)
-        *lo = ac_div_dn(dlo, fhi); /* 0 when fhi = inf */
-    else
-        *lo = INFINITY; /* f = 0 != g */
-    if (*lo < 0)
-        *lo = 0;
-}
-
-/* Stage 0: both layers enclosed (ac_mh_enclose); per entry the magnitude and
- * the mignitude of g - f and of f, then directed norms. */
-static int dev_stage0(void *vc, double *lo, double *hi, ac_err *err)
-{
-    dev_ctx *c = vc;
-    ac_imat F = {0}, G = {0};
-    int st;
-    *lo = 0;
-    *hi = INFINITY;
-    c->diff_hi = INFINITY;
-    if ((st = t2_enclose_pair(&F, &G, c->W, c->V, c->X, err)))
-        return st;
-    size_t N = F.rows * F.cols, nn = N ? N : 1;
-    double *dm = malloc(nn * sizeof(double)), *du = malloc(nn * sizeof(double));
-    double *fm = malloc(nn * sizeof(double)), *fu = malloc(nn * sizeof(double));
-    if (!dm || !du || !fm || !fu) {
-        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
-        goto out;
-    }
-    if (ac_imat_finite(&F) && ac_imat_finite(&G)) {
-        for (size_t i = 0; i < N; i++) {
-            double gl = ac_imat_lo(&G, i), gh = ac_imat_hi(&G, i);
-            double fl = ac_imat_lo(&F, i), fh = ac_imat_hi(&F, i);
-            double dl = ac_sub_dn(gl, fh), dh = ac_sub_up(gh, fl); /* g - f in [dl, dh] */
-            dm[i] = t2_mig(dl, dh);
-            du[i] = t2_mag(dl, dh);
-            fm[i] = t2_mig(fl, fh);
-            fu[i] = t2_mag(fl, fh);
-        }
-        double dhi = ac_norm2_up(du, N);
-        c->diff_hi = dhi;
-        ratio_bounds(t2_norm2_dn(dm, N), dhi, t2_norm2_dn(fm, N), ac_norm2_up(fu, N), lo, hi);
-    }
-out:
-    free(dm);
-    free(du);
-    free(fm);
-    free(fu);
-    ac_imat_free(&F);
-    ac_imat_free(&G);
-    return st;
-}
-
-/* Ball stages: F, G in Arb from the exact doubles, then the quotient of the
- * Frobenius norms (an indeterminate ball when ||F|| contains 0). */
-static int dev_ball(void *vc, long prec, mpfr_t lo, mpfr_t hi, ac_err *err)
-{
-    dev_ctx *c = vc;
-    slong d = (slong)c->X->rows, n = (slong)c->X->cols;
-    arb_mat_t X, F, G;
-    arb_t nd, nf;
-    arb_mat_init(X, d, n);
-    arb_mat_init(F, d, n);
-    arb_mat_init(G, d, n);
-    arb_init(nd);
-    arb_init(nf);
-    t2_arb_pair(X, F, G, c->W, c->V, c->X, prec);
-    arb_mat_frobenius_norm(nf, F, prec);
-    arb_mat_sub(G, G, F, prec);
-    arb_mat_frobenius_norm(nd, G, prec);
-    double dhi = ac_arb_hi(nd), dlo = ac_arb_lo(nd), flo = ac_arb_lo(nf), fhi = ac_arb_hi(nf);
-    c->diff_hi = dhi;
-    if (arb_is_zero(nd)) {
-        mpfr_set_zero(lo, 1);
-        mpfr_set_zero(hi, 1);
-    } else if (arb_is_positive(nf)) {
-        arb_div(nd, nd, nf, prec);
-        ac_arb_get_interval_mpfr(lo, hi, nd);
-        if (mpfr_sgn(lo) < 0)
-            mpfr_set_zero(lo, 1);
-    } else {
-        /* ||f|| not certified positive: only the lower bound, through doubles */
-        double l, h;
-        ratio_bounds(dlo > 0 ? dlo : 0, dhi, flo > 0 ? flo : 0, fhi, &l, &h);
-        mpfr_set_d(lo, l, MPFR_RNDD);
-        mpfr_set_inf(hi, 1);
-    }
-    arb_clear(nd);
-    arb_clear(nf);
-    arb_mat_clear(X);
-    arb_mat_clear(F);
-    arb_mat_clear(G);
-    (void)err;
-    return AC_OK;
-}
+/* The relative deviation r_k of sample k is t2_dev_ctx's quantity (certify.c):
+ * ||g_V - f_W||_F = ||f_W - g_V||_F. */
 
 #define EMBED_QUANTITY "max over the samples of ||g_V(X) - f_W(X)||_F / ||f_W(X)||_F"
 
@@ -215,11 +104,15 @@ static int embed_sample(ac_t2_embed_result *r, embed_acc *acc, ac_quantity *q, c
     int st;
     if ((st = ac_t2_sample_input(&X, W->d, n, seed, k, err)))
         return st;
-    /* exact: equal value paths and logit matrices, head by head => r = 0 */
-    int agree = heads_agree_at(W, V, &X);
-    dev_ctx dc = {W, V, &X, INFINITY};
+    /* exact: equal as functions, or equal value paths and logit matrices
+     * head by head at X => r = 0 */
+    int agree = r->equal_functions == 1 ? 1 : heads_agree_at(W, V, &X);
+    t2_dev_ctx dc = {W, V, &X, 0, INFINITY, 0, INFINITY, INFINITY};
     q->ctx = &dc;
-    st = ac_decide(&c, q, AC_LE, r->tol, sched, err);
+    ac_schedule sa;
+    if (sched)
+        sa = t2_sched_adapt(sched, W, V, &X);
+    st = ac_decide(&c, q, AC_LE, r->tol, sched ? &sa : NULL, err);
     ac_mat_free(&X);
     if (st)
         return st;
@@ -269,11 +162,17 @@ static int embed_combine(ac_t2_embed_result *r, const embed_acc *acc, const ac_q
     r->rel_hi = acc->max_hi;
     r->exact = r->equal_samples == r->samples;
     if (r->refuted_sample) {
-        const ac_cert *c = &acc->refute;
+        /* the enclosure of the max over the samples (its lower bound is at
+         * least the refuting sample's, so it is > tol as well) */
         r->verdict = AC_REFUTED;
-        ac_cert_set(&r->cert, EMBED_QUANTITY, AC_LE, tol, c->stage, c->prec, c->lo, c->hi,
-                    c->method);
+        ac_cert_set(&r->cert, EMBED_QUANTITY, AC_LE, tol, acc->top_stage, acc->top_prec,
+                    acc->max_lo, acc->max_hi,
+                    acc->top_stage >= 1 ? q->method_ball : q->method0);
         r->cert.seconds = acc->secs;
+        if (r->cert.verdict != AC_REFUTED)
+            return ac_err_set(err, AC_EINTERNAL, "embedding check: sample %zu exceeds tol but "
+                              "the enclosure [%g, %g] of the max does not (report a bug)",
+                              r->refuted_sample, acc->max_lo, acc->max_hi);
     } else if (r->exact) {
         r->verdict = AC_PROVED;
         ac_cert_set(&r->cert, EMBED_QUANTITY, AC_LE, tol, AC_STAGE_EXACT, 0, 0.0, 0.0,
@@ -303,7 +202,13 @@ static void embed_summary(ac_t2_embed_result *r, const ac_schedule *sched)
     size_t samples = r->samples;
     char tb[32];
     snprintf(tb, sizeof tb, "%.3g", r->tol);
-    if (r->verdict == AC_PROVED && r->exact)
+    if (r->verdict == AC_PROVED && r->exact && r->params_identical != 1 &&
+        r->equal_functions == 1)
+        snprintf(r->summary, sizeof r->summary,
+                 "g_V = f_W for every X, exactly: not head by head, but every class of heads "
+                 "with equal logit matrices has equal sums of value paths (e.g. heads in "
+                 "another order); so the deviation is 0 on all %zu sample inputs", samples);
+    else if (r->verdict == AC_PROVED && r->exact)
         snprintf(r->summary, sizeof r->summary,
                  "g_V(X) = f_W(X) exactly on all %zu sample inputs (head by head: equal value "
                  "paths and equal logits), so ||g - f||_F <= tol ||f||_F with deviation 0; the "
@@ -314,14 +219,15 @@ static void embed_summary(ac_t2_embed_result *r, const ac_schedule *sched)
         snprintf(r->summary, sizeof r->summary,
                  "||g_V(X) - f_W(X)||_F <= %.3g ||f_W(X)||_F on all %zu sample inputs "
                  "(certified; tol = %s), %zu of them equal exactly; not exact: the parameters "
-                 "are %s head by head (e.g. the double V rounds an irrational rescaling)",
+                 "are %s head by head (e.g. the double V rounds the rescaled query s Wq)",
                  r->rel_hi, samples, tb, r->equal_samples,
                  r->params_identical == 0 ? "not equal" : "not known to be equal");
     else if (r->verdict == AC_REFUTED)
         snprintf(r->summary, sizeof r->summary,
-                 "at sample %zu the relative deviation ||g_V(X) - f_W(X)||_F / ||f_W(X)||_F >= "
-                 "%.3g > tol = %s (certified): g_V is not the embedding of f_W to the precision "
-                 "of the weights", r->refuted_sample, r->cert.lo, tb);
+                 "the relative deviation ||g_V(X) - f_W(X)||_F / ||f_W(X)||_F exceeds tol = %s "
+                 "(certified; max over the samples >= %.3g, first beyond tol: sample %zu); this "
+                 "says only that the deviation is above tol, which may be the rounding of the "
+                 "weights, not that g_V fails to embed f_W", tb, r->cert.lo, r->refuted_sample);
     else
         snprintf(r->summary, sizeof r->summary,
                  "%zu of %zu samples proved within tol = %s; sample %zu could neither be proved "
@@ -352,7 +258,12 @@ static int embed_check(ac_t2_embed_result *r, const ac_mh *W, const ac_mh *V, si
                           tol);
     if ((st = ac_t2_identical(&r->params_identical, W, V, err)))
         return st;
-    ac_quantity q = {"||g_V(X) - f_W(X)||_F / ||f_W(X)||_F", dev_stage0, dev_ball, NULL, NULL,
+    /* equal as functions (the class-sum criterion, e.g. heads in another
+     * order): every sample is then exactly equal */
+    char note[240];
+    if (t2_equal_functions(&r->equal_functions, W, V, n, note, sizeof note))
+        return ac_err_set(err, AC_EINTERNAL, "out of memory");
+    ac_quantity q = {"||g_V(X) - f_W(X)||_F / ||f_W(X)||_F", t2_dev_stage0, t2_dev_ball, NULL, NULL,
                      "interval products in double (gamma_k bound) + rigorous softmax, directed "
                      "norms and quotient",
                      "Arb ball arithmetic from the exact doubles", NULL};

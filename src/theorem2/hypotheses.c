@@ -24,10 +24,10 @@ static int x_product(ac_xmat *x, const double *a, size_t a_rows, size_t a_cols, 
                      int ta, const double *b, size_t b_rows, size_t b_cols, size_t ldb)
 {
     ac_xmat A, B;
-    int st = ac_xmat_from_d(&A, a, a_rows, a_cols, lda, ta, 0);
+    int st = ac_xmat_from_d(&A, a, a_rows, a_cols, lda, ta, T2_X_BITS);
     if (st)
         return st;
-    if ((st = ac_xmat_from_d(&B, b, b_rows, b_cols, ldb, 0, 0))) {
+    if ((st = ac_xmat_from_d(&B, b, b_rows, b_cols, ldb, 0, T2_X_BITS))) {
         ac_xmat_clear(&A);
         return st;
     }
@@ -197,8 +197,8 @@ static void hyp_u_rank(ac_t2_hyp *hyp, const ac_mh *V, const ac_xmat *U1, int ha
         return;
     }
     ac_xmat K1, Q1;
-    int okk = ac_xmat_from_d(&K1, V->wk, dp, d, d, 0, 0) == AC_XMAT_OK;
-    int okq = okk && ac_xmat_from_d(&Q1, V->wq, dp, d, d, 0, 0) == AC_XMAT_OK;
+    int okk = ac_xmat_from_d(&K1, V->wk, dp, d, d, 0, T2_X_BITS) == AC_XMAT_OK;
+    int okq = okk && ac_xmat_from_d(&Q1, V->wq, dp, d, d, 0, T2_X_BITS) == AC_XMAT_OK;
     if (okq && ac_xmat_rank_modp(&K1) == (slong)dp && ac_xmat_rank_modp(&Q1) == (slong)dp) {
         hyp->u_rank = AC_PROVED;
         hyp->u_rank_value = (long)dp;

@@ -32,6 +32,7 @@ void ac_t2_opts_default(ac_t2_opts *o)
     o->optimize = 60;
     o->sched = ac_schedule_default();
     o->threads = 1;
+    o->tol = AC_T2_TOL_DEFAULT;
     o->wname = "f_W";
     o->vname = "g_V";
 }
@@ -94,6 +95,8 @@ static int sep_copy(ac_t2_sep *dst, const ac_t2_sep *src, ac_err *err)
 typedef struct {
     ac_t2_result *res;
     const ac_mh *W, *V;
+    const ac_mh *Wd, *Vd; /* the layers of the double estimates (W, V, or both with Wo
+                             scaled by one power of two: estimate_scale) */
     size_t n;
     const ac_t2_opts *o;
     int threads, kase;
@@ -137,9 +140,9 @@ static int search_stage0(t2_search *s, ac_err *err)
     int st;
     for (size_t i = 0; i < s->L.n; i++) {
         ac_t2_sep *c = &s->L.v[i];
-        if (!(c->est_gap > 0))
+        if (c->est_gap == 0) /* NaN / inf (overflow in double) are still tried */
             continue;
-        if ((st = ac_t2_certify(c, s->W, s->V, NULL, err)))
+        if ((st = ac_t2_certify(c, s->W, s->V, NULL, s->o->tol, err)))
             return st;
         if (c->cert.verdict == AC_PROVED) {
             s->res->ncert++;
@@ -160,12 +163,12 @@ static int search_case_full(t2_search *s, ac_err *err)
     if (s->kase < 1 || s->kase > 3 || s->bycase)
         return AC_OK;
     for (size_t i = 0; i < s->L.n; i++)
-        if (s->L.v[i].construction == s->kase && s->L.v[i].est_gap > 0 &&
+        if (s->L.v[i].construction == s->kase && s->L.v[i].est_gap != 0 &&
             (!top || s->L.v[i].est_rel > top->est_rel))
             top = &s->L.v[i];
     if (!top)
         return AC_OK;
-    if ((st = ac_t2_certify(top, s->W, s->V, &s->o->sched, err)))
+    if ((st = ac_t2_certify(top, s->W, s->V, &s->o->sched, s->o->tol, err)))
         return st;
     if (top->cert.verdict == AC_PROVED) {
         s->res->ncert++;
@@ -202,9 +205,9 @@ static int certify_multimin(t2_search *s, ac_t2_sep *c, ac_err *err)
     c->est_rel = t2_gap_eval(&s->g, &c->X, &c->est_gap, NULL, NULL);
     if (!(c->est_gap > 0))
         return AC_OK;
-    if ((st = ac_t2_certify(c, s->W, s->V, NULL, err)))
+    if ((st = ac_t2_certify(c, s->W, s->V, NULL, s->o->tol, err)))
         return st;
-    if (c->cert.verdict != AC_PROVED && (st = ac_t2_certify(c, s->W, s->V, &s->o->sched, err)))
+    if (c->cert.verdict != AC_PROVED && (st = ac_t2_certify(c, s->W, s->V, &s->o->sched, s->o->tol, err)))
         return st;
     if (c->cert.verdict == AC_PROVED)
         s->res->ncert++;
@@ -232,7 +235,7 @@ static int search_multimin(t2_search *s, ac_err *err)
         return ac_err_set(err, AC_EINTERNAL, "out of memory");
     }
     c->construction = AC_T2_CON_OPT;
-    double r1 = t2_maximise_gap(&c->X, s->W, s->V, &X0, s->o->optimize, s->threads,
+    double r1 = t2_maximise_gap(&c->X, s->Wd, s->Vd, &X0, s->o->optimize, s->threads,
                                 &res->opt_evals, NULL);
     ac_mat_free(&X0);
     if (r1 >= 0 && c->X.data) {
@@ -264,13 +267,13 @@ static int search_full_precision(t2_search *s, ac_err *err)
         ac_t2_sep *top = NULL;
         for (size_t i = 0; i < s->L.n; i++) {
             ac_t2_sep *c = &s->L.v[i];
-            if (c->est_gap > 0 && c->cert.verdict != AC_PROVED &&
+            if (c->est_gap != 0 && c->cert.verdict != AC_PROVED &&
                 (!top || c->est_rel > top->est_rel))
                 top = c;
         }
         if (!top)
             break;
-        if ((st = ac_t2_certify(top, s->W, s->V, &s->o->sched, err)))
+        if ((st = ac_t2_certify(top, s->W, s->V, &s->o->sched, s->o->tol, err)))
             return st;
         if (top->cert.verdict == AC_PROVED) {
             s->res->ncert++;
@@ -372,40 +375,112 @@ static void failing_hypotheses(char *buf, size_t n, const ac_t2_hyp *hy)
                                   verdict_word(v[i]) );
 }
 
-/* res->summary: what the verdict means for Theorem 2, given its hypotheses */
-static void write_summary(ac_t2_result *res)
+/* x to 3 significant digits, rounded down (a printed lower bound never
+ * exceeds the bound: 0.99996 prints as 0.999, not 1) */
+static void fmt_lo(char *buf, size_t n, double x)
 {
-    char fails[200], b1[64];
+    snprintf(buf, n, "%.3g", x);
+    if (!(x > 0) || !isfinite(x) || strtod(buf, NULL) <= x)
+        return;
+    double e = pow(10.0, floor(log10(x)) - 2);
+    snprintf(buf, n, "%.3g", floor(x / e) * e);
+    if (strtod(buf, NULL) > x) /* one more step down, for the rounding of x / e */
+        snprintf(buf, n, "%.3g", (floor(x / e) - 1) * e);
+}
+
+/* res->summary: what the verdict means for Theorem 2, given its hypotheses */
+static void write_summary(ac_t2_result *res, double tol)
+{
+    char fails[200], b1[32], b2[32], bt[32];
     failing_hypotheses(fails, sizeof fails, &res->hyp);
-    snprintf(b1, sizeof b1, "%.3g", res->best.cert.lo);
+    fmt_lo(b1, sizeof b1, res->best.gap_lo);
+    fmt_lo(b2, sizeof b2, res->best.cert.lo);
+    snprintf(bt, sizeof bt, "%.3g", tol);
     if (res->verdict == AC_PROVED && res->hyp.applies == AC_PROVED)
         snprintf(res->summary, sizeof res->summary,
-                 "Theorem 2 applies (every hypothesis proved) and f_W is separated from g_V "
-                 "at the X found: ||f_W(X) - g_V(X)||_F >= %s, relative gap >= %.3g (%s; "
-                 "best X from %s)", b1, res->best.rel_lo, ac_t2_case_name(res->cls.kase),
+                 "Theorem 2's hypotheses are proved (its conclusion: every f_W is separated "
+                 "from this g_V); checked for this f_W: ||f_W(X) - g_V(X)||_F >= %s and >= %s "
+                 "||f_W(X)||_F > tol ||f_W(X)||_F, tol = %s, at the X found (%s; best X from "
+                 "%s)", b1, b2, bt, ac_t2_case_name(res->cls.kase),
                  ac_t2_construction_name(res->best.construction));
     else if (res->verdict == AC_PROVED)
         snprintf(res->summary, sizeof res->summary,
-                 "f_W is separated from g_V at the X found (||f_W(X) - g_V(X)||_F >= %s): a "
-                 "fact about these two layers; Theorem 2 itself says nothing here, because "
-                 "its hypotheses are not all proved (%.150s)", b1, fails);
+                 "f_W is separated from g_V at the X found (||f_W(X) - g_V(X)||_F >= %s "
+                 "||f_W(X)||_F > tol ||f_W(X)||_F, tol = %s): a fact about these two layers; "
+                 "Theorem 2 itself says nothing here, because its hypotheses are not all "
+                 "proved (%.90s)", b2, bt, fails);
     else if (res->verdict == AC_REFUTED)
         snprintf(res->summary, sizeof res->summary,
-                 "no X separates f_W from g_V: they are equal head by head (exact: "
-                 "Vo_i Vv_i = Wo_i Wv_i and U_i/sqrt(dp) = Wk_i'Wq_i/sqrt(d/h)); %s",
-                 res->hyp.applies == AC_PROVED
+                 "no X separates f_W from g_V: they are the same function (%.320s); %s",
+                 res->identity_note, res->hyp.applies == AC_PROVED
                      ? "this contradicts Theorem 2, whose hypotheses were proved: report a bug"
                      : "consistent with Theorem 2, whose hypotheses fail");
     else if (res->hyp.applies == AC_PROVED)
         snprintf(res->summary, sizeof res->summary,
-                 "the theorem's hypotheses hold, so some X separates f_W from g_V, but none "
-                 "of the %zu candidates could be certified (the differences are below what "
-                 "the precision schedule resolves)", res->ncand);
+                 "the theorem's hypotheses hold, so some X has f_W(X) != g_V(X), but none of "
+                 "the %zu candidates was certified with ||f_W(X) - g_V(X)||_F > tol "
+                 "||f_W(X)||_F, tol = %s (the differences may all be below tol, or below what "
+                 "the precision schedule resolves)", res->ncand, bt);
     else
         snprintf(res->summary, sizeof res->summary,
-                 "no separating X was certified among %zu candidates; the hypotheses of "
-                 "Theorem 2 are not all proved (%s), so f_W and g_V may be equal; that is not "
-                 "concluded from a failed search", res->ncand, fails);
+                 "no X was certified with ||f_W(X) - g_V(X)||_F > tol ||f_W(X)||_F (tol = %s) "
+                 "among %zu candidates; the hypotheses of Theorem 2 are not all proved (%.80s); "
+                 "%s", bt, res->ncand, fails,
+                 res->identical == 0 && res->n_tokens == 1
+                     ? "S_W != S_V exactly, so f_W != g_V, but the difference was not certified "
+                       "above tol"
+                     : "f_W and g_V may be equal; that is not concluded from a failed search");
+}
+
+/* ---- double estimates at any scale ---------------------------------------- */
+
+/* log2 of the largest |Wo_i| |Wv_i| (entries) of a layer; -inf for 0 */
+static double lg_value(const ac_mh *L)
+{
+    double best = -INFINITY;
+    size_t d = L->d, hs = L->hs, hh = L->h * hs;
+    for (size_t i = 0; i < L->h; i++) {
+        double o = 0, v = 0;
+        for (size_t r = 0; r < d; r++)
+            for (size_t c = 0; c < hs; c++)
+                o = fmax(o, fabs(L->wo[r * hh + i * hs + c]));
+        for (size_t k = 0; k < hs * d; k++)
+            v = fmax(v, fabs(L->wv[i * hs * d + k]));
+        if (o > 0 && v > 0 && isfinite(o) && isfinite(v))
+            best = fmax(best, log2(o) + log2(v));
+    }
+    return best;
+}
+
+/* Outputs are linear in Wo: f with Wo scaled by 2^k is 2^k f, and the ratios
+ * the search maximises do not change.  When the value paths are so small or
+ * large that the double outputs would underflow or overflow (outputs near
+ * 1e-320 or 1e300), the double estimates run on copies with Wo of both
+ * layers scaled by one power of two that brings the largest |Wo_i||Wv_i| to
+ * about 1; the certificates always use the given layers (their ball stages
+ * have no exponent range).  *scaled = 1 when Ws, Vs were filled (the
+ * caller frees them). */
+static int estimate_scale(int *scaled, ac_mh *Ws, ac_mh *Vs, const ac_mh *W, const ac_mh *V,
+                          ac_err *err)
+{
+    double lg = fmax(lg_value(W), lg_value(V));
+    int st;
+    *scaled = 0;
+    if (!isfinite(lg) || fabs(lg) < 256)
+        return AC_OK;
+    int k = (int)-lround(lg);
+    if ((st = ac_mh_copy(Ws, W, err)))
+        return st;
+    if ((st = ac_mh_copy(Vs, V, err))) {
+        ac_mh_free(Ws);
+        return st;
+    }
+    *scaled = 1;
+    for (size_t t = 0; t < W->d * W->h * W->hs; t++)
+        Ws->wo[t] = ldexp(Ws->wo[t], k);
+    for (size_t t = 0; t < V->d * V->h * V->hs; t++)
+        Vs->wo[t] = ldexp(Vs->wo[t], k);
+    return AC_OK;
 }
 
 /* ---- ac_t2_separate ------------------------------------------------------- */
@@ -430,10 +505,17 @@ static int decide_exactly(ac_t2_result *res, const ac_mh *W, const ac_mh *V, siz
         return st;
     if (n == 0)
         return ac_err_set(err, AC_EUSAGE, "X needs n >= 1 tokens");
+    if (!(o->tol >= 0) || !isfinite(o->tol))
+        return ac_err_set(err, AC_EUSAGE, "separation: tolerance %g must be finite and >= 0",
+                          o->tol);
+    res->n_tokens = n;
+    res->tol = o->tol;
     if ((st = ac_t2_hypotheses(&res->hyp, V, n, err)) ||
-        (st = ac_t2_identical(&res->identical, W, V, err)) ||
         (st = ac_t2_classify(&res->cls, W, V, err)))
         return st;
+    if (t2_equal_functions(&res->identical, W, V, n, res->identity_note,
+                           sizeof res->identity_note))
+        return ac_err_set(err, AC_EINTERNAL, "out of memory");
     return AC_OK;
 }
 
@@ -442,7 +524,8 @@ static int separate(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
 {
     ac_t2_opts defaults;
     t2_search s;
-    int st, have_g = 0;
+    ac_mh Ws = {0}, Vs = {0};
+    int st, have_g = 0, scaled = 0;
     double t0 = ac_seconds();
     result_init(res);
     if (!opts) {
@@ -453,8 +536,8 @@ static int separate(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
         return st;
     memset(&s, 0, sizeof s);
     s.res = res;
-    s.W = W;
-    s.V = V;
+    s.W = s.Wd = W;
+    s.V = s.Vd = V;
     s.n = n;
     s.o = opts;
     s.threads = threads;
@@ -462,23 +545,35 @@ static int separate(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
     if (res->identical == 1 && !opts->search_if_identical) {
         res->verdict = AC_REFUTED;
     } else {
-        if ((st = t2_gap_ws_init(&s.g, W, V, n, threads, err)))
+        if ((st = estimate_scale(&scaled, &Ws, &Vs, W, V, err)))
+            goto out;
+        if (scaled) {
+            s.Wd = &Ws;
+            s.Vd = &Vs;
+        }
+        if ((st = t2_gap_ws_init(&s.g, s.Wd, s.Vd, n, threads, err)))
             goto out;
         have_g = 1;
         if ((st = search_run(&s, err)))
             goto out;
     }
     if (res->verdict == AC_REFUTED)
-        ac_cert_set(&res->best.cert, "||f_W(X) - g_V(X)||_F for every X", AC_GT, 0.0,
+        ac_cert_set(&res->best.cert, "||f_W(X) - g_V(X)||_F / ||f_W(X)||_F for every X",
+                    AC_GT, opts->tol,
                     AC_STAGE_EXACT, 0, 0.0, 0.0,
-                    "exact head-by-head identity of the products (dyadic rationals)");
+                    res->n_tokens == 1 ? "exact: n = 1 and S_W = S_V (dyadic rationals)"
+                    : "exact class sums of value paths over equal logits (dyadic rationals)");
     if ((opts->trace && (st = search_trace(&s, err))) ||
         (opts->audit && (st = search_audit(&s, err))))
         goto out;
-    write_summary(res);
+    write_summary(res, opts->tol);
 out:
     if (have_g)
         t2_gap_ws_free(&s.g);
+    if (scaled) {
+        ac_mh_free(&Ws);
+        ac_mh_free(&Vs);
+    }
     cand_free(&s.L);
     res->seconds = ac_seconds() - t0;
     return st;
@@ -510,6 +605,9 @@ void ac_t2_result_free(ac_t2_result *res)
         return;
     ac_t2_sep_free(&res->best);
     ac_t2_sep_free(&res->by_case);
+    free(res->audit.dep_vec);
+    free(res->audit.v2_v);
+    res->audit.dep_vec = res->audit.v2_v = NULL;
 }
 
 ac_verdict ac_t2_case_verdict(const ac_t2_result *res, ac_t2_case kase)

@@ -46,6 +46,12 @@ enum {
 
 /* ---- exact parts of a layer (hypotheses.c; dyadic.h) ---------------------- */
 
+/* Bit budget of the exact conversions of this module: every finite double
+ * is m 2^e with |m| < 2^53 and -1074 <= e <= 971, so a matrix of finite
+ * doubles spans at most 53 + 971 + 1074 = 2098 bits; with this budget every
+ * finite input is converted (decided exactly), whatever its scale. */
+#define T2_X_BITS 2112
+
 /* S = Wo_cat Wv_stack = sum_i Wo_i Wv_i (d x d) */
 int t2_x_S(ac_xmat *S, const ac_mh *L);
 /* A_i = Wk_i^T Wq_i (d x d) */
@@ -57,6 +63,18 @@ typedef int (*t2_x_part)(ac_xmat *A, const ac_mh *L, size_t i);
 /* a = part(W, i), b = part(V, i): 1, or 0 when either is too wide for
  * exact arithmetic (then nothing is left to clear). */
 int t2_x_pair(ac_xmat *a, ac_xmat *b, t2_x_part part, const ac_mh *W, const ac_mh *V, size_t i);
+
+/* ---- equality as functions (identity.c; doc/mathematics.md §4.9) ---------- */
+
+/* Decide f_W = g_V for every X with n tokens by the class-sum criterion:
+ * group the heads of both layers by their logit matrix (A_i/sqrt(d/h),
+ * U_j/sqrt(dp), compared exactly), drop heads with a zero value path, and
+ * compare the sums of the value paths in every class (exactly); for n = 1,
+ * S_W = S_V.  *same = 1: equal for every X (proved); 0: the criterion fails
+ * (for n = 1 this proves f_W != g_V; for n >= 2 see §4.9); -1 never with
+ * finite input (T2_X_BITS).  note (>= 160 bytes) says how. */
+int t2_equal_functions(int *same, const ac_mh *W, const ac_mh *V, size_t n, char *note,
+                       size_t len);
 
 /* ---- random vectors (construct.c) ---------------------------------------- */
 
@@ -83,6 +101,32 @@ double t2_gap_eval(t2_gap_ws *g, const ac_mat *X, double *gap, double *nf, doubl
 /* Lower bound on sqrt(sum m_i^2) over nonnegative m_i, rounded down
  * (doc/mathematics.md §2.3). */
 double t2_norm2_dn(const double *m, size_t N);
+
+/* r = ||f_W(X) - g_V(X)||_F / ||f_W(X)||_F at one X (certify.c): the
+ * quantity of the separation certificate (r > tol) and of the embedding
+ * check (r <= tol).  The stages record the enclosures of the last stage run:
+ * diff_lo <= ||f - g||_F <= diff_hi, f_lo <= ||f||_F <= f_hi, ||g||_F <= g_hi. */
+typedef struct {
+    const ac_mh *W, *V;
+    const ac_mat *X;
+    double diff_lo, diff_hi, f_lo, f_hi, g_hi;
+} t2_dev_ctx;
+int t2_dev_stage0(void *ctx, double *lo, double *hi, ac_err *err);
+int t2_dev_ball(void *ctx, long prec, mpfr_t lo, mpfr_t hi, ac_err *err);
+/* [lo, hi] for r from the norm bounds (0 when f = g, +inf when f = 0 != g) */
+void t2_ratio_bounds(double dlo, double dhi, double flo, double fhi, double *lo, double *hi);
+
+/* The ball stages of sched (returned unchanged when it has none), with one
+ * more stage when the logits at X need more bits than its last: a logit of
+ * magnitude 2^b is known to absolute accuracy ~1 only at precision > b, so
+ * the stage added has b + T2_PREC_MARGIN bits (b from Cauchy-Schwarz
+ * bounds of both layers, computed in logarithms), rounded up to a multiple
+ * of 64 and at most T2_PREC_CAP (beyond every logit of finite doubles with
+ * |X| < 2^1024 and d < 2^32).  doc/mathematics.md §4.10. */
+#define T2_PREC_MARGIN 192
+#define T2_PREC_CAP 8704
+ac_schedule t2_sched_adapt(const ac_schedule *s, const ac_mh *W, const ac_mh *V,
+                           const ac_mat *X);
 
 /* The mignitude (least |x|) and the magnitude (largest |x|) of [lo, hi]. */
 static inline double t2_mig(double lo, double hi)

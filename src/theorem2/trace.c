@@ -245,7 +245,23 @@ static void trace_case1(ac_t2_result *res, const ac_mh *W, const ac_mh *V, const
     slong prec = t->prec;
     arb_mat_t SX;
     arb_t r;
+    int equal = 1; /* X = v 1' exactly (X is exact in t->X) */
     trace_case1_sw_sv(res, W, V, t);
+    for (slong i = 0; i < t->d && equal; i++)
+        for (slong j = 1; j < t->n && equal; j++)
+            equal = arb_equal(arb_mat_entry(t->X, i, j), arb_mat_entry(t->X, i, 0));
+    if (equal) {
+        /* the identity itself, no enclosure of the layers: every logit column
+         * X'A x_j = (v'Av) 1 is constant, so every softmax is exactly uniform
+         * (huge logits cost nothing) */
+        add_step(res, "X = v 1': every logit column is constant, softmax uniform, f_W(X) = "
+                 "S_W X", "||f_W(X) - S_W X||_F", 0, 0, AC_STAGE_EXACT, 0,
+                 "an identity for equal columns, whatever the logits (doc/mathematics.md "
+                 "§4.4)");
+        add_step(res, "likewise g_V(X) = S_V X", "||g_V(X) - S_V X||_F", 0, 0, AC_STAGE_EXACT,
+                 0, "so f_W(X) - g_V(X) = (S_W - S_V) v 1' exactly");
+        return;
+    }
     arb_mat_init(SX, t->d, t->n);
     arb_init(r);
     arb_S_apply(SX, W, t->X, prec);
@@ -482,10 +498,10 @@ int t2_trace(ac_t2_result *res, const ac_mh *W, const ac_mh *V, const ac_t2_sep 
     }
     /* the final inequality: the certificate of this X */
     if (!st)
-        add_step(res, "f_W(X) != g_V(X)", "||f_W(X) - g_V(X)||_F", cand->cert.lo, cand->cert.hi,
-                 cand->cert.stage, cand->cert.prec,
-                 cand->cert.verdict == AC_PROVED ? "> 0: separated at this X"
-                                                 : "not certified positive");
+        add_step(res, "f_W(X) != g_V(X), beyond tol", "||f_W(X) - g_V(X)||_F / ||f_W(X)||_F",
+                 cand->cert.lo, cand->cert.hi, cand->cert.stage, cand->cert.prec,
+                 cand->cert.verdict == AC_PROVED ? "> tol: separated at this X"
+                                                 : "not certified above tol");
     trace_ctx_clear(&t);
     return st;
 }
