@@ -119,6 +119,9 @@ nb = 0
 for r, row in zip(rows, j['rows']):
     v = r.split()
     assert int(v[1]) == col[row['expected']] and int(v[2]) == col[row['verdict']], (r, row)
+    colour = (0xff7f0e if 'error' in row or row['verdict'] == 'UNDECIDED'
+              else 0x2ca02c if row['verdict'] == row['expected'] else 0xd62728)
+    assert int(v[3]) == colour, (r, row)
     m = re.findall(r'(<=|>=)\s*([-+0-9.eE]+)', row['bound'])
     if m and float(m[-1][1]) > 0 and 'error' not in row:
         rel, val = m[-1]

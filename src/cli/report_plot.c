@@ -130,6 +130,9 @@ static void write_script(FILE *f, void *ctx)
     fprintf(f, "set yrange [%g:-0.6]\nset tmargin at screen 0.90\n"
                "set bmargin at screen 0.20\nset grid ytics\nset tics front\nset ytics nomirror\n",
             (double)rep->n - 0.4);
+    fputs("set label 1 'verdict found: green as predicted, red contradicting, orange "
+          "undecided or not run' at screen 0.5, 0.935 center font ',10'\n",
+          f);
     /* left: verdict against expectation */
     write_row_tics(f, rep);
     fputs("set lmargin at screen 0.37\nset rmargin at screen 0.62\n"
@@ -137,13 +140,13 @@ static void write_script(FILE *f, void *ctx)
           "set grid xtics\nset xlabel 'verdict'\n"
           "set key at screen 0.37, 0.085 left top vertical box reverse Left samplen 1\n"
           "plot $data using 2:1 with points pt 6 ps 2.2 lc rgb '#444444' "
-          "title 'predicted', \\\n"
+          "title 'verdict predicted', \\\n"
           "     $data using 3:1:4 with points pt 7 ps 1.2 lc rgb variable "
-          "title 'found: green as predicted, red contradicting, orange undecided'\n",
+          "title 'verdict found'\n",
           f);
     /* right: the certified bounds */
     fputs("set lmargin at screen 0.65\nset rmargin at screen 0.97\n"
-          "set ytics 1 format ''\nunset grid\nset grid xtics ytics\n"
+          "set ytics 1 format ''\nunset grid\nset grid xtics ytics\nunset label 1\n"
           "set xlabel 'certified bound (each row its own quantity)'\n"
           "set key at screen 0.65, 0.085 left top vertical box reverse Left samplen 1\n",
           f);
