@@ -317,10 +317,10 @@ static int run_steps(ac_trainer *tr, const train_run_opts *o, run_state *run)
     train_progress *rs = &run->rs;
     int st;
     run->last = o->have_stop ? o->stop_at : c->steps;
+    if (o->plot && (st = plot_open(o, run))) /* before anything is printed */
+        return st;
     if (!o->quiet && !o->json)
         train_print_header(tr, run->last, run->nthreads);
-    if (o->plot && (st = plot_open(o, run)))
-        return st;
     if (o->log && (st = train_log_open(rs, o)))
         return st;
     rs->bar = !o->quiet && isatty(2);
