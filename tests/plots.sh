@@ -148,6 +148,9 @@ for h in 1 2 3 4 6 8 12 16; do
     echo "$tics" | grep -q "'$h' $h\\b" || err "condition plot: no x tic at h = $h ($tics)"
 done
 grep -q '^set bmargin' "$work/script.gp" || err "condition plot: no room kept for the x label"
+# the data rows in increasing h, whatever the order of --heads
+hs=$(sed -n '/^\$data << EOD$/,/^EOD$/p' "$work/script.gp" | awk 'NF > 1 && $1 != "$data" { printf "%s ", $1 }')
+[ "$hs" = "1 2 3 4 6 8 12 16 " ] || err "condition plot: data rows not in increasing h: $hs"
 # the tic labels and the x label are drawn (text of the SVG)
 "$PYTHON3" - "$work/c.svg" <<'PY' || err "condition SVG lacks tic labels or the x label"
 import sys, xml.dom.minidom

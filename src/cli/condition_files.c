@@ -129,8 +129,17 @@ void cond_write_gnuplot_script(FILE *f, const cond_args *a, const ac_cond_result
     cli_gp_quote(f, out);
     /* NaN marks an undefined value: lines break there */
     fputs("\n$data << EOD\n", f);
+    /* the rows in increasing h (--heads may be in any order): the curves
+     * then join neighbouring h */
+    size_t done = 0, prev = 0;
     for (size_t i = 0; i < nh; i++) {
-        const ac_cond_result *r = &res[i];
+        size_t m = nh; /* the smallest h above prev */
+        for (size_t j = 0; j < nh; j++)
+            if ((!done || res[j].h > prev) && (m == nh || res[j].h < res[m].h))
+                m = j;
+        prev = res[m].h;
+        done = 1;
+        const ac_cond_result *r = &res[m];
         const ac_rmt_pred *p = &r->pred;
         fprintf(f, "%zu", r->h);
         cli_gp_val(f, r->st.median);
