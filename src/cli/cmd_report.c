@@ -8,7 +8,9 @@
 #include "attncheck/blas.h"
 #include "cli.h"
 #include "json_contract.h"
+#include "plot.h"
 #include "rep_learn.h"
+#include "report_plot.h"
 #include "separate_student.h"
 
 const char cmd_report_help[] =
@@ -21,21 +23,24 @@ const char cmd_report_help[] =
     "  --seed S      seed of the generated instances (default 1)\n"
     "  --quick       smaller instances (for a fast smoke test)\n"
     "  --json        print one JSON object with every row\n"
+    "  --plot FILE   the summary figure (.svg, .png or .pdf) with gnuplot: per row\n"
+    "                the verdict against the predicted one, the certified bound\n"
     "  --threads N   number of BLAS threads\n"
     "  -h, --help    show this help\n"
     "\n"
     "Exit status: 0 every verdict is the one the theory predicts, 1 some verdict\n"
     "contradicts it, 2 some check was undecided or could not run (and none\n"
     "contradicts), 64 usage error, 70 internal error, 73 the table cannot be\n"
-    "written to standard output.\n";
+    "written to standard output or the --plot file cannot be created.\n";
 
-enum { OPT_SEED = 256, OPT_QUICK, OPT_JSON, OPT_THREADS };
+enum { OPT_SEED = 256, OPT_QUICK, OPT_JSON, OPT_THREADS, OPT_PLOT };
 
 static const struct option long_opts[] = {
     {"seed", required_argument, NULL, OPT_SEED},
     {"quick", no_argument, NULL, OPT_QUICK},
     {"json", no_argument, NULL, OPT_JSON},
     {"threads", required_argument, NULL, OPT_THREADS},
+    {"plot", required_argument, NULL, OPT_PLOT},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -56,6 +61,9 @@ int cmd_report(int argc, char **argv)
     cli_report rep;
     cli_common common;
     int json = 0, c, st;
+    const char *plot = NULL;
+    report_plot fig;
+    memset(&fig, 0, sizeof fig);
     memset(&rep, 0, sizeof rep);
     rep.seed = 1;
     cli_common_init(&common);
@@ -68,6 +76,11 @@ int cmd_report(int argc, char **argv)
         case OPT_QUICK: rep.quick = 1; break;
         case OPT_JSON: json = 1; break;
         case OPT_THREADS: st = cli_parse_threads(optarg, &common.threads); break;
+        case OPT_PLOT:
+            plot = optarg;
+            if (!cli_plot_terminal(plot))
+                st = cli_usage("--plot %s: the file name must end in .svg, .png or .pdf", plot);
+            break;
         default: return cli_bad_option(c, argv);
         }
         if (st)
@@ -76,6 +89,8 @@ int cmd_report(int argc, char **argv)
     if ((st = cli_no_operands(argc, argv)))
         return st;
     cli_common_apply(&common);
+    if ((st = report_plot_open(&fig, plot)))
+        return st;
 
     double t0 = ac_seconds();
     for (size_t i = 0; i < sizeof row_sources / sizeof *row_sources; i++)
@@ -92,6 +107,8 @@ int cmd_report(int argc, char **argv)
         else
             contra++;
     }
+    if ((st = report_plot_write(&fig, &rep)))
+        goto out;
     if (json) {
         ac_json *j = cli_json_stdout();
         /* one verdict and certificate per row, under "rows" */
@@ -130,17 +147,19 @@ int cmd_report(int argc, char **argv)
         if ((st = cli_json_finish(j)))
             goto out;
     } else {
-        printf("attncheck report: every check on built-in defaults (seed %llu%s; BLAS %s)\n\n",
+        /* 98 columns at most: the instance on a line of its own, under
+         * the claim (one line would need 125) */
+        printf("attncheck report: built-in defaults, seed %llu%s, BLAS %s\n\n",
                (unsigned long long)rep.seed, rep.quick ? ", quick" : "", ac_blas_corename());
-        printf("%-36s %-38s %-9s %-9s %-18s %8s\n", "claim", "instance", "verdict", "expected",
-               "bound", "time");
+        printf("%-36s %-9s %-9s %-30s %8s\n    %s\n", "claim", "verdict", "expected", "bound",
+               "time", "instance");
         for (size_t i = 0; i < rep.n; i++) {
             cli_report_row *r = &rep.rows[i];
             const char *mark = (r->error || r->verdict == AC_UNDECIDED) ? " ?"
                                : (r->verdict == r->expected ? "" : " !");
-            printf("%-36.36s %-38.38s %-9s %-9s %-18.18s %7.3fs%s\n", r->claim, r->instance,
+            printf("%-36.36s %-9s %-9s %-30.30s %7.3fs%s\n    %.90s\n", r->claim,
                    ac_verdict_name(r->verdict), ac_verdict_name(r->expected),
-                   r->error ? "error" : r->bound, r->seconds, mark);
+                   r->error ? "error" : r->bound, r->seconds, mark, r->instance);
         }
         printf("\n%zu checks: %zu as the theory predicts, %zu contradicting (!), %zu undecided "
                "(?); %.2f s\n", rep.n, agree, contra, undecided, total);
@@ -150,6 +169,7 @@ int cmd_report(int argc, char **argv)
     }
     st = contra ? CLI_EXIT_REFUTED : (undecided ? CLI_EXIT_UNDECIDED : CLI_EXIT_PROVED);
 out:
+    report_plot_abort(&fig);
     free(rep.rows);
     return st;
 }

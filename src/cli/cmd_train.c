@@ -11,6 +11,7 @@
 
 #include "attncheck/train.h"
 #include "cli.h"
+#include "plot.h"
 #include "train_cli.h"
 
 const char cmd_train_help[] =
@@ -92,6 +93,8 @@ const char cmd_train_help[] =
     "  --log FILE        write per-step metrics to FILE (CSV, or JSON lines if FILE\n"
     "                    ends in .jsonl)\n"
     "  --log-format F    csv or jsonl\n"
+    "  --plot FILE       loss and evaluation curves of the run (.svg, .png or\n"
+    "                    .pdf) with gnuplot\n"
     "  --dump-grads DIR  write the weights, the next batch, its loss and every\n"
     "                    gradient to DIR and stop (for cross-checks)\n"
     "  --tol T           fit-p: tolerance of the certified claim (default 1e-3)\n"
@@ -112,7 +115,7 @@ enum {
     OPT_POOL, OPT_SEQ, OPT_INITSTD, OPT_STEPS, OPT_BATCH, OPT_LR, OPT_MINLR, OPT_WARMUP,
     OPT_SCHEDULE, OPT_WD, OPT_BETA1, OPT_BETA2, OPT_ADAMEPS, OPT_CLIP, OPT_SEED, OPT_EVALEVERY,
     OPT_EVALBATCHES, OPT_SAVE, OPT_SAVEEVERY, OPT_RESUME, OPT_STOPAT, OPT_LOG, OPT_LOGFORMAT,
-    OPT_DUMP, OPT_TOL, OPT_MAXPREC, OPT_QUIET, OPT_JSON, OPT_THREADS, OPT_OPTIMIZER, OPT_COUNT
+    OPT_DUMP, OPT_TOL, OPT_MAXPREC, OPT_QUIET, OPT_JSON, OPT_THREADS, OPT_OPTIMIZER, OPT_PLOT, OPT_COUNT
 };
 
 static const struct option long_opts[] = {
@@ -164,6 +167,7 @@ static const struct option long_opts[] = {
     {"stop-at", required_argument, NULL, OPT_STOPAT},
     {"log", required_argument, NULL, OPT_LOG},
     {"log-format", required_argument, NULL, OPT_LOGFORMAT},
+    {"plot", required_argument, NULL, OPT_PLOT},
     {"dump-grads", required_argument, NULL, OPT_DUMP},
     {"tol", required_argument, NULL, OPT_TOL},
     {"max-prec", required_argument, NULL, OPT_MAXPREC},
@@ -348,6 +352,11 @@ static int apply(train_args *a, ac_train_config *c)
             break;
         }
         case OPT_DUMP: r->dump = v; break;
+        case OPT_PLOT:
+            if (!cli_plot_terminal(v))
+                st = cli_usage("--plot %s: the file name must end in .svg, .png or .pdf", v);
+            r->plot = v;
+            break;
         case OPT_TOL: st = cli_parse_double("--tol", v, 0, 1, &r->tol); break;
         case OPT_MAXPREC: st = cli_parse_int("--max-prec", v, 0, 1L << 20, &r->max_prec); break;
         case OPT_QUIET: r->quiet = 1; break;
@@ -532,6 +541,8 @@ static int check_consistent(const train_args *a, const ac_train_config *cfg, ac_
         return cli_usage("--stop-at %zu is beyond --steps %zu", a->run.stop_at, cfg->steps);
     if (cfg->warmup > cfg->steps)
         return cli_usage("--warmup %zu exceeds --steps %zu", cfg->warmup, cfg->steps);
+    if (a->run.plot && a->run.dump)
+        return cli_usage("--plot does not apply to --dump-grads (no training is run)");
     return AC_OK;
 }
 

@@ -4,6 +4,7 @@
 #include <config.h>
 
 #include <math.h>
+#include <stdlib.h>
 #include <stdio.h>
 
 #include "attncheck/fileio.h"
@@ -85,6 +86,40 @@ void cond_write_csv(FILE *f, const cond_args *a, const ac_cond_result *res, size
 
 /* ---- the gnuplot script -------------------------------------------------------------------- */
 
+/* The x axis: a tic at every h of the run (h = 3, 6, 12 too, which the
+ * default powers of 2 miss), except where it would crowd the previous one
+ * (closer than 1/14 of the axis on the log scale); the range padded by 10%
+ * so that the first and last h are inside; the bottom margin reserved for
+ * the tic labels, the x label and the key (up to 4 rows in a box) so that
+ * the key does not cover the x label. */
+static int cmp_size(const void *x, const void *y)
+{
+    size_t a = *(const size_t *)x, b = *(const size_t *)y;
+    return (a > b) - (a < b);
+}
+
+static void cond_write_xaxis(FILE *f, const ac_cond_result *res, size_t nh)
+{
+    size_t *h = nh ? malloc(nh * sizeof *h) : NULL;
+    if (!h)
+        return; /* gnuplot's own tics */
+    for (size_t i = 0; i < nh; i++)
+        h[i] = res[i].h;
+    qsort(h, nh, sizeof *h, cmp_size); /* --heads may be in any order */
+    double lo = (double)h[0] / 1.1, hi = (double)h[nh - 1] * 1.1;
+    double span = log2(hi / lo), last = -INFINITY;
+    fprintf(f, "set xrange [%.6g:%.6g]\nset xtics (", lo, hi);
+    for (size_t i = 0; i < nh; i++) {
+        double x = log2((double)h[i]);
+        if (x - last < span / 14)
+            continue;
+        fprintf(f, "%s'%zu' %zu", i ? ", " : "", h[i], h[i]);
+        last = x;
+    }
+    fputs(")\nset bmargin 8.5\n", f);
+    free(h);
+}
+
 void cond_write_gnuplot_script(FILE *f, const cond_args *a, const ac_cond_result *res, size_t nh,
                                const char *out)
 {
@@ -98,8 +133,17 @@ void cond_write_gnuplot_script(FILE *f, const cond_args *a, const ac_cond_result
     }
     /* NaN marks an undefined value: lines break there */
     fputs("$data << EOD\n", f);
+    /* the rows in increasing h (--heads may be in any order): the curves
+     * then join neighbouring h */
+    size_t done = 0, prev = 0;
     for (size_t i = 0; i < nh; i++) {
-        const ac_cond_result *r = &res[i];
+        size_t m = nh; /* the smallest h above prev */
+        for (size_t j = 0; j < nh; j++)
+            if ((!done || res[j].h > prev) && (m == nh || res[j].h < res[m].h))
+                m = j;
+        prev = res[m].h;
+        done = 1;
+        const ac_cond_result *r = &res[m];
         const ac_rmt_pred *p = &r->pred;
         fprintf(f, "%zu", r->h);
         cli_gp_val(f, r->st.median);
@@ -130,6 +174,7 @@ void cond_write_gnuplot_script(FILE *f, const cond_args *a, const ac_cond_result
     fputs("set xlabel 'heads h'\nset ylabel 'condition number {/Symbol k}'\n"
           "set logscale x 2\nset grid\nset key below maxrows 3 box\n",
           f);
+    cond_write_xaxis(f, res, nh);
     if (isfinite(ymin) && ymax / ymin > 8)
         fputs("set logscale y\n", f);
     fputs("plot $data using 1:3:4 with filledcurves lc rgb '#c6dbef' title 'sample 5-95%', \\\n"

@@ -53,9 +53,14 @@ attncheck_SOURCES += \
 	src/cli/cmd_train.c \
 	src/cli/train_cli.h \
 	src/cli/train_run.c \
-	src/cli/train_progress.c
+	src/cli/train_progress.c \
+	src/cli/train_plot.c \
+	src/cli/tty_width.c \
+	src/cli/tty_width.h
 
 # attncheck report
 attncheck_SOURCES += \
 	src/cli/cmd_report.c \
+	src/cli/report_plot.c \
+	src/cli/report_plot.h \
 	src/cli/report_trained.c

@@ -11,6 +11,7 @@
 
 #include "cli.h"
 #include "train_cli.h"
+#include "tty_width.h"
 
 void train_print_header(const ac_trainer *tr, size_t last, int nthreads)
 {
@@ -41,16 +42,9 @@ void train_print_header(const ac_trainer *tr, size_t last, int nthreads)
     fflush(stdout);
 }
 
-static void fmt_time(char *buf, size_t n, double s)
-{
-    if (!isfinite(s) || s < 0)
-        snprintf(buf, n, "--:--");
-    else if (s >= 3600)
-        snprintf(buf, n, "%d:%02d:%02d", (int)(s / 3600), (int)fmod(s / 60, 60), (int)fmod(s, 60));
-    else
-        snprintf(buf, n, "%d:%02d", (int)(s / 60), (int)fmod(s, 60));
-}
-
+/* The bar takes the room the text leaves on the row (at most 30 columns;
+ * none when fewer than 8 are left), so that the line never wraps: a wrapped
+ * line cannot be redrawn in place with '\r'. */
 void train_draw_bar(train_progress *rs, const ac_step_info *si, size_t steps,
                     const ac_eval_info *ev, double now, int force)
 {
@@ -61,17 +55,37 @@ void train_draw_bar(train_progress *rs, const ac_step_info *si, size_t steps,
     double tps = el > 0 ? rs->tokens / el : 0;
     double done = (double)(si->step - rs->first_step);
     double eta = done > 0 ? el / done * (double)(steps - si->step) : NAN;
-    char eb[32], bar[31];
-    int w = 30, fill = (int)((double)w * (double)si->step / (double)steps);
-    for (int i = 0; i < w; i++)
-        bar[i] = i < fill ? '#' : '.';
-    bar[w] = 0;
-    fmt_time(eb, sizeof eb, eta);
-    fprintf(stderr, "\r  step %zu/%zu [%s] loss %.4g", si->step, steps, bar, si->loss);
+    char eb[32], head[64], tail[160], bar[40], line[320];
+    cli_fmt_duration(eb, sizeof eb, eta);
+    snprintf(head, sizeof head, "  step %zu/%zu", si->step, steps);
+    int k = snprintf(tail, sizeof tail, " loss %.4g", si->loss);
     if (ev && !isnan(ev->loss))
-        fprintf(stderr, " eval %.4f", ev->loss);
-    fprintf(stderr, " %.0f tok/s ETA %s  ", tps, eb);
-    fflush(stderr);
+        k += snprintf(tail + k, sizeof tail - (size_t)k, " eval %.4f", ev->loss);
+    snprintf(tail + k, sizeof tail - (size_t)k, " %.0f tok/s ETA %s", tps, eb);
+    int cols = cli_tty_columns(2);
+    if ((int)strlen(tail) > rs->tail_max) /* the bar only shrinks: it does not jitter */
+        rs->tail_max = (int)strlen(tail);
+    int w = cols - 1 - (int)strlen(head) - rs->tail_max - 3; /* " [" "]" */
+    if (w > 30)
+        w = 30;
+    if (w >= 8) {
+        int fill = (int)((double)w * (double)si->step / (double)steps);
+        for (int i = 0; i < w; i++)
+            bar[i] = i < fill ? '#' : '.';
+        bar[w] = 0;
+        snprintf(line, sizeof line, "%s [%s]%s", head, bar, tail);
+    } else {
+        snprintf(line, sizeof line, "%s%s", head, tail);
+    }
+    cli_tty_line(stderr, line, cols);
+}
+
+void train_clear_bar(train_progress *rs)
+{
+    if (rs->bar) {
+        fputs("\r\033[K", stderr);
+        fflush(stderr);
+    }
 }
 
 static void log_num(FILE *f, int jsonl, const char *key, double v, int *first)

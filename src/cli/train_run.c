@@ -16,7 +16,9 @@
 
 #include "attncheck/blas.h"
 #include "attncheck/theorem1.h"
+#include "attncheck/fileio.h"
 #include "cli.h"
+#include "plot.h"
 #include "train_cli.h"
 #include "json_contract.h"
 
@@ -42,16 +44,16 @@ static int fitp_certify(const ac_trainer *tr, double tol, long max_prec, ac_cert
 
 /* ---- the command ---- */
 
-typedef struct {
-    size_t step;
-    ac_eval_info ev;
-} eval_rec;
-
 /* What a run has produced so far. */
 typedef struct {
     train_progress rs;
-    eval_rec *evals;
+    train_eval_rec *evals;
     size_t nevals, maxe;
+    double loss_sum;          /* training losses since the last evaluation */
+    size_t loss_n;
+    ac_atomic plot;           /* --plot: the staged file */
+    char gpbuf[4096];
+    const char *gp;           /* the gnuplot program */
     ac_step_info si;          /* the last step */
     ac_eval_info last_ev;     /* the last evaluation */
     size_t last;              /* the step to stop after */
@@ -112,6 +114,10 @@ static int train_loop(ac_trainer *tr, const train_run_opts *o, run_state *run)
         }
         double t1 = ac_seconds();
         rs->tokens += (double)si->tokens;
+        if (isfinite(si->loss)) {
+            run->loss_sum += si->loss;
+            run->loss_n++;
+        }
         ac_eval_info ev, *evp = NULL;
         if (si->done) /* BFGS: no further progress; evaluate and stop here */
             run->last = si->step;
@@ -121,13 +127,15 @@ static int train_loop(ac_trainer *tr, const train_run_opts *o, run_state *run)
             evp = &ev;
             run->last_ev = ev;
             if (run->nevals < run->maxe)
-                run->evals[run->nevals++] = (eval_rec){si->step, ev};
+                run->evals[run->nevals++] = (train_eval_rec){
+                    si->step, run->loss_n ? run->loss_sum / (double)run->loss_n : NAN, ev};
+            run->loss_sum = 0;
+            run->loss_n = 0;
         }
         double tps = t1 > t0 ? (double)si->tokens / (t1 - t0) : 0;
         train_log_row(rs, si, evp, tps, ac_seconds() - rs->t_start);
         if (evp && !o->quiet && !o->json) {
-            if (rs->bar)
-                fprintf(stderr, "\r%*s\r", 100, "");
+            train_clear_bar(rs);
             train_print_eval(tr, si, evp, rs->tokens / (ac_seconds() - rs->t_start));
         }
         train_draw_bar(rs, si, run->last, &run->last_ev, ac_seconds(), 0);
@@ -184,7 +192,7 @@ static int print_json(const ac_trainer *tr, const train_run_opts *o, const run_s
     ac_json_key(j, "evals");
     ac_json_begin_array(j);
     for (size_t i = 0; i < run->nevals; i++) {
-        const eval_rec *e = &run->evals[i];
+        const train_eval_rec *e = &run->evals[i];
         ac_json_begin_object(j);
         ac_json_kv_int(j, "step", (long long)e->step);
         ac_json_kv_number(j, "loss", e->ev.loss);
@@ -261,6 +269,15 @@ static int finish(ac_trainer *tr, const train_run_opts *o, run_state *run)
             return cli_fail_err(&err);
         cp = &cert;
     }
+    if (o->plot) { /* drawn into the staged file, committed when gnuplot succeeded */
+        int gs = train_plot_write(run->gp, cli_plot_terminal(o->plot), fileno(run->plot.fp), tr,
+                                  run->evals, run->nevals, rs->first_step, cp ? o->tol : NAN);
+        if (gs != 0)
+            return cli_fail(AC_ECANTCREAT, "--plot %s: gnuplot (%s) failed (status %d)", o->plot,
+                            run->gp, gs);
+        if (ac_atomic_commit(&run->plot, &err))
+            return cli_fail_err(&err);
+    }
     double tps = secs > 0 ? rs->tokens / secs : 0;
     if (o->json) {
         int st = print_json(tr, o, run, cp, secs, tps);
@@ -286,6 +303,22 @@ static int set_threads(int threads)
 #endif
 }
 
+/* --plot: gnuplot and the staged output file, before any step. */
+static int plot_open(const train_run_opts *o, run_state *run)
+{
+    ac_err err;
+    ac_err_clear(&err);
+    run->gp = cli_find_gnuplot(run->gpbuf, sizeof run->gpbuf);
+    if (!run->gp)
+        return cli_fail(AC_ECANTCREAT,
+                        "--plot %s: gnuplot not found (install it: apt-get install "
+                        "gnuplot-nox, or set ATTNCHECK_GNUPLOT); nothing was trained",
+                        o->plot);
+    if (ac_atomic_open(&run->plot, o->plot, &err))
+        return cli_fail_err(&err);
+    return AC_OK;
+}
+
 /* Header, log, then the loop and its end. */
 static int run_steps(ac_trainer *tr, const train_run_opts *o, run_state *run)
 {
@@ -293,6 +326,8 @@ static int run_steps(ac_trainer *tr, const train_run_opts *o, run_state *run)
     train_progress *rs = &run->rs;
     int st;
     run->last = o->have_stop ? o->stop_at : c->steps;
+    if (o->plot && (st = plot_open(o, run))) /* before anything is printed */
+        return st;
     if (!o->quiet && !o->json)
         train_print_header(tr, run->last, run->nthreads);
     if (o->log && (st = train_log_open(rs, o)))
@@ -357,6 +392,7 @@ int train_run(const train_run_opts *o, const ac_train_config *cfg)
         fclose(run.rs.log);
     run.rs.log = NULL;
     mark_failed_log(o, &run, st);
+    ac_atomic_abort(&run.plot);
     free(run.evals);
     ac_trainer_free(&tr);
     return st;
