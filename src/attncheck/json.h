@@ -100,6 +100,8 @@ void ac_json_kv_number(ac_json *j, const char *k, double x);
 void ac_json_kv_int(ac_json *j, const char *k, long long x);
 void ac_json_kv_uint(ac_json *j, const char *k, unsigned long long x);
 void ac_json_kv_bool(ac_json *j, const char *k, int b);
+/* "k": [a, b], e.g. a range or "i of k". */
+void ac_json_kv_int_pair(ac_json *j, const char *k, long long a, long long b);
 
 /* AC_OK if every call so far was valid, all output reached fp without error
  * (fputs/putc results and ferror(fp)) and the document is complete (one

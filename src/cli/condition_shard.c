@@ -110,16 +110,8 @@ int cond_run_shard(cond_args *a, ac_cond_result *res, size_t *nres)
         ac_json_kv_string(j, "samples_out", a->samples_out);
         cli_json_parameters_end(j);
         cli_json_seconds(j, cli_json_elapsed());
-        ac_json_key(j, "shard");
-        ac_json_begin_array(j);
-        ac_json_int(j, (long long)a->shard_i);
-        ac_json_int(j, (long long)a->shard_k);
-        ac_json_end_array(j);
-        ac_json_key(j, "trials");
-        ac_json_begin_array(j);
-        ac_json_int(j, (long long)lo);
-        ac_json_int(j, (long long)hi);
-        ac_json_end_array(j);
+        ac_json_kv_int_pair(j, "shard", (long long)a->shard_i, (long long)a->shard_k);
+        ac_json_kv_int_pair(j, "trials", (long long)lo, (long long)hi);
         ac_json_kv_string(j, "samples_out", a->samples_out);
         ac_json_end_object(j);
         return cli_json_finish(j);

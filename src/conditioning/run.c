@@ -21,6 +21,7 @@
 
 #include "core/ac_arb.h"
 #include "attncheck/blas.h"
+#include "attncheck/fileio.h"
 #include "attncheck/shard.h"
 #include "cond_impl.h"
 
@@ -51,25 +52,10 @@ static int n_threads(const ac_cond_opts *o)
 #endif
 }
 
+/* One home: the cgroup- and ulimit-aware measure of fileio.h. */
 double ac_cond_memory_available(void)
 {
-    FILE *f = fopen("/proc/meminfo", "r");
-    if (f) {
-        char line[256];
-        unsigned long long kb;
-        while (fgets(line, sizeof line, f))
-            if (sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
-                fclose(f);
-                return (double)kb * 1024.0;
-            }
-        fclose(f);
-    }
-#if defined(_SC_AVPHYS_PAGES) && defined(_SC_PAGESIZE)
-    long p = sysconf(_SC_AVPHYS_PAGES), s = sysconf(_SC_PAGESIZE);
-    if (p > 0 && s > 0)
-        return (double)p * (double)s;
-#endif
-    return 0;
+    return ac_memory_available(NULL);
 }
 
 int ac_cond_memory_need(const ac_cond_opts *o, const size_t *h, const size_t *d, size_t nh,

@@ -130,16 +130,8 @@ int ac_cond_shard_write(const char *path, const char *const *words, size_t nword
     for (size_t w = 0; w < nwords; w++)
         ac_json_string(j, words[w]);
     ac_json_end_array(j);
-    ac_json_key(j, "shard");
-    ac_json_begin_array(j);
-    ac_json_int(j, (long long)i);
-    ac_json_int(j, (long long)k);
-    ac_json_end_array(j);
-    ac_json_key(j, "trials");
-    ac_json_begin_array(j);
-    ac_json_int(j, (long long)lo);
-    ac_json_int(j, (long long)hi);
-    ac_json_end_array(j);
+    ac_json_kv_int_pair(j, "shard", (long long)i, (long long)k);
+    ac_json_kv_int_pair(j, "trials", (long long)lo, (long long)hi);
     ac_json_key(j, "results");
     ac_json_begin_array(j);
     for (size_t r = 0; r < nres; r++)

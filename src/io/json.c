@@ -416,3 +416,12 @@ void ac_json_kv_bool(ac_json *j, const char *k, int b)
     if (key_write(j, k))
         ac_json_bool(j, b);
 }
+
+void ac_json_kv_int_pair(ac_json *j, const char *k, long long a, long long b)
+{
+    ac_json_key(j, k);
+    ac_json_begin_array(j);
+    ac_json_int(j, a);
+    ac_json_int(j, b);
+    ac_json_end_array(j);
+}
