@@ -179,4 +179,10 @@ assert len(num) >= len(rows) // 2 and all(r['lo'] <= r['hi'] for r in num), rows
 grep -q "Thm 3.2: first order within 2%" "$work/rep" || err "report lacks the prediction row"
 grep -q "Thm 3.2: attention k within 25% iid" "$work/rep" || err "report lacks the attention row"
 
+# "-" as an output file: standard output
+$ATTNCHECK condition --heads 1,2 --seq 8 --head-dim 2 --trials 3 --csv - > "$work/csvout.txt" 2>/dev/null
+grep -q '^h,d,D,N,' "$work/csvout.txt" && grep -q '^2,2,4,8,' "$work/csvout.txt" || err "--csv - did not write the CSV to stdout"
+[ ! -e ./- ] && [ ! -e "$work/-" ] || err "--csv - created a file named -"
+$ATTNCHECK train --task fit-p --n 4 --steps 3 --quiet --log - > "$work/logout.txt" 2>/dev/null
+grep -q '^step,lr,loss' "$work/logout.txt" || err "train --log - did not write the log to stdout"
 exit $fail

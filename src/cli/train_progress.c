@@ -134,8 +134,9 @@ void train_log_row(train_progress *rs, const ac_step_info *si, const ac_eval_inf
 
 int train_log_open(train_progress *rs, const train_run_opts *o)
 {
-    int append = o->resume != NULL && access(o->log, F_OK) == 0;
-    rs->log = fopen(o->log, append ? "a" : "w");
+    int to_stdout = strcmp(o->log, "-") == 0; /* "-": standard output */
+    int append = !to_stdout && o->resume != NULL && access(o->log, F_OK) == 0;
+    rs->log = to_stdout ? stdout : fopen(o->log, append ? "a" : "w");
     if (!rs->log)
         return cli_fail(AC_ECANTCREAT, "%s: cannot create: %s", o->log, strerror(errno));
     rs->jsonl = o->log_jsonl;

@@ -256,7 +256,8 @@ static int finish(ac_trainer *tr, const train_run_opts *o, run_state *run)
         fputc('\n', stderr);
     }
     if (rs->log) {
-        int bad = ferror(rs->log) | (fclose(rs->log) != 0);
+        int bad = ferror(rs->log) | (rs->log == stdout ? fflush(stdout) != 0
+                                                       : fclose(rs->log) != 0);
         rs->log = NULL;
         if (bad)
             return cli_fail(AC_ECANTCREAT, "%s: cannot write", o->log);
@@ -354,14 +355,18 @@ static void mark_failed_log(const train_run_opts *o, const run_state *run, int s
 {
     if (!o->log || !(run->rs.t_start > 0) || st < AC_EUSAGE)
         return;
-    FILE *f = fopen(o->log, "a");
+    int to_stdout = strcmp(o->log, "-") == 0;
+    FILE *f = to_stdout ? stdout : fopen(o->log, "a");
     if (!f)
         return;
     if (run->rs.jsonl)
         fprintf(f, "{\"incomplete\": true, \"exit_status\": %d}\n", st);
     else
         fprintf(f, "# incomplete: the run failed (exit status %d)\n", st);
-    fclose(f);
+    if (to_stdout)
+        fflush(stdout);
+    else
+        fclose(f);
 }
 
 int train_run(const train_run_opts *o, const ac_train_config *cfg)
@@ -388,7 +393,7 @@ int train_run(const train_run_opts *o, const ac_train_config *cfg)
         st = run_steps(&tr, o, &run);
     if (st < AC_EUSAGE && cli_stdout_check()) /* the output is part of the run */
         st = AC_ECANTCREAT;
-    if (run.rs.log)
+    if (run.rs.log && run.rs.log != stdout)
         fclose(run.rs.log);
     run.rs.log = NULL;
     mark_failed_log(o, &run, st);

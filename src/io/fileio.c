@@ -57,6 +57,12 @@ int ac_atomic_open(ac_atomic *f, const char *path, ac_err *err)
     if (!path || !*path)
         return ac_err_set(err, AC_ECANTCREAT, "%s: cannot create: %s",
                           path ? path : "(null)", strerror(ENOENT));
+    if (strcmp(path, "-") == 0) { /* standard output: written through, no rename */
+        if (!(f->path = strdup("-")))
+            return ac_err_set(err, AC_EINTERNAL, "out of memory");
+        f->fp = stdout;
+        return AC_OK;
+    }
 
     len = strlen(path);
     slash = strrchr(path, '/');
@@ -150,6 +156,13 @@ int ac_atomic_commit(ac_atomic *f, ac_err *err)
     int e = 0, st;
     const char *what = "write";
 
+    if (f && f->fp == stdout && !f->tmp_path && f->path) { /* "-" */
+        int bad = ferror(stdout) || fflush(stdout) != 0;
+        atomic_clear(f);
+        return bad ? ac_err_set(err, AC_ECANTCREAT, "stdout: cannot write: %s",
+                                errno ? strerror(errno) : "a write failed")
+                   : AC_OK;
+    }
     if (!f || !f->fp || !f->tmp_path || !f->path) {
         int s = ac_err_set(err, AC_ECANTCREAT, "%s: cannot write: file is not open",
                            f && f->path ? f->path : "(output)");
@@ -188,7 +201,7 @@ void ac_atomic_abort(ac_atomic *f)
 {
     if (!f)
         return;
-    if (f->fp)
+    if (f->fp && f->fp != stdout)
         fclose(f->fp);
     if (f->tmp_path)
         unlink(f->tmp_path);
