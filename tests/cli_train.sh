@@ -188,4 +188,21 @@ expect 0 "$A" train $S --dump-grads dump
 [ -f dump/loss.npy ] && [ -f dump/grad.head.weight.npy ] && [ -f dump/batch.tokens.npy ] \
     || err "--dump-grads did not write the expected files"
 
+# fit-p --rows: a row-stochastic P (PyTorch's layout) is fitted as its transpose
+if "${PYTHON3:-/usr/bin/python3}" -c 'import numpy' 2>/dev/null; then
+    "${PYTHON3:-/usr/bin/python3}" -c "
+import numpy as np, sys
+rng = np.random.default_rng(5); X = rng.standard_normal((6, 6))
+A = np.exp(rng.standard_normal((6, 6))); A /= A.sum(axis=1, keepdims=True)
+np.save(sys.argv[1] + '/rx.npy', X); np.save(sys.argv[1] + '/ra.npy', A); np.save(sys.argv[1] + '/rat.npy', A.T.copy())" "$work"
+    "$ATTNCHECK" train --task fit-p --x "$work/rx.npy" --p "$work/rat.npy" --steps 20 --json > "$work/rowsT.json" 2>/dev/null
+    "$ATTNCHECK" train --task fit-p --x "$work/rx.npy" --p "$work/ra.npy" --rows --steps 20 --json > "$work/rows.json" 2>/dev/null
+    "${PYTHON3:-/usr/bin/python3}" -c "
+import json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+assert a['best'] == b['best'] and a['verdict'] == b['verdict'], (a['best'], b['best'])" "$work/rows.json" "$work/rowsT.json" ||
+        { echo "FAIL: train --rows does not fit the transpose"; fail=1; }
+    "$ATTNCHECK" train --task fit-p --x "$work/rx.npy" --p "$work/ra.npy" --steps 2 2> "$work/rerr" >/dev/null
+    grep -q 'row-stochastic.*--rows' "$work/rerr" || { echo "FAIL: a row-stochastic P without --rows: $(cat "$work/rerr")"; fail=1; }
+fi
 exit $fail

@@ -85,6 +85,8 @@ typedef struct {
     size_t eval_every, eval_batches;
     /* fit-p: X, P files (empty = generated with fitp_d x fitp_n and the seed) */
     char x_path[AC_TRAIN_PATH_MAX], p_path[AC_TRAIN_PATH_MAX];
+    int p_rows;            /* fit-p: the P file is row-stochastic (PyTorch's layout): its
+                              transpose is fitted */
     size_t fitp_n, fitp_d, fitp_dk;
     /* teacher: the directory, and the letter of its weight files (W for
      * Wq.npy ... Wo.npy, V for Vq.npy ... Vo.npy; 0 = V if Vq.npy exists --

@@ -30,6 +30,8 @@ const char cmd_train_help[] =
     "Data:\n"
     "  --x FILE          fit-p: X, d x n (one column per token), float64 .npy\n"
     "  --p FILE          fit-p: P, n x n column-stochastic (as for rep-theorem)\n"
+    "  --rows            fit-p: the --p file is row-stochastic (PyTorch's layout):\n"
+    "                    fit its transpose\n"
     "  --n N, --d D      fit-p: size of the generated X (Gaussian) and P (Dirichlet)\n"
     "                    when --x / --p are not given (default n = 8, d = n)\n"
     "  --dk K            fit-p: head size (default d)\n"
@@ -109,7 +111,7 @@ const char cmd_train_help[] =
     "73 cannot create output.\n";
 
 enum {
-    OPT_TASK = 256, OPT_X, OPT_P, OPT_N, OPT_D, OPT_DK, OPT_TEACHER, OPT_TSTACK, OPT_TEXT, OPT_HOLDOUT,
+    OPT_TASK = 256, OPT_X, OPT_P, OPT_ROWS, OPT_N, OPT_D, OPT_DK, OPT_TEACHER, OPT_TSTACK, OPT_TEXT, OPT_HOLDOUT,
     OPT_LDEPTH, OPT_LARGS, OPT_LMIN, OPT_LMAX, OPT_ARCH, OPT_LAYERS, OPT_WIDTH, OPT_HEADS,
     OPT_ATTENTION, OPT_HEADDIM, OPT_FFNMULT, OPT_LN, OPT_CAUSAL, OPT_NOCAUSAL, OPT_POSITIONS,
     OPT_POOL, OPT_SEQ, OPT_INITSTD, OPT_STEPS, OPT_BATCH, OPT_LR, OPT_MINLR, OPT_WARMUP,
@@ -122,6 +124,7 @@ static const struct option long_opts[] = {
     {"task", required_argument, NULL, OPT_TASK},
     {"x", required_argument, NULL, OPT_X},
     {"p", required_argument, NULL, OPT_P},
+    {"rows", no_argument, NULL, OPT_ROWS},
     {"n", required_argument, NULL, OPT_N},
     {"d", required_argument, NULL, OPT_D},
     {"dk", required_argument, NULL, OPT_DK},
@@ -190,6 +193,7 @@ const cli_flag train_flags[] = {
     {"teacher_dir", "--teacher"},
     {"x_path", "--x"},
     {"p_path", "--p"},
+    {"p_rows", "--rows"},
     {"fitp_n", "--n"},
     {"fitp_d", "--d"},
     {"fitp_dk", "--dk"},
@@ -275,6 +279,7 @@ static int apply(train_args *a, ac_train_config *c)
         case OPT_TASK: break;
         case OPT_X: st = copy_path(c->x_path, "--x", v); break;
         case OPT_P: st = copy_path(c->p_path, "--p", v); break;
+        case OPT_ROWS: c->p_rows = 1; break;
         case OPT_N: st = cli_parse_size("--n", v, 1, 1 << 14, &c->fitp_n); break;
         case OPT_D: st = cli_parse_size("--d", v, 1, 1 << 14, &c->fitp_d); break;
         case OPT_DK: st = cli_parse_size("--dk", v, 1, 1 << 14, &c->fitp_dk); break;
@@ -389,6 +394,7 @@ static int check_task_options(const train_args *a, ac_task_kind t)
     } only[] = {
         {OPT_X, "--x", 1u << AC_TASK_FIT_P},
         {OPT_P, "--p", 1u << AC_TASK_FIT_P},
+        {OPT_ROWS, "--rows", 1u << AC_TASK_FIT_P},
         {OPT_N, "--n", 1u << AC_TASK_FIT_P},
         {OPT_D, "--d", 1u << AC_TASK_FIT_P},
         {OPT_DK, "--dk", 1u << AC_TASK_FIT_P},

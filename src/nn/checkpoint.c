@@ -108,6 +108,8 @@ static void write_data_json(ac_json *j, const ac_train_config *c, const ac_train
     ac_json_begin_object(j);
     ac_json_kv_string(j, "x", c->x_path);
     ac_json_kv_string(j, "p", c->p_path);
+    if (c->p_rows)
+        ac_json_kv_bool(j, "p_rows", 1);
     ac_json_kv_int(j, "n", (long long)c->fitp_n);
     ac_json_kv_int(j, "d", (long long)c->fitp_d);
     ac_json_kv_int(j, "dk", (long long)c->fitp_dk);

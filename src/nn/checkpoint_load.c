@@ -124,6 +124,8 @@ static int data_from_json(const ac_jv *d, ac_train_config *c, const char *file, 
 {
     const char *s;
     int st;
+    if (ac_jv_get(d, "p_rows") && (st = ac_jv_get_bool(d, "p_rows", &c->p_rows, file, err)))
+        return st;
     if ((st = get_path(d, "x", c->x_path, file, err)) ||
         (st = get_path(d, "p", c->p_path, file, err)) ||
         (st = get_path(d, "teacher", c->teacher_dir, file, err)) ||

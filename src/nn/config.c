@@ -190,6 +190,7 @@ const char *ac_train_config_diff(const ac_train_config *a, const ac_train_config
         return "x_path";
     if (strcmp(a->p_path, b->p_path) != 0)
         return "p_path";
+    DIFF(p_rows);
     if (strcmp(a->teacher_dir, b->teacher_dir) != 0)
         return "teacher_dir";
     if (a->task == AC_TASK_TEACHER && a->teacher_stack != b->teacher_stack)
