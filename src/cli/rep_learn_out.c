@@ -197,13 +197,15 @@ static void write_plot(FILE *f, void *ctx)
     const learn_report *r = p->r;
     (void)p->out; /* the picture goes to gnuplot's standard output: no file name in the script */
     fprintf(f, "set terminal %s\n", cli_plot_terminal(r->o->plot));
-    /* columns: dk, learned error (certified), lower bound (NaN when 0) */
+    /* columns: dk, learned error (certified), the certified distance interval
+     * [lower bound (NaN when 0), upper bound] of the exact check */
     fputs("\n$data << EOD\n", f);
     for (size_t i = 0; i < r->nrows; i++) {
         const learn_row *w = &r->rows[i];
         fprintf(f, "%zu", w->dk);
         cli_gp_val(f, w->learned.hi > 0 ? w->learned.hi : NAN);
         cli_gp_val(f, w->dist_lo > 0 ? w->dist_lo : NAN);
+        cli_gp_val(f, w->dist_hi > 0 ? w->dist_hi : NAN);
         fputc('\n', f);
     }
     fputs("EOD\n", f);
@@ -219,7 +221,9 @@ static void write_plot(FILE *f, void *ctx)
     fputs("plot $data using 1:2 with linespoints pt 7 lw 2 lc rgb '#08519c' "
           "title 'learned head (certified error)', \\\n"
           "     $data using 1:3 with linespoints pt 4 dt 2 lw 2 lc rgb '#d62728' "
-          "title 'certified lower bound on the distance', \\\n", f);
+          "title 'certified lower bound on the distance', \\\n"
+          "     $data using 1:4 with linespoints pt 8 dt 4 lw 2 lc rgb '#ff7f0e' "
+          "title 'certified upper bound (weights of the exact check)', \\\n", f);
     fprintf(f, "     %.17g with lines dt 3 lw 2 lc rgb '#7f7f7f' title 'tol', \\\n", r->tol);
     fputs("     NaN with lines dt 2 lw 2 lc rgb '#2ca02c' "
           "title 'exact criterion: first d_k not refuted'\n", f);
