@@ -9,9 +9,11 @@
  * (the transposed keys / values live on the stack: 64 KiB) */
 #define AC_NN_FUSED_MAX_S 64
 #define AC_NN_FUSED_MAX_ST 8192
-/* the largest head size whose backward takes the fused path: measured
- * (bench, notes of issue 13), for S = 32 and 64 four dgemms per head are
- * as fast or faster */
+/* the largest head sizes whose forward / backward take the fused path:
+ * measured (bench/train.sh and CPU time per step, notes of issue 13), at
+ * S = 64 (forward) and S = 32, 64 (backward) the per-head dgemms are as
+ * fast or faster */
+#define AC_NN_FUSED_FWD_MAX_S 32
 #define AC_NN_FUSED_BWD_MAX_S 16
 
 /* Nonzero when the fused kernels handle T tokens and head size S. */

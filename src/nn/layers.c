@@ -393,7 +393,7 @@ void ac_nn_scores_backward(double *dqk, size_t ldd, const double *dpre, const do
 void nn_attention_forward_len(double *out, double *att, const double *qkv, size_t B, size_t T,
                               size_t H, size_t S, int causal, const size_t *klen)
 {
-    if (T > 0 && nn_attn_fused_fits(T, S))
+    if (T > 0 && nn_attn_fused_fits(T, S) && S <= AC_NN_FUSED_FWD_MAX_S)
         nn_attention_forward_fused(out, att, qkv, B, T, H, S, causal, klen);
     else
         nn_attention_forward_blas(out, att, qkv, B, T, H, S, causal, klen);
