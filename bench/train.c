@@ -5,7 +5,14 @@
  *               [--attention standard|fixed] [--head-dim DP] [--ffn-mult M]
  *               [--batch B] [--steps N] [--warmup W] [--threads K] [--ln pre|post]
  *
- * Prints one line: "attncheck tokens_per_s X step_ms Y params P threads K".
+ * Prints one line: "attncheck tokens_per_s X step_ms Y params P threads K
+ * loss L gflops G": G = the step's matrix-product flops (forward 2 m n k
+ * per product, backward twice that; attention counted dense, T^2 per head,
+ * as a dgemm implementation computes it) / step time.
+ *
+ *   bench/train --peak    prints "dgemm_peak_gflops X": the best of 5
+ *                         single-threaded 512^3 dgemms (wall clock), the
+ *                         machine's dgemm peak under the same load.
  */
 #include <config.h>
 
@@ -13,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <cblas.h>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -33,9 +41,33 @@ static size_t arg_size(const char *s)
     return (size_t)v;
 }
 
+static int dgemm_peak(void)
+{
+    size_t n = 512;
+    double *a = malloc(3 * n * n * sizeof *a);
+    if (!a)
+        return 70;
+    for (size_t i = 0; i < 3 * n * n; i++)
+        a[i] = (double)(i % 97) / 97.0 - 0.5;
+    ac_blas_set_threads(1);
+    double best = 1e30;
+    for (int r = 0; r < 5; r++) {
+        double t = ac_seconds();
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)n, (blasint)n, (blasint)n,
+                    1.0, a, (blasint)n, a + n * n, (blasint)n, 0.0, a + 2 * n * n, (blasint)n);
+        t = ac_seconds() - t;
+        best = t < best ? t : best;
+    }
+    printf("dgemm_peak_gflops %.2f\n", 2.0 * (double)n * (double)n * (double)n / best * 1e-9);
+    free(a);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     ac_blas_fix_core(argv);
+    if (argc == 2 && !strcmp(argv[1], "--peak"))
+        return dgemm_peak();
     ac_nn_config c;
     memset(&c, 0, sizeof c);
     c.arch = AC_NN_ARCH_TRANSFORMER;
@@ -101,7 +133,7 @@ int main(int argc, char **argv)
         tok[i] = (int32_t)ac_rng_below(&r, c.vocab);
         tgt[i] = (int32_t)ac_rng_below(&r, c.vocab);
     }
-    ac_nn_batch b = {B, c.max_seq, tok, NULL, tgt, NULL};
+    ac_nn_batch b = {B, c.max_seq, tok, NULL, tgt, NULL, NULL};
     ac_nn_adamw o = {1e-3, 0.9, 0.999, 1e-8, 0.0};
     double t0 = 0, loss = 0;
     for (size_t s = 0; s < warm + steps; s++) {
@@ -119,8 +151,14 @@ int main(int argc, char **argv)
         loss = st.loss;
     }
     double dt = (ac_seconds() - t0) / (double)steps;
-    printf("attncheck tokens_per_s %.0f step_ms %.2f params %zu threads %d loss %.6f\n",
-           (double)N / dt, dt * 1e3, m.nparams, threads, loss);
+    /* matrix-product flops of one forward: per layer qkv, projection, FFN;
+     * attention scores and weighted sum per (sequence, head); the LM head */
+    double T = (double)c.max_seq, C = (double)c.width, D = (double)m.D, F = (double)c.ffn;
+    double fwd = (double)c.layers * (2.0 * (double)N * (C * 3 * D + D * C + 2 * C * F) +
+                                     4.0 * (double)B * (double)c.heads * T * T * (double)m.S) +
+                 2.0 * (double)N * C * (double)c.vocab;
+    printf("attncheck tokens_per_s %.0f step_ms %.2f params %zu threads %d loss %.6f gflops %.2f\n",
+           (double)N / dt, dt * 1e3, m.nparams, threads, loss, 3.0 * fwd / dt * 1e-9);
     ac_nn_model_free(&m);
     free(tok);
     free(tgt);

@@ -18,7 +18,10 @@
 # products on every core), and torch.set_num_threads(2).  The ratio compares
 # the best setting of each side; "1-core ratio" compares one core each.
 # Peak memory is the maximum resident set size (/usr/bin/time) of the best
-# setting's run.
+# setting's run.  GF/s: the matrix-product flops of a step (bench/train.c:
+# dense attention, backward twice the forward) per second at attncheck's
+# best setting, beside the single-threaded dgemm peak (512^3, best of 5)
+# measured at the start and at the end of the same run.
 # Environment: BENCH_BIN (the C driver, default ./bench/train),
 # PYTHON3 (default /usr/bin/python3).
 set -u
@@ -46,6 +49,7 @@ run() {
         "$@" > "$tmp/out" 2> "$tmp/err" || { cat "$tmp/err" >&2; return 1; }
         rss=0
     fi
+    awk '$1 == "attncheck" && $3 > 0 {print $13 / $3}' "$tmp/out" > "$tmp/fpt"
     echo "$(awk '{print $3}' "$tmp/out") $rss"
 }
 # median of R runs: prints "MEDIAN_TPS RSS_KB"
@@ -59,10 +63,12 @@ median() {
     sort -n "$tmp/m" | awk '{t[NR] = $1; r[NR] = $2} END {m = int((NR + 1) / 2); print t[m], r[m]}'
 }
 
+peak() { "$C" --peak | awk '{print $2}'; }
+echo "dgemm peak (1 thread, 512^3, best of 5) at the start: $(peak) GFLOP/s; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "attncheck train benchmark: median of $R runs per setting; $(nproc) cores; OpenBLAS core for PyTorch: ${core:-default}"
 echo "(timings on a shared machine are noisy; tokens/s = batch x seq / step time)"
-printf '%-9s %9s %9s %9s %9s %9s %7s %7s %7s %7s\n' "" "C" "C" "torch" "torch" "torch" "best" "1-core" "C" "torch"
-printf '%-9s %9s %9s %9s %9s %9s %7s %7s %7s %7s\n' config "1 thr" "2 thr" "1 core" "1 thr" "2 thr" ratio ratio MiB MiB
+printf '%-9s %9s %9s %9s %9s %9s %7s %7s %7s %7s %7s\n' "" "C" "C" "torch" "torch" "torch" "best" "1-core" "C" "torch" "C"
+printf '%-9s %9s %9s %9s %9s %9s %7s %7s %7s %7s %7s\n' config "1 thr" "2 thr" "1 core" "1 thr" "2 thr" ratio ratio MiB MiB GF/s
 best() { # VALUE RSS pairs -> the pair with the largest value
     awk 'BEGIN {b = -1} {for (i = 1; i < NF; i += 2) if ($i > b) {b = $i; m = $(i + 1)}} END {print b, m}'
 }
@@ -75,6 +81,7 @@ for cfg in B2 B2-fixed large; do
     c1=$(median "$C" $args --steps $steps --threads 1)
     c2=$(median "$C" $args --steps $steps --threads 2)
     set -- $(echo "$c1 $c2" | best); bc=$1; bcm=$2
+    gf=$(awk -v t="$bc" '{printf "%.1f", $1 * t; exit}' "$tmp/fpt")
     t0="- 0"; t1="- 0"; t2="- 0"; ratio=-; ratio1=-; btm=0
     if [ $peer = 1 ]; then
         t0=$(median env ${core:+OPENBLAS_CORETYPE=$core} OPENBLAS_NUM_THREADS=1 "$PY" "$here/train_torch.py" $args --steps $steps --threads 1)
@@ -84,9 +91,10 @@ for cfg in B2 B2-fixed large; do
         ratio=$(awk -v a="$bc" -v b="$bt" 'BEGIN {printf "%.2fx", a / b}')
         ratio1=$(awk -v a="${c1% *}" -v b="${t0% *}" 'BEGIN {printf "%.2fx", a / b}')
     fi
-    printf '%-9s %9s %9s %9s %9s %9s %7s %7s %7.0f %7.0f\n' "$cfg" "${c1% *}" "${c2% *}" "${t0% *}" \
+    printf '%-9s %9s %9s %9s %9s %9s %7s %7s %7.0f %7.0f %7s\n' "$cfg" "${c1% *}" "${c2% *}" "${t0% *}" \
         "${t1% *}" "${t2% *}" "$ratio" "$ratio1" "$(awk -v k="$bcm" 'BEGIN {print k / 1024}')" \
-        "$(awk -v k="$btm" 'BEGIN {print k / 1024}')"
+        "$(awk -v k="$btm" 'BEGIN {print k / 1024}')" "$gf"
 done
+echo "dgemm peak at the end: $(peak) GFLOP/s; load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "tokens/s; best ratio = best attncheck setting / best PyTorch setting; 1-core ratio = attncheck"
 echo "1 thread / PyTorch on one core; MiB = peak RSS of the best settings"

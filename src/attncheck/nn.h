@@ -152,13 +152,17 @@ void ac_nn_scores_backward(double *dqk, size_t ldd, const double *dpre, const do
 
 /* Multi-head attention.  qkv (B,T,3D): queries, keys, values of head h at
  * columns h*S, D + h*S, 2D + h*S; out (B,T,D) = per head att V_h; att as in
- * ac_nn_scores_forward.  Per (b,h): two dgemms and a masked softmax. */
+ * ac_nn_scores_forward.  Per (b,h): two products and a masked softmax;
+ * for head sizes S up to 32 that are multiples of the tile width (8 with
+ * AVX2 FMA, 16 with AVX-512) register-tiled kernels over the unmasked keys
+ * only, otherwise two dgemms. */
 void ac_nn_attention_forward(double *out, double *att, const double *qkv, size_t B, size_t T,
                              size_t H, size_t S, int causal);
 void ac_nn_attention_forward_ref(double *out, double *att, const double *qkv, size_t B, size_t T,
                                  size_t H, size_t S, int causal);
 /* dqkv (B,T,3D) = the gradient (=), given dout (B,T,D); scratch holds T*T
- * doubles.  Per (b,h): four dgemms and the softmax backward. */
+ * doubles.  Per (b,h): four products and the softmax backward (tiled
+ * kernels for S <= 16 as above, otherwise four dgemms). */
 void ac_nn_attention_backward(double *dqkv, double *scratch, const double *dout,
                               const double *qkv, const double *att, size_t B, size_t T, size_t H,
                               size_t S, int causal);

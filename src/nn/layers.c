@@ -16,6 +16,7 @@
 
 #include "attncheck/nn.h"
 #include "nn/nn_impl.h"
+#include "nn/attn_fused.h"
 #include "attention/softmax.h"
 #include "core/exp_kernel.h"
 
@@ -392,6 +393,15 @@ void ac_nn_scores_backward(double *dqk, size_t ldd, const double *dpre, const do
 void nn_attention_forward_len(double *out, double *att, const double *qkv, size_t B, size_t T,
                               size_t H, size_t S, int causal, const size_t *klen)
 {
+    if (T > 0 && nn_attn_fused_fits(T, S) && S <= AC_NN_FUSED_FWD_MAX_S)
+        nn_attention_forward_fused(out, att, qkv, B, T, H, S, causal, klen);
+    else
+        nn_attention_forward_blas(out, att, qkv, B, T, H, S, causal, klen);
+}
+
+void nn_attention_forward_blas(double *out, double *att, const double *qkv, size_t B, size_t T,
+                               size_t H, size_t S, int causal, const size_t *klen)
+{
     /* out (B,T,D), att (B,H,T,T), qkv (B,T,3D) */
     size_t D = H * S, ld = 3 * D;
     if (T == 0)
@@ -456,6 +466,16 @@ void ac_nn_attention_forward_ref(double *out, double *att, const double *qkv, si
 void ac_nn_attention_backward(double *dqkv, double *scratch, const double *dout,
                               const double *qkv, const double *att, size_t B, size_t T, size_t H,
                               size_t S, int causal)
+{
+    if (T > 0 && nn_attn_fused_fits(T, S) && S <= AC_NN_FUSED_BWD_MAX_S)
+        nn_attention_backward_fused(dqkv, scratch, dout, qkv, att, B, T, H, S, causal);
+    else
+        nn_attention_backward_blas(dqkv, scratch, dout, qkv, att, B, T, H, S, causal);
+}
+
+void nn_attention_backward_blas(double *dqkv, double *scratch, const double *dout,
+                                const double *qkv, const double *att, size_t B, size_t T,
+                                size_t H, size_t S, int causal)
 {
     /* dqkv (B,T,3D), scratch (T,T), dout (B,T,D), qkv (B,T,3D), att (B,H,T,T) */
     size_t D = H * S, ld = 3 * D;

@@ -4,6 +4,8 @@
 src_libattncheck_la_SOURCES += \
 	src/nn/nn_impl.h \
 	src/nn/layers.c \
+	src/nn/attn_fused.h \
+	src/nn/attn_fused.c \
 	src/nn/model.c \
 	src/nn/forward.c \
 	src/nn/backward.c \

@@ -1,0 +1,38 @@
+/* attn_fused.h — BLAS-free multi-head attention for small heads
+ * (attn_fused.c), used by the layers' attention when it fits. */
+#ifndef NN_ATTN_FUSED_H
+#define NN_ATTN_FUSED_H
+
+#include <stddef.h>
+
+/* the largest head size and head size x padded sequence length handled
+ * (the transposed keys / values live on the stack: 64 KiB) */
+#define AC_NN_FUSED_MAX_S 64
+#define AC_NN_FUSED_MAX_ST 8192
+/* the largest head sizes whose forward / backward take the fused path:
+ * measured (bench/train.sh and CPU time per step, notes of issue 13), at
+ * S = 64 (forward) and S = 32, 64 (backward) the per-head dgemms are as
+ * fast or faster */
+#define AC_NN_FUSED_FWD_MAX_S 32
+#define AC_NN_FUSED_BWD_MAX_S 16
+
+/* Nonzero when the fused kernels handle T tokens and head size S. */
+int nn_attn_fused_fits(size_t T, size_t S);
+/* As nn_attention_forward_len (nn_impl.h): out (B,T,D), att (B,H,T,T),
+ * qkv (B,T,3D), keys t >= klen[b] masked (klen NULL: none). */
+void nn_attention_forward_fused(double *out, double *att, const double *qkv, size_t B, size_t T,
+                                size_t H, size_t S, int causal, const size_t *klen);
+/* As ac_nn_attention_backward: dqkv (B,T,3D) set, scratch T*T doubles. */
+void nn_attention_backward_fused(double *dqkv, double *scratch, const double *dout,
+                                 const double *qkv, const double *att, size_t B, size_t T,
+                                 size_t H, size_t S, int causal);
+
+/* The same on BLAS: two dgemms (forward) or four (backward) per
+ * (sequence, head) over the whole T x T square (layers.c). */
+void nn_attention_forward_blas(double *out, double *att, const double *qkv, size_t B, size_t T,
+                               size_t H, size_t S, int causal, const size_t *klen);
+void nn_attention_backward_blas(double *dqkv, double *scratch, const double *dout,
+                                const double *qkv, const double *att, size_t B, size_t T,
+                                size_t H, size_t S, int causal);
+
+#endif
