@@ -7,6 +7,7 @@
 void ac_softmax_row(double *a, size_t len)
 {
     double m = a[0];
+#pragma omp simd reduction(max : m) /* the maximum is exact in any order */
     for (size_t j = 1; j < len; j++)
         m = a[j] > m ? a[j] : m;
     double s = 0;

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "nn/attn_fused.h"
+#include "attention/softmax.h"
 #include "core/exp_kernel.h"
 
 #if defined(__AVX512F__)
@@ -101,27 +102,6 @@ static inline __attribute__((always_inline)) void tile(double *C, size_t ldc, co
             C[r * ldc + c] = buf[r][c];
 }
 
-/* The softmax of a[0..len) in place (as ac_softmax_row, with the maximum
- * reduced in vector lanes: the maximum is exact in any order). */
-static inline void softmax_row(double *a, size_t len)
-{
-    double m = a[0];
-#pragma omp simd reduction(max : m)
-    for (size_t j = 0; j < len; j++)
-        m = a[j] > m ? a[j] : m;
-    double s = 0;
-#pragma omp simd reduction(+ : s)
-    for (size_t j = 0; j < len; j++) {
-        double e = ac_exp_kernel(a[j] - m);
-        a[j] = e;
-        s += e;
-    }
-    double inv = 1.0 / s;
-#pragma omp simd
-    for (size_t j = 0; j < len; j++)
-        a[j] *= inv;
-}
-
 /* keys of row t that the softmax sees */
 static inline size_t row_len(size_t t, size_t T, size_t kl, int causal)
 {
@@ -151,7 +131,7 @@ static void fwd_head(double *out, size_t ldo, double *a, const double *q, const 
                  T - j0 < NC ? T - j0 : NC);
         for (size_t t = t0; t < t0 + mr; t++) {
             size_t len = row_len(t, T, kl, causal);
-            softmax_row(a + t * T, len);
+            ac_softmax_row(a + t * T, len);
             if (len < T)
                 memset(a + t * T + len, 0, (T - len) * sizeof *a);
         }
