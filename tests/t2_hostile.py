@@ -221,7 +221,9 @@ def slack():
 def inside(x, lo, hi):
     """x in [lo, hi] up to mpmath's own error"""
     e = slack() * (1 + abs(x))
-    return mpmath.mpf(lo) - e <= x <= mpmath.mpf(hi) + e
+    lo = -mpmath.inf if lo is None else mpmath.mpf(lo)  # null: unbounded (JSON policy)
+    hi = mpmath.inf if hi is None else mpmath.mpf(hi)
+    return lo - e <= x <= hi + e
 
 
 def mp_ratio(W, V, X):
@@ -292,7 +294,10 @@ def check_proved(cls, name, exe, D, W, V, n, extra=(), expect="PROVED"):
     X = np.load(os.path.join(out, "X.npy"))
     c = js["certificate"]
     dn, r = mp_ratio(W, V, X)
-    lo, hi, tau = mpmath.mpf(c["lo"]), mpmath.mpf(c["hi"]), mpmath.mpf(c["tau"])
+    # JSON writes an unbounded end as null (attncheck(1), JSON): lo -inf, hi +inf
+    lo = -mpmath.inf if c["lo"] is None else mpmath.mpf(c["lo"])
+    hi = mpmath.inf if c["hi"] is None else mpmath.mpf(c["hi"])
+    tau = mpmath.mpf(c["tau"])
     if not inside(r, lo, hi):
         fail("%s %s: mpmath r = %s outside the certificate [%r, %r]"
              % (cls, name, mpmath.nstr(r, 12), c["lo"], c["hi"]))
