@@ -219,9 +219,12 @@ out:
 
 /* ---- weights from the family K Pi log(P) Pi (doc/mathematics.md §3.5) ---- */
 
-/* X^+ (n x d) and Pi (n x n) from an SVD of X with the certified rank r: the
- * r largest singular triplets (stopping at a zero one). */
-static int pinv_and_projector(ac_mat *Xp, ac_mat *Pi, const ac_mat *X, size_t r, ac_err *err)
+/* X^+ (n x d, allocated here) and, when Pi is not NULL, Pi = X^+ X (n x n)
+ * from an SVD of X with the certified rank r: the r largest singular
+ * triplets, stopping at a zero one and, when rel > 0, at one below
+ * rel * sigma_1 (a numerical rank, which keeps the weights of an
+ * ill-conditioned X bounded). */
+int t1_pinv(ac_mat *Xp, ac_mat *Pi, const ac_mat *X, size_t r, double rel, ac_err *err)
 {
     size_t d = X->rows, n = X->cols, p = d < n ? d : n;
     ac_mat Ux = {0}, Vx = {0};
@@ -230,17 +233,18 @@ static int pinv_and_projector(ac_mat *Xp, ac_mat *Pi, const ac_mat *X, size_t r,
     if (!sx)
         return ac_err_set(err, AC_EINTERNAL, "out of memory");
     if ((st = ac_approx_svd(X, &Ux, sx, &Vx, err)) || (st = ac_mat_init(Xp, n, d, err)) ||
-        (st = ac_mat_init(Pi, n, n, err)))
+        (Pi && (st = ac_mat_init(Pi, n, n, err))))
         goto out;
     for (size_t k = 0; k < r && k < p; k++) {
-        if (!(sx[k] > 0))
+        if (!(sx[k] > 0) || (rel > 0 && sx[k] < rel * sx[0]))
             break;
         for (size_t i = 0; i < n; i++) {
             double v = AC_MAT(&Vx, k, i);
             for (size_t j = 0; j < d; j++)
                 AC_MAT(Xp, i, j) += v * AC_MAT(&Ux, j, k) / sx[k];
-            for (size_t j = 0; j < n; j++)
-                AC_MAT(Pi, i, j) += v * AC_MAT(&Vx, k, j);
+            if (Pi)
+                for (size_t j = 0; j < n; j++)
+                    AC_MAT(Pi, i, j) += v * AC_MAT(&Vx, k, j);
         }
     }
 out:
@@ -299,38 +303,41 @@ out:
     return st;
 }
 
-/* Wk = S^{1/2} U' X^+, Wq = sqrt(dk) S^{1/2} V' X^+ from the SVD T = U S V'
- * truncated to rank dk (rows past rank T stay zero). */
-static int factor_family(ac_t1_result *res, const ac_mat *T, const ac_mat *Xp, size_t dk,
-                         ac_err *err)
+/* Wk, Wq (dk x d) with (Wk X)'(Wq X)/sqrt(dk) = Pi T_dk Pi, T_dk the rank-dk
+ * truncation of T (n x n, an SVD T = U S V'): Wk = S^(1/2) U_dk' X^+,
+ * Wq = sqrt(dk) S^(1/2) V_dk' X^+, since X^+ X = Pi (rows past rank T stay
+ * zero).  When T = Pi T Pi its singular vectors lie in range(Pi) and the
+ * logits are T_dk itself. */
+int t1_factor_logits(ac_mat *Wk, ac_mat *Wq, const ac_mat *T, const ac_mat *Xp, size_t dk,
+                     ac_err *err)
 {
-    size_t n = T->rows, d = Xp->cols, k = dk < n ? dk : n;
-    ac_mat U = {0}, Vt = {0}, Kt = {0}, Qt = {0};
+    size_t n = Xp->rows, d = Xp->cols;
+    ac_mat U = {0}, Vt = {0}, F = {0}, G = {0};
     double *s = malloc((n ? n : 1) * sizeof(double));
-    double sq = sqrt((double)dk);
     int st;
     if (!s)
         return ac_err_set(err, AC_EINTERNAL, "out of memory");
-    if ((st = ac_approx_svd(T, &U, s, &Vt, err)) || (st = ac_mat_init(&Kt, dk, n, err)) ||
-        (st = ac_mat_init(&Qt, dk, n, err)))
+    if ((st = ac_approx_svd(T, &U, s, &Vt, err)) || (st = ac_mat_init(&F, dk, n, err)) ||
+        (st = ac_mat_init(&G, dk, n, err)) || (st = ac_mat_init(Wk, dk, d, err)) ||
+        (st = ac_mat_init(Wq, dk, d, err)))
         goto out;
-    for (size_t i = 0; i < k; i++) {
-        double rs = sqrt(s[i]);
-        for (size_t j = 0; j < n; j++) {
-            AC_MAT(&Kt, i, j) = rs * AC_MAT(&U, j, i);
-            AC_MAT(&Qt, i, j) = sq * rs * AC_MAT(&Vt, i, j);
+    double sq = sqrt((double)dk);
+    for (size_t k = 0; k < dk && k < n; k++) {
+        double rs = sqrt(s[k]);
+        for (size_t i = 0; i < n; i++) {
+            AC_MAT(&F, k, i) = rs * AC_MAT(&U, i, k);
+            AC_MAT(&G, k, i) = sq * rs * AC_MAT(&Vt, k, i);
         }
     }
-    if ((st = ac_mat_init(&res->Wk, dk, d, err)) || (st = ac_mat_init(&res->Wq, dk, d, err)) ||
-        (st = ac_gemm(&res->Wk, AC_NOTRANS, &Kt, AC_NOTRANS, Xp, err)) ||
-        (st = ac_gemm(&res->Wq, AC_NOTRANS, &Qt, AC_NOTRANS, Xp, err)))
+    if ((st = ac_gemm(Wk, AC_NOTRANS, &F, AC_NOTRANS, Xp, err)) ||
+        (st = ac_gemm(Wq, AC_NOTRANS, &G, AC_NOTRANS, Xp, err)))
         goto out;
 out:
     free(s);
     ac_mat_free(&U);
     ac_mat_free(&Vt);
-    ac_mat_free(&Kt);
-    ac_mat_free(&Qt);
+    ac_mat_free(&F);
+    ac_mat_free(&G);
     return st;
 }
 
@@ -342,9 +349,9 @@ int ac_t1_construct_family(ac_t1_result *res, const ac_mat *X, const ac_mat *P, 
     int st;
     ac_mat_free(&res->Wk);
     ac_mat_free(&res->Wq);
-    if ((st = pinv_and_projector(&Xp, &Pi, X, r, err)) ||
+    if ((st = t1_pinv(&Xp, &Pi, X, r, 0.0, err)) ||
         (st = family_member(&T, &Pi, P, r == n, err)) ||
-        (st = factor_family(res, &T, &Xp, res->dk, err)) ||
+        (st = t1_factor_logits(&res->Wk, &res->Wq, &T, &Xp, res->dk, err)) ||
         (st = ac_t1_certify_weights(&res->weights_cert, X, &res->Wk, &res->Wq, P, NULL, o,
                                     err)))
         goto out;

@@ -27,34 +27,6 @@
 
 /* ---- the projected construction ----------------------------------------- */
 
-/* Xp = X^+ (n x d, allocated here) from an SVD with the certified rank r:
- * the sum over the r largest singular triplets (stopping at a zero one, and
- * at one below rel * sigma_1 when rel > 0: a numerical rank, which keeps the
- * weights of an ill-conditioned X bounded). */
-static int pinv_rank(ac_mat *Xp, const ac_mat *X, size_t r, double rel, ac_err *err)
-{
-    size_t d = X->rows, n = X->cols, p = d < n ? d : n;
-    ac_mat Ux = {0}, Vx = {0};
-    int st;
-    double *sx = malloc((p ? p : 1) * sizeof(double));
-    if (!sx)
-        return ac_err_set(err, AC_EINTERNAL, "out of memory");
-    if ((st = ac_approx_svd(X, &Ux, sx, &Vx, err)) || (st = ac_mat_init(Xp, n, d, err)))
-        goto out;
-    for (size_t k = 0; k < r && k < p; k++) {
-        if (sx[k] == 0 || (rel > 0 && sx[k] < rel * sx[0]))
-            break;
-        for (size_t i = 0; i < n; i++)
-            for (size_t j = 0; j < d; j++)
-                AC_MAT(Xp, i, j) += AC_MAT(&Vx, k, i) * AC_MAT(&Ux, j, k) / sx[k];
-    }
-out:
-    free(sx);
-    ac_mat_free(&Ux);
-    ac_mat_free(&Vx);
-    return st;
-}
-
 /* T (n x n, initialised) = Pi M(c*) Pi = Pi L Pi + g (Pi c*)', L = log P,
  * g = Pi 1, with the minimiser c* of the log-domain residual in double:
  * c* = -((I - Pi) v / n + Pi v / (n - b)), v = (L - Pi L Pi)' 1, b = 1'Pi 1
@@ -132,43 +104,6 @@ out:
     return st;
 }
 
-/* Wk, Wq (dk x d) with (Wk X)'(Wq X)/sqrt(dk) = Pi T_dk Pi, T_dk the rank-dk
- * truncation of T (n x n, an SVD T = U S V'): Wk = S^(1/2) U_dk' X^+,
- * Wq = sqrt(dk) S^(1/2) V_dk' X^+, since X^+ X = Pi.  When T = Pi T Pi its
- * singular vectors lie in range(Pi) and the logits are T_dk itself. */
-static int factor_logits(ac_mat *Wk, ac_mat *Wq, const ac_mat *T, const ac_mat *Xp, size_t dk,
-                         ac_err *err)
-{
-    size_t n = Xp->rows, d = Xp->cols;
-    ac_mat U = {0}, Vt = {0}, F = {0}, G = {0};
-    double *s = malloc((n ? n : 1) * sizeof(double));
-    int st;
-    if (!s)
-        return ac_err_set(err, AC_EINTERNAL, "out of memory");
-    if ((st = ac_approx_svd(T, &U, s, &Vt, err)) || (st = ac_mat_init(&F, dk, n, err)) ||
-        (st = ac_mat_init(&G, dk, n, err)) || (st = ac_mat_init(Wk, dk, d, err)) ||
-        (st = ac_mat_init(Wq, dk, d, err)))
-        goto out;
-    double sq = sqrt((double)dk);
-    for (size_t k = 0; k < dk && k < n; k++) {
-        double rs = sqrt(s[k]);
-        for (size_t i = 0; i < n; i++) {
-            AC_MAT(&F, k, i) = rs * AC_MAT(&U, i, k);
-            AC_MAT(&G, k, i) = sq * rs * AC_MAT(&Vt, k, i);
-        }
-    }
-    if ((st = ac_gemm(Wk, AC_NOTRANS, &F, AC_NOTRANS, Xp, err)) ||
-        (st = ac_gemm(Wq, AC_NOTRANS, &G, AC_NOTRANS, Xp, err)))
-        goto out;
-out:
-    free(s);
-    ac_mat_free(&U);
-    ac_mat_free(&Vt);
-    ac_mat_free(&F);
-    ac_mat_free(&G);
-    return st;
-}
-
 /* Weights whose logits are T = Pi M(c*) Pi (kform: K Pi L Pi), truncated
  * to rank dk: A = (X^+)' T X^+ (so X' A X = T), sqrt(dk) A = Wk' Wq by the
  * SVD of A; X^+ of rank r, or of numerical rank at rel when rel > 0. */
@@ -178,10 +113,10 @@ static int construct_projected(ac_mat *Wk, ac_mat *Wq, const ac_mat *X, const ac
     size_t n = X->cols;
     ac_mat Xp = {0}, Pi = {0}, T = {0};
     int st;
-    if ((st = pinv_rank(&Xp, X, r, rel, err)) || (st = ac_mat_init(&Pi, n, n, err)) ||
+    if ((st = t1_pinv(&Xp, NULL, X, r, rel, err)) || (st = ac_mat_init(&Pi, n, n, err)) ||
         (st = ac_gemm(&Pi, AC_NOTRANS, &Xp, AC_NOTRANS, X, err)) ||
         (st = ac_mat_init(&T, n, n, err)) || (st = projected_logits(&T, &Pi, P, kform, err)) ||
-        (st = factor_logits(Wk, Wq, &T, &Xp, dk, err)))
+        (st = t1_factor_logits(Wk, Wq, &T, &Xp, dk, err)))
         goto out;
 out:
     ac_mat_free(&Xp);

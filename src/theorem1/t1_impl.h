@@ -74,6 +74,14 @@ int ac_t1_scale_pow2(ac_mat *Xs, int *s, const ac_mat *X, ac_err *err);
 int ac_t1_construct_family(ac_t1_result *res, const ac_mat *X, const ac_mat *P, size_t r,
                            const ac_t1_opts *o, ac_err *err);
 
+/* construct.c, shared with refine.c: X^+ (and Pi = X^+ X when Pi is not
+ * NULL) from an SVD of X with the certified rank r (rel > 0: stop below
+ * rel * sigma_1); and Wk, Wq of size dk whose logits are the rank-dk
+ * truncation of T, Wk = S^(1/2) U' X^+, Wq = sqrt(dk) S^(1/2) V' X^+. */
+int t1_pinv(ac_mat *Xp, ac_mat *Pi, const ac_mat *X, size_t r, double rel, ac_err *err);
+int t1_factor_logits(ac_mat *Wk, ac_mat *Wq, const ac_mat *T, const ac_mat *Xp, size_t dk,
+                     ac_err *err);
+
 /* Route CONSTRUCT, rank X = n <= dk (construct.c): paper 1, Theorem 1.  Y is
  * X^+ when known (computed here otherwise), YX its certified product. */
 int ac_t1_route_construct(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X,
