@@ -82,6 +82,9 @@ int ac_mat_init(ac_mat *m, size_t rows, size_t cols, ac_err *err);
 void ac_mat_free(ac_mat *m);
 /* Deep copy: dst must be zeroed or freed. */
 int ac_mat_copy(ac_mat *dst, const ac_mat *src, ac_err *err);
+/* The transpose of *m in place (reallocated; exact): e.g. a row-stochastic
+ * P in PyTorch's layout made column-stochastic.  On error *m is unchanged. */
+int ac_mat_transpose(ac_mat *m, ac_err *err);
 
 #define AC_MAT(m, i, j) ((m)->data[(size_t)(i) * (m)->cols + (size_t)(j)])
 

@@ -221,22 +221,6 @@ static int parse_args(t1_args *a, int argc, char **argv)
                                       : a->common.trace ? "--trace" : a->d0file ? "--d0" : NULL);
 }
 
-/* --rows: P read in PyTorch's row-stochastic layout becomes its transpose. */
-static int transpose_in_place(ac_mat *P, const char *name, ac_err *err)
-{
-    ac_mat T;
-    int st = ac_mat_init(&T, P->cols, P->rows, err);
-    if (st)
-        return st;
-    for (size_t i = 0; i < P->rows; i++)
-        for (size_t j = 0; j < P->cols; j++)
-            T.data[j * P->rows + i] = P->data[i * P->cols + j];
-    (void)name;
-    ac_mat_free(P);
-    *P = T;
-    return AC_OK;
-}
-
 /* Load or generate X and P. *generated_x / *generated_p report what to write. */
 static int load_instance(t1_args *a, ac_mat *X, ac_mat *P, double **d0, size_t *nd0,
                          int *gen_x, int *gen_p, ac_err *err)
@@ -251,7 +235,7 @@ static int load_instance(t1_args *a, ac_mat *X, ac_mat *P, double **d0, size_t *
         return st;
     if (a->pfile && (st = ac_npy_read_mat(a->pfile, P, err)))
         return st;
-    if (a->pfile && a->rows && (st = transpose_in_place(P, a->pfile, err)))
+    if (a->pfile && a->rows && (st = ac_mat_transpose(P, err)))
         return st;
     if (a->xfile) {
         if (a->have_n && a->n != X->cols)

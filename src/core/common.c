@@ -94,6 +94,20 @@ int ac_mat_copy(ac_mat *dst, const ac_mat *src, ac_err *err)
     return AC_OK;
 }
 
+int ac_mat_transpose(ac_mat *m, ac_err *err)
+{
+    ac_mat t;
+    int st = ac_mat_init(&t, m->cols, m->rows, err);
+    if (st)
+        return st;
+    for (size_t i = 0; i < m->rows; i++)
+        for (size_t j = 0; j < m->cols; j++)
+            t.data[j * m->rows + i] = m->data[i * m->cols + j];
+    ac_mat_free(m);
+    *m = t;
+    return AC_OK;
+}
+
 double ac_seconds(void)
 {
     struct timespec t;

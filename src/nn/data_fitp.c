@@ -64,16 +64,9 @@ int train_fitp_open(ac_train_data *d, ac_train_config *c, const ac_mat *Xm, cons
     if (c->p_path[0]) {
         if ((st = ac_npy_read_mat(c->p_path, &d->P, err)))
             return st;
-        if (c->p_rows) { /* row-stochastic file: the column-stochastic P is its transpose */
-            ac_mat T;
-            if ((st = ac_mat_init(&T, d->P.cols, d->P.rows, err)))
-                return st;
-            for (size_t i = 0; i < d->P.rows; i++)
-                for (size_t j = 0; j < d->P.cols; j++)
-                    T.data[j * d->P.rows + i] = d->P.data[i * d->P.cols + j];
-            ac_mat_free(&d->P);
-            d->P = T;
-        }
+        /* row-stochastic file: the column-stochastic P is its transpose */
+        if (c->p_rows && (st = ac_mat_transpose(&d->P, err)))
+            return st;
     } else if (c->p_rows) {
         return ac_err_set_field(err, AC_EUSAGE, "p_rows,p_path",
                                 "p_rows needs a P file (p_path): it transposes the P read");
