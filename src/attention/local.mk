@@ -10,6 +10,8 @@ src_libattncheck_la_SOURCES += \
 	src/attention/mh_backward.c \
 	src/attention/mh_certified.c \
 	src/attention/mh_files.c \
+	src/attention/mh_gemm.c \
+	src/attention/mh_gemm.h \
 	src/attention/multihead_arb.h \
 	src/attention/softmax.c \
 	src/attention/softmax.h
