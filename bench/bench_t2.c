@@ -84,7 +84,7 @@ static int do_certify(void *p, long i)
     (void)i;
     memset(&s, 0, sizeof s);
     s.X = *c->X; /* borrowed: not freed */
-    if (ac_t2_certify(&s, c->W, c->V, NULL, NULL) != AC_OK)
+    if (ac_t2_certify(&s, c->W, c->V, NULL, AC_T2_EMBED_TOL_DEFAULT, NULL) != AC_OK)
         return 1;
     return s.cert.verdict != AC_PROVED;
 }
@@ -96,7 +96,7 @@ static int do_construct_certify(void *p, long i)
     memset(&s, 0, sizeof s);
     int bad = ac_t2_construct(&s.X, AC_T2_CON_1, c->W, c->V, c->n, 1, (size_t)(i % 1000), 0, NULL,
                               NULL) != AC_OK ||
-              ac_t2_certify(&s, c->W, c->V, NULL, NULL) != AC_OK || s.cert.verdict != AC_PROVED;
+              ac_t2_certify(&s, c->W, c->V, NULL, AC_T2_EMBED_TOL_DEFAULT, NULL) != AC_OK || s.cert.verdict != AC_PROVED;
     ac_t2_sep_free(&s);
     return bad;
 }
