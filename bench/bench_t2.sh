@@ -107,6 +107,7 @@ END {
     printf "\nC forward faster than NumPy (median paired ratio > 1) in %d of %d comparisons (target: all)\n", ncmp - bad, ncmp
     # each side at its own best thread count (the best setting of the peer)
     printf "\n%-22s %-4s %16s %16s %8s\n", "best of 1, 2 threads", "", "C", "NumPy", "ratio"
+    nbest = 0; nmet = 0
     for (k = 0; k < ncfg; k++) for (l = 0; l < 2; l++) {
         L = l ? "g" : "f"; cb = ""; nb = ""
         for (t = 1; t <= 2; t++) {
@@ -114,7 +115,10 @@ END {
             if (ck in c) { m = median(substr(c[ck], 2)); if (cb == "" || m < cb) { cb = m; cbt = t } }
             if (nk in np) { m = median(substr(np[nk], 2)); if (nb == "" || m < nb) { nb = m; nbt = t } }
         }
-        if (cb != "" && nb != "")
+        if (cb != "" && nb != "") {
             printf "%-22s %-4s %8.1f us [%d] %8.1f us [%d] %7.2fx\n", (l ? "" : cfg[k]), (l ? "g_V" : "f_W"), cb * 1e6, cbt, nb * 1e6, nbt, nb / cb
+            nbest++; if (nb / cb >= 2) nmet++
+        }
     }
+    if (nbest) printf "NumPy/C >= 2x, best vs best, in %d of %d (target, issue 13: all)\n", nmet, nbest
 }' "$work/c.txt" "$work/np.txt"

@@ -95,7 +95,8 @@ START_TEST(test_forward_vs_reference)
     static const size_t shapes[][4] = {/* d, h, hs, n */
                                        {1, 1, 1, 1}, {4, 2, 2, 3}, {5, 1, 3, 1}, {8, 4, 2, 8},
                                        {16, 4, 8, 5}, {12, 3, 4, 17}, {32, 8, 4, 16},
-                                       {7, 2, 9, 2}};
+                                       {7, 2, 9, 2}, {9, 1, 13, 1}, {20, 3, 7, 31},
+                                       {17, 2, 33, 129}, {6, 2, 5, 140}};
     test_rng r;
     test_rng_init(&r, 301);
     int bad = 0;
@@ -145,10 +146,11 @@ START_TEST(test_forward_blocks_and_threads)
      * blocks (d > 32, not a multiple of 8): the blocked, threaded pass
      * against the naive reference within the first-order bound, and the
      * same bits with 1, 2 and 3 threads (the decomposition does not depend
-     * on the thread count). */
+     * on the thread count).  n <= 128 takes the small path (register-tiled
+     * products, mh_gemm.c, when AVX-512 is targeted), n = 140 the BLAS path. */
     static const size_t shapes[][4] = {/* d, h, hs, n */
                                        {64, 8, 32, 16}, {100, 5, 40, 33}, {48, 16, 3, 70},
-                                       {130, 2, 65, 15}};
+                                       {130, 2, 65, 15}, {96, 1, 160, 45}, {24, 3, 8, 140}};
     test_rng r;
     test_rng_init(&r, 307);
     int bad = 0, diff = 0;
@@ -194,6 +196,52 @@ START_TEST(test_forward_blocks_and_threads)
     set_threads(old);
     ck_assert_msg(bad == 0 && diff == 0, "%d entries off, %d thread-count differences (%s)", bad,
                   diff, msg);
+}
+END_TEST
+
+START_TEST(test_forward_large_logits)
+{
+    /* Logits of several hundred (|K_i^T Q_i| / sqrt(hs) up to ~2000): e^z
+     * overflows unless the softmax subtracts each column's maximum.  The
+     * output must be finite and within the first-order bound of the
+     * reference, and every column of every P_i must sum to 1 within
+     * (n + 2) u.  Small path (n <= 128) and BLAS path (n = 131). */
+    static const size_t shapes[][4] = {/* d, h, hs, n */
+                                       {8, 2, 4, 1}, {16, 3, 8, 17}, {24, 1, 11, 64},
+                                       {10, 2, 3, 131}};
+    test_rng r;
+    test_rng_init(&r, 311);
+    for (size_t t = 0; t < sizeof shapes / sizeof *shapes; t++) {
+        size_t d = shapes[t][0], h = shapes[t][1], hs = shapes[t][2], n = shapes[t][3];
+        ac_mh L;
+        ac_mat X = {0}, Y = {0}, R = {0};
+        ac_mh_work w;
+        fill_layer(&L, d, h, hs, &r, 1.0);
+        fill_mat(&X, d, n, &r, 12.0);
+        ac_mat_init(&Y, d, n, NULL);
+        ac_mat_init(&R, d, n, NULL);
+        ck_assert(ac_mh_work_init(&w, &L, n, NULL) == AC_OK);
+        ck_assert(ac_mh_forward(&Y, &L, &X, &w, NULL) == AC_OK);
+        ck_assert(ac_mh_forward_ref(&R, &L, &X, NULL) == AC_OK);
+        double tol = forward_tol(&L, &X);
+        for (size_t i = 0; i < d * n; i++)
+            ck_assert_msg(isfinite(Y.data[i]) && fabs(Y.data[i] - R.data[i]) <= tol,
+                          "shape %zu entry %zu: %g vs %g (bound %g)", t, i, Y.data[i], R.data[i],
+                          tol);
+        for (size_t i = 0; i < h; i++)
+            for (size_t j = 0; j < n; j++) {
+                double s = 0;
+                for (size_t a = 0; a < n; a++)
+                    s += w.p[i * n * n + a * n + j];
+                ck_assert_msg(fabs(s - 1) <= (double)(n + 2) * AC_U,
+                              "shape %zu head %zu column %zu sums to 1 + %g", t, i, j, s - 1);
+            }
+        ac_mh_work_free(&w);
+        ac_mat_free(&Y);
+        ac_mat_free(&R);
+        ac_mat_free(&X);
+        ac_mh_free(&L);
+    }
 }
 END_TEST
 
@@ -594,6 +642,7 @@ int main(void)
     tcase_set_timeout(tc, 300);
     tcase_add_test(tc, test_forward_vs_reference);
     tcase_add_test(tc, test_forward_blocks_and_threads);
+    tcase_add_test(tc, test_forward_large_logits);
     tcase_add_test(tc, test_forward_shapes);
     tcase_add_test(tc, test_backward_vs_forward_mode);
     tcase_add_test(tc, test_enclose_contains_arb);

@@ -10,6 +10,8 @@ src_libattncheck_la_SOURCES += \
 	src/attention/mh_backward.c \
 	src/attention/mh_certified.c \
 	src/attention/mh_files.c \
+	src/attention/mh_gemm.c \
+	src/attention/mh_gemm.h \
 	src/attention/multihead_arb.h \
 	src/attention/softmax.c \
 	src/attention/softmax.h
@@ -25,3 +27,8 @@ UNIT_TESTS += tests/test_multihead
 tests_test_multihead_SOURCES = tests/test_multihead.c tests/testutil.h
 tests_test_multihead_CFLAGS = $(TEST_CFLAGS)
 tests_test_multihead_LDADD = $(TEST_LIBS)
+check_PROGRAMS += tests/test_mh_gemm
+UNIT_TESTS += tests/test_mh_gemm
+tests_test_mh_gemm_SOURCES = tests/test_mh_gemm.c tests/testutil.h
+tests_test_mh_gemm_CFLAGS = $(TEST_CFLAGS)
+tests_test_mh_gemm_LDADD = $(TEST_LIBS)

@@ -1,7 +1,8 @@
 /* mh_forward.c — the forward pass of a multi-head attention layer in double
- * (attncheck/multihead.h, paper 1, eq. (8)): the workspace, a fixed blocking
- * into BLAS calls shared out over threads, and the naive reference kernel the
- * tests compare it against.
+ * (attncheck/multihead.h, paper 1, eq. (8)): the workspace, the small-layer
+ * path (the register-tiled products of mh_gemm.c, head by head in cache), a
+ * fixed blocking into BLAS calls for the others, both shared out over
+ * threads, and the naive reference kernel the tests compare them against.
  *
  * Dimension letters: d model width, n tokens, h heads, hs head size,
  * hh = h hs.  Buffers are row-major.
@@ -21,6 +22,8 @@
 #include "attncheck/linalg.h"
 #include "attncheck/multihead.h"
 #include "attention/head_impl.h"
+#include "attention/mh_gemm.h"
+#include "attention/softmax.h"
 #include "attention/mh_impl.h"
 
 /* malloc size of m doubles, at least one */
@@ -210,9 +213,8 @@ double *ac_mh_work_scratch(const ac_mh_work *w)
     return w->tmp + 4 * hh * n + 2 * n * n;
 }
 
-/* Steps 1 and 2 (and 3 when Y != NULL) into w, with nt <= w->scratch_threads
- * (mh_impl.h). */
-void ac_mh_forward_core(const ac_mh *L, const ac_mat *X, ac_mh_work *w, ac_mat *Y, int nt)
+/* Steps 1 and 2 (and 3 when Y != NULL) by BLAS calls. */
+static void blas_forward(const ac_mh *L, const ac_mat *X, ac_mh_work *w, ac_mat *Y, int nt)
 {
     double *scratch = ac_mh_work_scratch(w);
     size_t d = L->d, n = X->cols, hh = L->h * L->hs;
@@ -246,6 +248,97 @@ void ac_mh_forward_core(const ac_mh *L, const ac_mat *X, ac_mh_work *w, ac_mat *
         head_block(L, n, w, i, scratch);
     for (size_t b = 0; b < nbo; b++)
         gemm_rowblock(bo, b, d, hh, n, L->wo, w->hb, Y->data);
+}
+
+/* ---- the small path: the register-tiled kernel of mh_gemm.h -------------
+ *
+ * The same three steps with ac_mh_gemm instead of BLAS, when it is
+ * vectorised (AC_MH_GEMM_SIMD) and the products are small: every right-hand
+ * factor (X d x n, the head's Q_i or P_i, H hh x n) at most 64 K doubles, so
+ * that it stays in the L2 cache while the weights stream past it, and n <= 128
+ * (an n x n softmax matrix in L1/L2).  There the packing and the call
+ * overhead of dgemm cost more than the products: measured with perf on the
+ * layers of bench_t2 (n = 16 and 64, head sizes 8 to 64; OpenBLAS 0.3.21,
+ * Haswell kernels), a quarter of the samples were OpenBLAS copying
+ * operands, and the kernel of mh_gemm.c ran these products 1.2 to 1.8 times
+ * faster than dgemm.  Head i is fused in cache: its logits, their column
+ * softmax (in place, in w->p) and H_i = V_i P_i, one head after the other.
+ * ac_mh_gemm computes every entry in one fixed order whatever the blocking,
+ * so the row blocks can be shared out freely: y is the same to the last bit
+ * for any number of threads. */
+static int small_path(const ac_mh *L, size_t n)
+{
+    size_t hh = L->h * L->hs;
+    return AC_MH_GEMM_SIMD && n <= 128 && L->d * n <= 65536 && hh * n <= 65536 &&
+           L->hs * n <= 65536;
+}
+
+/* rows per block of a product with m rows: a multiple of 8, at least 64
+ * (about 16 rows per block for the work to share, never below 8 rows) */
+static size_t small_rows(size_t m)
+{
+    size_t rb = (m / 16 + 7) & ~(size_t)7;
+    return rb < 64 ? 64 : rb;
+}
+
+/* Head i, in cache: its projections Q_i, K_i, V_i (three blocks of hs rows
+ * of [Wq; Wk; Wv] X, into w->qkv), its logits, their column softmax (in
+ * place, in w->p) and H_i = V_i P_i (into w->hb). */
+static void small_head(const ac_mh *L, const ac_mat *X, ac_mh_work *w, size_t i, double *scratch)
+{
+    size_t d = L->d, n = X->cols, hs = L->hs, hh = L->h * hs;
+    double *Q = w->qkv + i * hs * n, *K = w->qkv + (hh + i * hs) * n,
+           *V = w->qkv + (2 * hh + i * hs) * n;
+    double *P = w->p + i * n * n;
+    ac_mh_gemm(hs, n, d, 1.0, L->wq + i * hs * d, d, 1, X->data, n, Q, n);
+    ac_mh_gemm(hs, n, d, 1.0, L->wk + i * hs * d, d, 1, X->data, n, K, n);
+    ac_mh_gemm(hs, n, d, 1.0, L->wv + i * hs * d, d, 1, X->data, n, V, n);
+    /* Z_i = K_i^T Q_i / sqrt(hs): K_i read transposed in place */
+    ac_mh_gemm(n, n, hs, 1.0 / sqrt((double)hs), K, 1, n, Q, n, P, n);
+    ac_softmax_cols(P, n, n, scratch, scratch + n);
+    ac_mh_gemm(hs, n, n, 1.0, V, n, 1, P, n, w->hb + i * hs * n, n);
+}
+
+/* The heads shared out over the threads (no barrier between a head's
+ * projections and its attention), then one barrier and the rows of
+ * y = Wo_cat H shared out. */
+static void small_forward(const ac_mh *L, const ac_mat *X, ac_mh_work *w, ac_mat *Y, int nt)
+{
+    double *scratch = ac_mh_work_scratch(w);
+    size_t d = L->d, n = X->cols, hh = L->h * L->hs;
+    size_t ro = small_rows(d), nbo = Y ? (d + ro - 1) / ro : 0;
+#ifdef _OPENMP
+#pragma omp parallel num_threads(nt) if (nt > 1)
+#else
+    (void)nt;
+#endif
+    {
+        double *s = scratch;
+#ifdef _OPENMP
+        s += 2 * n * (size_t)omp_get_thread_num();
+#pragma omp for schedule(static)
+#endif
+        for (size_t i = 0; i < L->h; i++)
+            small_head(L, X, w, i, s);
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (size_t b = 0; b < nbo; b++) {
+            size_t r0 = b * ro, mr = d - r0 < ro ? d - r0 : ro;
+            ac_mh_gemm(mr, n, hh, 1.0, L->wo + r0 * hh, hh, 1, w->hb, n, Y->data + r0 * n, n);
+        }
+    }
+}
+
+/* Steps 1 and 2 (and 3 when Y != NULL) into w, with nt <= w->scratch_threads
+ * (mh_impl.h). */
+void ac_mh_forward_core(const ac_mh *L, const ac_mat *X, ac_mh_work *w, ac_mat *Y, int nt)
+{
+    if (small_path(L, X->cols)) {
+        small_forward(L, X, w, Y, nt);
+        return;
+    }
+    blas_forward(L, X, w, Y, nt);
 }
 
 int ac_mh_check_x(const ac_mh *L, const ac_mat *X, ac_err *err)

@@ -93,18 +93,22 @@ void ac_mh_work_free(ac_mh_work *w);
  * after the call it holds Q, K, V, the softmax matrices and H (used by
  * ac_mh_backward).  AC_EUSAGE on a shape mismatch.
  *
- * Cost: about 2 n h hs (4 d + 2 n) flops in a fixed list of BLAS calls: one
- * dgemm per block of 128 rows of [Wq; Wk; Wv] (the projections of every
- * head at once, weights read in place), two dgemm and a column softmax per
- * head, one dgemm per block of rows of Wo_cat.  Threads: up to the OpenMP
- * threads allowed (and those at ac_mh_work_init), bounded by w->threads or,
- * when that is 0 (or w is NULL), by the BLAS threads (ac_blas_get_threads;
- * so OPENBLAS_NUM_THREADS=1 or --threads 1 means one thread), for problems
- * above ~2 Mflop; the threads share out whole blocks and heads, each block a
+ * Cost: about 2 n h hs (4 d + 2 n) flops.  Small layers (n <= 128, X, H and
+ * each Q_i at most 64 K doubles; AVX-512 builds, --enable-native): one
+ * register-tiled product kernel, no BLAS, each head's projections, logits,
+ * softmax and V_i P_i in cache, then y = Wo_cat H.  Otherwise a fixed list
+ * of BLAS calls: one dgemm per block of rows of [Wq; Wk; Wv] (the
+ * projections of every head at once, weights read in place), two dgemm and
+ * a column softmax per head, one dgemm per block of rows of Wo_cat.
+ * Threads: up to the OpenMP threads allowed (and those at ac_mh_work_init),
+ * bounded by w->threads or, when that is 0 (or w is NULL), by the BLAS
+ * threads (ac_blas_get_threads; so OPENBLAS_NUM_THREADS=1 or --threads 1
+ * means one thread), for problems above ~2 Mflop; the threads share out
+ * whole heads and blocks of rows; on the BLAS path each block is a
  * single-threaded BLAS call (the BLAS thread count is set to 1 for the
  * duration and restored: do not run it concurrently with code that changes
- * that setting).  The result therefore does not depend on the number of
- * threads, to the last bit. */
+ * that setting).  The result does not depend on the number of threads, to
+ * the last bit. */
 int ac_mh_forward(ac_mat *Y, const ac_mh *L, const ac_mat *X, ac_mh_work *w, ac_err *err);
 
 /* The same by plain loops, one head and one entry at a time (the reference
