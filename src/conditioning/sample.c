@@ -183,12 +183,13 @@ void cond_sample_block(cond_ws *w, const ac_cond_opts *o, uint64_t trial)
     size_t N = w->N, D = w->D, d = w->d, E = w->E;
     ac_rng r;
     double t0 = ac_seconds();
-    ac_rng_init(&r, o->seed, (uint64_t)w->h, trial);
     if (o->mode == AC_COND_IID) {
-        ac_rng_normal_fill(&r, w->A, N * D);
+        /* entry (i, j) is entry i D + j of the block stream (seed, h, trial) */
+        ac_rng_normal_block(w->A, N * D, o->seed, (uint64_t)w->h, trial, 0);
         w->t_sample += ac_seconds() - t0;
         return;
     }
+    ac_rng_init(&r, o->seed, (uint64_t)w->h, trial);
     ac_rng_normal_fill(&r, w->X, N * E);
     double t1 = ac_seconds();
     w->t_sample += t1 - t0;

@@ -15,6 +15,8 @@ src_libattncheck_la_SOURCES += \
 	src/core/exp_kernel.h \
 	src/core/linalg.c \
 	src/core/rng.c \
+	src/core/rng_ars.c \
+	src/core/rng_impl.h \
 	src/core/blas.c
 
 # unit tests of this module
