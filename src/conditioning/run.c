@@ -88,7 +88,12 @@ int ac_cond_memory_need(const ac_cond_opts *o, const size_t *h, const size_t *d,
 static int do_sample(cond_ws *w, const ac_cond_opts *o, uint64_t trial, int start,
                      ac_cond_sample *s, double *eig, ac_err *err)
 {
-    cond_sample_block(w, o, trial);
+    /* i.i.d. blocks on the GRAM route: G straight from the sampler, A only
+     * if a later route needs it (the same numbers either way) */
+    if (o->mode == AC_COND_IID && start <= AC_COND_GRAM && !o->certify)
+        cond_gram_iid(w, o, trial);
+    else
+        cond_sample_block(w, o, trial);
     int st = cond_kappa_ws(w, o->rtol, start, o->max_prec, s, eig, err);
     if (st)
         return st;
