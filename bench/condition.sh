@@ -20,6 +20,17 @@ N=128; d=64; T=100; heads=1,2,4,8,16,32,64
 here=$(cd "$(dirname "$0")" && pwd)
 bin=${BENCH_BIN:-./bench/condition}
 exe=${ATTNCHECK:-./attncheck}
+# In the build tree ./attncheck is libtool's development wrapper (a bash
+# script, ~15 ms per start that an installed attncheck does not have): time
+# the program it runs, with the library path the wrapper would set.
+if head -c 2048 "$exe" 2>/dev/null | grep -q 'temporary wrapper script for'; then
+    real="$(dirname "$exe")/.libs/$(basename "$exe")"
+    if [ -x "$real" ]; then
+        exe=$real
+        LD_LIBRARY_PATH="$(cd "$(dirname "$exe")/../src/.libs" 2>/dev/null && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+        export LD_LIBRARY_PATH
+    fi
+fi
 py=${PYTHON3:-/usr/bin/python3}
 core=$("$exe" --version 2>/dev/null | sed -n 's/^BLAS kernels: \([^ ]*\).*/\1/p')
 [ -n "${OPENBLAS_CORETYPE:-}" ] || { [ -n "$core" ] && export OPENBLAS_CORETYPE="$core"; }
@@ -47,7 +58,7 @@ print("%.4f %.4f" % (w, r.ru_utime + r.ru_stime))' "$exe" condition --seq $N --h
 done
 cmdmed=$(echo $cmdt | tr ' ' '\n' | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}')
 cpumed=$(echo $cpu | tr ' ' '\n' | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}')
-echo "  command  runs:$cmdt s; median $cmdmed s (attncheck condition, whole process)"
+echo "  command  runs:$cmdt s; median $cmdmed s ($exe condition, whole process)"
 echo "  command  CPU time (user + sys):$cpu s; median $cpumed s"
 
 np1=$(OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 "$py" "$here/condition_numpy.py" $N $d $T "$nreps" $heads)
