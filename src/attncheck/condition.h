@@ -87,9 +87,9 @@
  *
  * Determinism: every block comes from its own stream (seed, h, trial) and is
  * processed by one thread with single-threaded BLAS, and the route of a
- * sample depends only on the sample (and on trial 0 of the same h, which is
- * always computed first), so results are bit-identical for any number of
- * threads.
+ * sample depends only on the sample (and on the route of trial 0 of the
+ * same h, as if trial 0 were computed first), so results are bit-identical
+ * for any number of threads.
  */
 #ifndef ATTNCHECK_CONDITION_H
 #define ATTNCHECK_CONDITION_H

@@ -4,7 +4,9 @@
  *
  * Parallelism: one OpenMP thread per sample with single-threaded BLAS; a
  * sample's stream is (seed, h, trial) and its route depends on itself and on
- * trial 0 (computed first, alone), so results do not depend on the threads.
+ * trial 0's route (trial 0 runs first and alone, or beside the others when
+ * its route is predictable, with a recomputation after a wrong guess; see
+ * run_samples), so results do not depend on the threads.
  */
 #include <config.h>
 
