@@ -8,6 +8,7 @@
  * two samplers of the attention block with the same law. */
 #include <config.h>
 
+#include <inttypes.h>
 #include <math.h>
 #include <string.h>
 
@@ -214,6 +215,82 @@ START_TEST(test_determinism_threads)
 }
 END_TEST
 
+START_TEST(test_speculation_same)
+{
+    /* trial 0 beside the others (run.c's guess that it takes GRAM), forced
+     * by the test hook even where the guess is wrong (D = N: trial 0 takes
+     * SVD, the GRAM-routed samples are recomputed): the same samples as
+     * trial 0 first, for 1 and 2 threads, and a fixed start route too */
+    ac_cond_opts o;
+    ac_cond_opts_default(&o);
+    o.seed = test_seed_value;
+    o.N = 16;
+    o.trials = 30;
+    o.spectrum = 1;
+    o.rtol = 1e-12; /* the GRAM bound then fails at D = N (kappa ~ 10-100) */
+    static const size_t hs[] = {1, 2, 3, 8};
+    for (size_t i = 0; i < 4; i++)
+        for (int th = 1; th <= 2; th++)
+            for (int sr = -1; sr <= 0; sr++) {
+                ac_cond_result a, b;
+                o.start_route = sr;
+                unsetenv("ATTNCHECK_COND_SPECULATE");
+                run_threads(&a, hs[i], 8, &o, th);
+                setenv("ATTNCHECK_COND_SPECULATE", "1", 1);
+                run_threads(&b, hs[i], 8, &o, th);
+                unsetenv("ATTNCHECK_COND_SPECULATE");
+                ck_assert_msg(same_samples(&a, &b),
+                              "h = %zu, %d threads, start %d: speculation changed the samples",
+                              hs[i], th, sr);
+                if (hs[i] == 2 && sr < 0) /* D = N: the guess is wrong, redo runs */
+                    ck_assert_msg(a.samples[0].route != AC_COND_GRAM,
+                                  "D = N: trial 0 took GRAM; the test misses the redo");
+                ac_cond_result_free(&a);
+                ac_cond_result_free(&b);
+            }
+    o.start_route = -1;
+    /* the recomputation matters when trial 0 fails GRAM and another trial
+     * passes it: find such a seed and rtol at D = N (trial t passes GRAM
+     * iff ac_cond_kappa from GRAM keeps the GRAM route), then compare */
+    int exercised = 0;
+    for (uint64_t k = 0; k < 6 && !exercised; k++)
+        for (double rt = 1e-9; rt > 1e-12 && !exercised; rt /= 3) {
+            o.seed = test_seed_value + k;
+            o.rtol = rt;
+            int pass0 = -1, others = 0;
+            for (uint64_t t = 0; t < o.trials; t++) {
+                ac_mat A = {0};
+                ac_cond_sample smp;
+                ck_assert(ac_cond_block(&A, 2, 8, t, &o, NULL) == AC_OK);
+                ck_assert(ac_cond_kappa(&A, o.rtol, AC_COND_GRAM, o.max_prec, &smp, NULL) ==
+                          AC_OK);
+                if (t == 0)
+                    pass0 = smp.route == AC_COND_GRAM;
+                else
+                    others += smp.route == AC_COND_GRAM;
+                ac_mat_free(&A);
+            }
+            if (pass0 || others == 0)
+                continue;
+            exercised = 1;
+            for (int th = 1; th <= 2; th++) {
+                ac_cond_result a, b;
+                unsetenv("ATTNCHECK_COND_SPECULATE");
+                run_threads(&a, 2, 8, &o, th);
+                setenv("ATTNCHECK_COND_SPECULATE", "1", 1);
+                run_threads(&b, 2, 8, &o, th);
+                unsetenv("ATTNCHECK_COND_SPECULATE");
+                ck_assert_msg(same_samples(&a, &b),
+                              "seed %" PRIu64 ", rtol %g, %d threads: a wrong guess changed the "
+                              "samples", o.seed, rt, th);
+                ac_cond_result_free(&a);
+                ac_cond_result_free(&b);
+            }
+        }
+    ck_assert_msg(exercised, "no seed/rtol with trial 0 off GRAM and another trial on it");
+}
+END_TEST
+
 START_TEST(test_block_reproduces)
 {
     ac_cond_opts o;
@@ -226,12 +303,14 @@ START_TEST(test_block_reproduces)
     for (uint64_t t = 0; t < 5; t++) {
         ac_mat A = {0};
         ck_assert(ac_cond_block(&A, 8, 8, t, &o, NULL) == AC_OK);
-        /* iid: the first N D normals of the stream (seed, h, trial) */
-        ac_rng g;
-        ac_rng_init(&g, o.seed, 8, t);
+        /* iid: entries 0 .. N D - 1 of the block stream (seed, h, trial),
+         * here from the portable reference twin, one entry at a time */
         int diff = 0;
-        for (size_t i = 0; i < A.rows * A.cols; i++)
-            diff += A.data[i] != ac_rng_normal(&g);
+        for (size_t i = 0; i < A.rows * A.cols; i++) {
+            double g;
+            ac_rng_normal_block_ref(&g, 1, o.seed, 8, t, i);
+            diff += A.data[i] != g;
+        }
         ck_assert_int_eq(diff, 0);
         ac_cond_sample s;
         ck_assert(ac_cond_kappa(&A, o.rtol, r.samples[t].route, o.max_prec, &s, NULL) == AC_OK);
@@ -442,6 +521,7 @@ int main(void)
     tcase_add_test(tc, test_routes_agree);
     tcase_add_test(tc, test_determinism_threads);
     tcase_add_test(tc, test_block_reproduces);
+    tcase_add_test(tc, test_speculation_same);
     tcase_add_test(tc, test_attention_two_samplers);
     tcase_add_test(tc, test_stats);
     tcase_add_test(tc, test_bad_args);

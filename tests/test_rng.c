@@ -289,13 +289,40 @@ END_TEST
 
 /* ---- normal ------------------------------------------------------------- */
 
+/* The normal tests run twice (loop index _i): 0 = the ac_rng stream
+ * (g_seed, id, 0) by ac_rng_normal_fill, 1 = the block normals (g_seed, id,
+ * 0) by ac_rng_normal_block, from position 0 on. */
+typedef struct {
+    int block;
+    ac_rng r;
+    uint64_t id, pos;
+} nsrc;
+
+static void nsrc_init(nsrc *q, int block, uint64_t id)
+{
+    q->block = block;
+    q->id = id;
+    q->pos = 0;
+    ac_rng_init(&q->r, g_seed, id, 0);
+}
+
+static void nsrc_fill(nsrc *q, double *x, size_t n)
+{
+    if (!q->block) {
+        ac_rng_normal_fill(&q->r, x, n);
+        return;
+    }
+    ac_rng_normal_block(x, n, g_seed, q->id, 0, q->pos);
+    q->pos += n;
+}
+
 START_TEST(test_normal_moments)
 {
     const size_t n = 1000000;
     double *x = xmalloc_d(n);
-    ac_rng r;
-    ac_rng_init(&r, g_seed, 31, 0);
-    ac_rng_normal_fill(&r, x, n);
+    nsrc q;
+    nsrc_init(&q, _i, 31);
+    nsrc_fill(&q, x, n);
     double mean = 0.0;
     for (size_t i = 0; i < n; i++)
         mean += x[i];
@@ -328,12 +355,17 @@ START_TEST(test_normal_ks)
 {
     const size_t n = 200000;
     double *x = xmalloc_d(n);
-    ac_rng r;
-    ac_rng_init(&r, g_seed, 32, 0);
-    /* Half by single calls, half by fill: both paths are tested. */
+    nsrc q;
+    nsrc_init(&q, _i, 32);
+    /* Half by single calls (block: the reference twin), half by fill: both
+     * paths are tested. */
     for (size_t i = 0; i < n / 2; i++)
-        x[i] = ac_rng_normal(&r);
-    ac_rng_normal_fill(&r, x + n / 2, n - n / 2);
+        if (_i)
+            ac_rng_normal_block_ref(x + i, 1, g_seed, 32, 0, i);
+        else
+            x[i] = ac_rng_normal(&q.r);
+    q.pos = n / 2;
+    nsrc_fill(&q, x + n / 2, n - n / 2);
     const double d = ks_stat(x, n, cdf_normal, NULL), c = ks_crit(n, 1e-6);
     CHECKF(d < c, "normal KS statistic %.3g exceeds critical value %.3g (n %zu, alpha 1e-6)", d, c, n);
     free(x);
@@ -349,10 +381,10 @@ START_TEST(test_normal_tails)
     double *x = xmalloc_d(chunk);
     double *tail = xmalloc_d(maxtail);
     size_t c35 = 0, c40 = 0, nt = 0;
-    ac_rng r;
-    ac_rng_init(&r, g_seed, 34, 0);
+    nsrc q;
+    nsrc_init(&q, _i, 34);
     for (size_t done = 0; done < n; done += chunk) {
-        ac_rng_normal_fill(&r, x, chunk);
+        nsrc_fill(&q, x, chunk);
         for (size_t i = 0; i < chunk; i++) {
             const double a = fabs(x[i]);
             if (a > 3.5) {
@@ -398,9 +430,9 @@ START_TEST(test_normal_bins)
     double *x = xmalloc_d(n);
     size_t *bins = calloc(nbins, sizeof *bins);
     ck_assert_msg(bins != NULL, "out of memory");
-    ac_rng r;
-    ac_rng_init(&r, g_seed, 33, 0);
-    ac_rng_normal_fill(&r, x, n);
+    nsrc q;
+    nsrc_init(&q, _i, 33);
+    nsrc_fill(&q, x, n);
 
     for (size_t i = 0; i < n; i++) {
         size_t b = (size_t)(gsl_cdf_ugaussian_P(x[i]) * (double)nbins);
@@ -624,10 +656,10 @@ static Suite *rng_suite(void)
     tcase_add_test(tc, test_fill_equals_single);
     tcase_add_test(tc, test_streams_differ);
     tcase_add_test(tc, test_uniform);
-    tcase_add_test(tc, test_normal_moments);
-    tcase_add_test(tc, test_normal_ks);
-    tcase_add_test(tc, test_normal_tails);
-    tcase_add_test(tc, test_normal_bins);
+    tcase_add_loop_test(tc, test_normal_moments, 0, 2);
+    tcase_add_loop_test(tc, test_normal_ks, 0, 2);
+    tcase_add_loop_test(tc, test_normal_tails, 0, 2);
+    tcase_add_loop_test(tc, test_normal_bins, 0, 2);
     tcase_add_test(tc, test_gamma);
     tcase_add_test(tc, test_dirichlet);
     tcase_add_test(tc, test_below);

@@ -8,9 +8,12 @@
  *
  * Blocks
  * ------
- *   AC_COND_IID        the theorem's assumption: A_i i.i.d. N(0,1).  The
- *                      N*D entries of A, in row-major order, are the first
- *                      N*D normals of the stream (seed, h, trial) (rng.h).
+ *   AC_COND_IID        the theorem's assumption: A_i i.i.d. N(0,1).  Entry
+ *                      (i, j) of A is entry i D + j of the block stream
+ *                      (seed, h, trial) of ac_rng_normal_block (rng.h:
+ *                      ARS-7 words, the 256-layer ziggurat), so a block can
+ *                      be drawn in panels (the GRAM route draws 256 columns
+ *                      at a time and reduces them in cache).
  *   AC_COND_ATTENTION  real heads with Gaussian weights (doc/mathematics.md
  *                      §5.7):
  *                        A_i = Softmax(Q_i K_i^T / sqrt d) V_i  (row softmax),
@@ -84,9 +87,9 @@
  *
  * Determinism: every block comes from its own stream (seed, h, trial) and is
  * processed by one thread with single-threaded BLAS, and the route of a
- * sample depends only on the sample (and on trial 0 of the same h, which is
- * always computed first), so results are bit-identical for any number of
- * threads.
+ * sample depends only on the sample (and on the route of trial 0 of the
+ * same h, as if trial 0 were computed first), so results are bit-identical
+ * for any number of threads.
  */
 #ifndef ATTNCHECK_CONDITION_H
 #define ATTNCHECK_CONDITION_H

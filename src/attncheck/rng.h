@@ -148,6 +148,56 @@ void ac_rng_dirichlet(ac_rng *r, size_t k, const double *alpha, double *out);
  * small n).  n == 0 returns 0 and consumes nothing. */
 uint64_t ac_rng_below(ac_rng *r, uint64_t n);
 
+/* ---- block normals (position-addressable) ------------------------------------
+ *
+ * A second, faster family of normal streams for large blocks of i.i.d.
+ * N(0,1) entries (the blocks of `attncheck condition`).  Entry p (p = 0, 1,
+ * 2, ...) of the block stream (seed, stream_a, stream_b) depends only on
+ * (seed, stream_a, stream_b, p), so a block may be drawn in pieces, in any
+ * order, by any number of threads, with the same values.
+ *
+ * Words: ARS-7 of Salmon et al. (SC'11, the paper above; Random123's
+ * ars1xm128i_R(7, ctr, key)), a counter-based generator made of AES rounds
+ * with a Weyl key schedule, which passes TestU01's BigCrush (ARS-5 already
+ * does; 7 rounds is Random123's default, for a safety margin).  Block q has
+ * counter {q, stream_b} and key {seed, stream_a} (64-bit halves of the
+ * 128-bit state, low half first, little-endian bytes); its low half is word
+ * 2q, its high half word 2q+1.  The words are computed with VAES (AVX-512),
+ * AES-NI or portable table-driven AES rounds, whichever the CPU has; all
+ * three give the same bits (tests/test_rng_block.c checks them against each
+ * other, against Random123's ars.h where the compiler provides AES-NI, and
+ * tests/ars_oracle.py against an independent FIPS-197 implementation).
+ *
+ * Normals: entry p is the 256-layer ziggurat above applied to word p, with
+ * the same tables, fast test, wedge and exact tail.  The rare entries
+ * (about 1.5%) that need further words take them from their own auxiliary
+ * stream: Philox4x64-10 with key {seed, stream_a} and counter {j, stream_b,
+ * p, 1}, j = 0, 1, ... (disjoint from every ac_rng stream, whose counter
+ * words 2 and 3 are 0).  The distribution is therefore exactly that of
+ * ac_rng_normal (up to the same rounding); the values differ from the
+ * ac_rng streams.  Positions must satisfy pos + n <= 2^64. */
+
+/* x[k] = entry pos + k of the block stream (seed, stream_a, stream_b), k <
+ * n.  Fast path (vector instructions when the CPU has them). */
+void ac_rng_normal_block(double *x, size_t n, uint64_t seed, uint64_t stream_a,
+                         uint64_t stream_b, uint64_t pos);
+
+/* The same values computed by the portable scalar code (the reference
+ * twin: table-driven AES, one entry at a time). */
+void ac_rng_normal_block_ref(double *x, size_t n, uint64_t seed, uint64_t stream_a,
+                             uint64_t stream_b, uint64_t pos);
+
+/* Words pos .. pos+n-1 of the ARS-7 stream (seed, stream_a, stream_b):
+ * fastest instructions (_ars_words) or portable code (_ars_words_ref). */
+void ac_rng_ars_words(uint64_t *w, size_t n, uint64_t seed, uint64_t stream_a,
+                      uint64_t stream_b, uint64_t pos);
+void ac_rng_ars_words_ref(uint64_t *w, size_t n, uint64_t seed, uint64_t stream_a,
+                          uint64_t stream_b, uint64_t pos);
+
+/* Which instructions ac_rng_ars_words uses on this CPU (for reports). */
+enum { AC_RNG_ARS_SOFT = 0, AC_RNG_ARS_AESNI = 1, AC_RNG_ARS_VAES = 2 };
+int ac_rng_ars_kind(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -55,8 +55,9 @@
 /* Per-thread buffers, sized for one (N, h, d, E). */
 typedef struct {
     size_t N, D, d, h, E, m, M;
-    double *A;      /* N x D, the block */
+    double *A;      /* N x D, the block (see a_pending) */
     double *G;      /* m x m Gram matrix */
+    double *P;      /* Gram panel scratch: N x COND_PANEL or COND_PANEL x D */
     double *C;      /* N x D scratch copy for dgesdd (destroys its input) */
     double *sv;     /* m singular values / eigenvalues */
     double *td, *te, *tau; /* tridiagonal form */
@@ -68,7 +69,18 @@ typedef struct {
     double *X, *L, *Q, *K, *V, *W, *S;
     /* accounting (thread-seconds, flops) */
     double t_sample, t_reduce, t_solve, t_mpfr, t_certify, flops;
+    /* fused i.i.d. sampling (cond_gram_iid): G holds the Gram matrix of
+     * block `trial` of o (g_ready), and A is drawn only when a route needs
+     * it (a_pending; cond_ws_need_a) */
+    const ac_cond_opts *o;
+    uint64_t trial;
+    int a_pending, g_ready;
 } cond_ws;
+
+/* Columns (D >= N) or rows (D < N) of A per step of the Gram matrix: the
+ * GRAM route sums G = sum_panels P P^T (or P^T P) in this order, whether
+ * the panels come from w->A or straight from the sampler. */
+#define COND_PANEL 256
 
 int cond_ws_init(cond_ws *w, size_t N, size_t h, size_t d, size_t E, ac_cond_mode mode);
 void cond_ws_free(cond_ws *w);
@@ -76,8 +88,19 @@ void cond_ws_free(cond_ws *w);
 double cond_ws_bytes(size_t N, size_t h, size_t d, size_t E, ac_cond_mode mode);
 /* Fill w->A with block `trial` (the streams of attncheck/condition.h). */
 void cond_sample_block(cond_ws *w, const ac_cond_opts *o, uint64_t trial);
+/* i.i.d. mode: the Gram matrix of block `trial` into w->G panel by panel,
+ * each panel drawn into w->P and reduced while in cache; w->A is not
+ * written (a_pending).  Same G, bit for bit, as the GRAM route on the
+ * block drawn by cond_sample_block. */
+void cond_gram_iid(cond_ws *w, const ac_cond_opts *o, uint64_t trial);
+/* Draw w->A if cond_gram_iid left it pending. */
+void cond_ws_need_a(cond_ws *w);
 
 /* ---- kappa.c: the routes --------------------------------------------------- */
+
+/* G = P P^T (D >= N; P is N x k with leading dimension ld, columns of A)
+ * or P^T P (D < N; P is k x D, rows of A), added to G when accumulate. */
+void cond_gram_panel(cond_ws *w, const double *P, size_t k, size_t ld, int accumulate);
 
 /* kappa of w->A, starting with route `start`; eig (spectrum) receives the m
  * eigenvalues of G ascending, or NULL. */

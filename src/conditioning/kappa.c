@@ -44,19 +44,33 @@ static double sqrt_relerr(double l, double eta)
     return 1 - sqrt(1 - eta / l) + 2 * U53;
 }
 
-/* GRAM route on w->A.  Returns 1 if accepted (s filled), 0 if the bound
+void cond_gram_panel(cond_ws *w, const double *P, size_t k, size_t ld, int accumulate)
+{
+    size_t N = w->N, D = w->D, m = w->m;
+    double beta = accumulate ? 1.0 : 0.0;
+    if (D >= N)
+        cblas_dsyrk(CblasRowMajor, CblasLower, CblasNoTrans, (int)N, (int)k, 1.0, P, (int)ld,
+                    beta, w->G, (int)m);
+    else
+        cblas_dsyrk(CblasRowMajor, CblasLower, CblasTrans, (int)D, (int)k, 1.0, P, (int)ld, beta,
+                    w->G, (int)m);
+}
+
+/* GRAM route on w->A (or on w->G when cond_gram_iid computed it).  Returns 1 if accepted (s filled), 0 if the bound
  * fails.  With eig != NULL all eigenvalues are computed (dsterf) and stored
  * ascending in eig[0..m-1] (of G, unscaled). */
 static int route_gram(cond_ws *w, double rtol, ac_cond_sample *s, double *eig)
 {
     size_t N = w->N, D = w->D, m = w->m, M = w->M;
     double t0 = ac_seconds();
-    if (D >= N)
-        cblas_dsyrk(CblasRowMajor, CblasLower, CblasNoTrans, (int)N, (int)D, 1.0, w->A, (int)D,
-                    0.0, w->G, (int)m);
-    else
-        cblas_dsyrk(CblasRowMajor, CblasLower, CblasTrans, (int)D, (int)N, 1.0, w->A, (int)D, 0.0,
-                    w->G, (int)m);
+    if (!w->g_ready) {
+        size_t K = D >= N ? D : N;
+        for (size_t c = 0; c < K; c += COND_PANEL) {
+            size_t k = K - c < COND_PANEL ? K - c : COND_PANEL;
+            cond_gram_panel(w, D >= N ? w->A + c : w->A + c * D, k, D, c > 0);
+        }
+    }
+    w->g_ready = 0; /* dsytrd below overwrites G */
     w->flops += (double)m * (double)(m + 1) * (double)M;
     double t1 = ac_seconds();
     w->t_reduce += t1 - t0;
@@ -160,6 +174,8 @@ int cond_kappa_ws(cond_ws *w, double rtol, int start, long max_prec, ac_cond_sam
     s->cert_stage = AC_STAGE_NONE;
     if (start <= AC_COND_GRAM && route_gram(w, rtol, s, eig))
         return AC_OK;
+    w->g_ready = 0;
+    cond_ws_need_a(w);
     int r = route_svd(w, rtol, s);
     if (r < 0)
         return ac_err_set(err, AC_EDATA, "SVD did not converge (sample of %zu x %zu)", w->N, w->D);

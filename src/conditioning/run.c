@@ -4,7 +4,9 @@
  *
  * Parallelism: one OpenMP thread per sample with single-threaded BLAS; a
  * sample's stream is (seed, h, trial) and its route depends on itself and on
- * trial 0 (computed first, alone), so results do not depend on the threads.
+ * trial 0's route (trial 0 runs first and alone, or beside the others when
+ * its route is predictable, with a recomputation after a wrong guess; see
+ * run_samples), so results do not depend on the threads.
  */
 #include <config.h>
 
@@ -88,7 +90,12 @@ int ac_cond_memory_need(const ac_cond_opts *o, const size_t *h, const size_t *d,
 static int do_sample(cond_ws *w, const ac_cond_opts *o, uint64_t trial, int start,
                      ac_cond_sample *s, double *eig, ac_err *err)
 {
-    cond_sample_block(w, o, trial);
+    /* i.i.d. blocks on the GRAM route: G straight from the sampler, A only
+     * if a later route needs it (the same numbers either way) */
+    if (o->mode == AC_COND_IID && start <= AC_COND_GRAM && !o->certify)
+        cond_gram_iid(w, o, trial);
+    else
+        cond_sample_block(w, o, trial);
     int st = cond_kappa_ws(w, o->rtol, start, o->max_prec, s, eig, err);
     if (st)
         return st;
@@ -175,12 +182,34 @@ static int run_first_sample(ac_cond_result *r, size_t E, const ac_cond_opts *o, 
     return st;
 }
 
-/* Step 2b: trials 1 .. T-1 in parallel, one workspace per thread, every
- * sample starting with route `start`.  *done counts the samples completed
- * (for o->progress); the first failure stops the others and is returned
- * with its message in *err. */
+/* Whether to start trial 0 beside the others (run_samples): i.i.d. blocks
+ * whose first-order kappa says the GRAM route will very likely be taken:
+ * its error bound is about M m u kappa^2 relative (attncheck/condition.h),
+ * here below a twentieth of rtol/2.  A wrong guess costs time, not
+ * results. */
+static int cond_speculate(const ac_cond_result *r, const ac_cond_opts *o)
+{
+    double k = r->pred.first_order;
+    if (o->mode != AC_COND_IID || r->trials < 2)
+        return 0;
+    /* test hook (tests/test_condition.c): guess always, so that the
+     * recomputation after a wrong guess is exercised */
+    const char *force = getenv("ATTNCHECK_COND_SPECULATE");
+    if (force && *force == '1')
+        return 1;
+    if (!(k < INFINITY))
+        return 0;
+    return (double)r->m * (double)(r->N + r->D - r->m) * U53 * k * k < 0.025 * o->rtol;
+}
+
+/* Step 2b: trials from .. hi-1 in parallel, one workspace per thread, every
+ * sample starting with route `start` (with redo: only the trials whose
+ * sample took the GRAM route, recomputed; see run_samples).  *done counts
+ * the samples completed (for o->progress); the first failure stops the
+ * others and is returned with its message in *err. */
 static int run_other_samples(ac_cond_result *r, size_t E, const ac_cond_opts *o, int start,
-                             size_t lo, size_t hi, size_t *done_p, ac_err *err)
+                             size_t lo, size_t from, size_t hi, int redo, size_t *done_p,
+                             ac_err *err)
 {
     size_t T = hi - lo, m = r->m, done = *done_p;
     int fail = 0, have_ferr = 0;
@@ -199,11 +228,11 @@ static int run_other_samples(ac_cond_result *r, size_t E, const ac_cond_opts *o,
             fail = lst;
         }
 #pragma omp for schedule(dynamic, 1)
-        for (size_t t = lo > 1 ? lo : 1; t < hi; t++) {
+        for (size_t t = from; t < hi; t++) {
             int f;
 #pragma omp atomic read
             f = fail;
-            if (lst || f)
+            if (lst || f || (redo && r->samples[t].route != AC_COND_GRAM))
                 continue;
             lst = do_sample(&w, o, t, start, &r->samples[t], o->spectrum ? r->eig + t * m : NULL,
                             &lerr);
@@ -211,6 +240,8 @@ static int run_other_samples(ac_cond_result *r, size_t E, const ac_cond_opts *o,
 #pragma omp atomic write
                 fail = lst;
             }
+            if (redo)
+                continue;
             size_t dn;
 #pragma omp atomic capture
             dn = ++done;
@@ -248,13 +279,26 @@ static int run_samples(ac_cond_result *r, size_t E, const ac_cond_opts *o, size_
     size_t T = hi - lo;
     int old_blas = ac_blas_get_threads();
     ac_blas_set_threads(1);
-    int start;
-    int st = run_first_sample(r, E, o, &start, lo == 0, err);
-    size_t done = lo == 0;
-    if (!st && o->progress && done)
-        o->progress(o->progress_ctx, done, T);
-    if (!st && hi > 1)
-        st = run_other_samples(r, E, o, start, lo, hi, &done, err);
+    int start, st;
+    size_t done = 0;
+    if (lo == 0 && (o->start_route >= 0 || cond_speculate(r, o))) {
+        /* trial 0 in parallel with the others: with a fixed start route it
+         * decides nothing; else the others start on GRAM, as they will if
+         * trial 0 takes GRAM, and if it does not, the samples that took GRAM
+         * are recomputed starting with SVD.  Same numbers as trial 0 first;
+         * cond_speculate only guesses when that is cheaper. */
+        start = o->start_route >= 0 ? o->start_route : AC_COND_GRAM;
+        st = run_other_samples(r, E, o, start, 0, 0, hi, 0, &done, err);
+        if (!st && o->start_route < 0 && r->samples[0].route != AC_COND_GRAM)
+            st = run_other_samples(r, E, o, AC_COND_SVD, 0, 1, hi, 1, &done, err);
+    } else {
+        st = run_first_sample(r, E, o, &start, lo == 0, err);
+        done = lo == 0;
+        if (!st && o->progress && done)
+            o->progress(o->progress_ctx, done, T);
+        if (!st && hi > 1)
+            st = run_other_samples(r, E, o, start, lo, lo > 1 ? lo : 1, hi, 0, &done, err);
+    }
     ac_blas_set_threads(old_blas);
     if (!st && o->progress)
         o->progress(o->progress_ctx, T, T);

@@ -43,6 +43,7 @@ void cond_ws_free(cond_ws *w)
 {
     free(w->A);
     free(w->G);
+    free(w->P);
     free(w->C);
     free(w->sv);
     free(w->td);
@@ -110,13 +111,15 @@ int cond_ws_init(cond_ws *w, size_t N, size_t h, size_t d, size_t E, ac_cond_mod
     w->A = dalloc(N * w->D);
     w->C = dalloc(N * w->D);
     w->G = dalloc(m * m);
+    w->P = dalloc(w->D >= N ? N * (w->D < COND_PANEL ? w->D : COND_PANEL)
+                            : (N < COND_PANEL ? N : COND_PANEL) * w->D);
     w->sv = dalloc(w->M);
     w->td = dalloc(m);
     w->te = dalloc(m);
     w->tau = dalloc(m);
     w->work = dalloc((size_t)w->lwork);
     w->iwork = malloc(w->liwork * sizeof(lapack_int));
-    if (!w->A || !w->C || !w->G || !w->sv || !w->td || !w->te || !w->tau || !w->work ||
+    if (!w->A || !w->C || !w->G || !w->P || !w->sv || !w->td || !w->te || !w->tau || !w->work ||
         !w->iwork)
         goto oom;
     if (mode == AC_COND_ATTENTION) {
@@ -141,6 +144,7 @@ double cond_ws_bytes(size_t N, size_t h, size_t d, size_t E, ac_cond_mode mode)
     double D = (double)h * (double)d, n = (double)N;
     double m = n < D ? n : D, M = n < D ? D : n;
     double b = 2 * n * D + m * m + M + 4 * m + 6 * m + 3 * M + 8 * m;
+    b += (D >= n ? n * fmin(D, COND_PANEL) : fmin(n, COND_PANEL) * D); /* P */
     if (mode == AC_COND_ATTENTION)
         b += n * (double)E + 2 * n * n + 3 * n * (double)d + (double)E * (double)d;
     return b * 8 + 4096;
@@ -183,12 +187,15 @@ void cond_sample_block(cond_ws *w, const ac_cond_opts *o, uint64_t trial)
     size_t N = w->N, D = w->D, d = w->d, E = w->E;
     ac_rng r;
     double t0 = ac_seconds();
-    ac_rng_init(&r, o->seed, (uint64_t)w->h, trial);
+    w->a_pending = 0;
+    w->g_ready = 0;
     if (o->mode == AC_COND_IID) {
-        ac_rng_normal_fill(&r, w->A, N * D);
+        /* entry (i, j) is entry i D + j of the block stream (seed, h, trial) */
+        ac_rng_normal_block(w->A, N * D, o->seed, (uint64_t)w->h, trial, 0);
         w->t_sample += ac_seconds() - t0;
         return;
     }
+    ac_rng_init(&r, o->seed, (uint64_t)w->h, trial);
     ac_rng_normal_fill(&r, w->X, N * E);
     double t1 = ac_seconds();
     w->t_sample += t1 - t0;
@@ -219,6 +226,37 @@ void cond_sample_block(cond_ws *w, const ac_cond_opts *o, uint64_t trial)
         w->flops += 4.0 * (double)N * (double)N * (double)d;
         w->t_reduce += ac_seconds() - t2;
     }
+}
+
+void cond_gram_iid(cond_ws *w, const ac_cond_opts *o, uint64_t trial)
+{
+    size_t N = w->N, D = w->D, K = D >= N ? D : N;
+    w->o = o;
+    w->trial = trial;
+    w->a_pending = 1;
+    for (size_t c = 0; c < K; c += COND_PANEL) {
+        size_t k = K - c < COND_PANEL ? K - c : COND_PANEL;
+        double t0 = ac_seconds();
+        /* the panel's entries at their positions i D + j in the block */
+        if (D >= N)
+            for (size_t i = 0; i < N; i++)
+                ac_rng_normal_block(w->P + i * k, k, o->seed, (uint64_t)w->h, trial, i * D + c);
+        else
+            ac_rng_normal_block(w->P, k * D, o->seed, (uint64_t)w->h, trial, c * D);
+        double t1 = ac_seconds();
+        w->t_sample += t1 - t0;
+        cond_gram_panel(w, w->P, k, D >= N ? k : D, c > 0);
+        w->t_reduce += ac_seconds() - t1;
+    }
+    w->g_ready = 1;
+}
+
+void cond_ws_need_a(cond_ws *w)
+{
+    if (!w->a_pending)
+        return;
+    w->a_pending = 0;
+    cond_sample_block(w, w->o, w->trial);
 }
 
 int cond_check_sizes(size_t N, size_t h, size_t d, size_t E, const ac_cond_opts *o,

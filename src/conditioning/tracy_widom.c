@@ -103,19 +103,45 @@ static pthread_once_t tw_once = PTHREAD_ONCE_INIT;
 #define TW_TABLE_NODES 48
 static double tw_x01[TW_TABLE_NODES], tw_w01[TW_TABLE_NODES];
 
-static double tw_direct_fn(double s, void *p)
+/* The values at the Chebyshev nodes, computed in parallel before the
+ * series: gsl_cheb_init evaluates f at y_k (b - a)/2 + (b + a)/2, y_k =
+ * cos(pi (k + 1/2) / (order + 1)), k = 0..order; tw_memo_fn returns the
+ * value computed for that exact argument, or computes it (so the table is
+ * the same whatever GSL does). */
+static double tw_node_x[TW_PIECES][TW_ORDER + 1], tw_node_f[TW_PIECES][TW_ORDER + 1];
+
+static double tw_memo_fn(double s, void *p)
 {
-    (void)p;
+    const int k = *(const int *)p;
+    for (int j = 0; j <= TW_ORDER; j++)
+        if (tw_node_x[k][j] == s)
+            return tw_node_f[k][j];
     return tw_det(s, TW_TABLE_NODES, tw_x01, tw_w01);
 }
 
 static void tw_build(void)
 {
-    gsl_function F = {tw_direct_fn, NULL};
     tw_ok = gl01(TW_TABLE_NODES, tw_x01, tw_w01);
     if (!tw_ok)
         return;
+    const double pi = 3.14159265358979323846264338328; /* GSL's M_PI */
     for (int k = 0; k < TW_PIECES; k++) {
+        const double bma = 0.5 * (tw_edges[k + 1] - tw_edges[k]);
+        const double bpa = 0.5 * (tw_edges[k + 1] + tw_edges[k]);
+        for (int j = 0; j <= TW_ORDER; j++) {
+            const double y = cos(pi * (j + 0.5) / (TW_ORDER + 1));
+            tw_node_x[k][j] = y * bma + bpa;
+        }
+    }
+    /* 198 determinants of 48 x 48 (~1100 Airy values each): the bulk of
+     * the command's start-up, shared between the threads */
+#pragma omp parallel for schedule(dynamic)
+    for (int t = 0; t < TW_PIECES * (TW_ORDER + 1); t++) {
+        const int k = t / (TW_ORDER + 1), j = t % (TW_ORDER + 1);
+        tw_node_f[k][j] = tw_det(tw_node_x[k][j], TW_TABLE_NODES, tw_x01, tw_w01);
+    }
+    for (int k = 0; k < TW_PIECES; k++) {
+        gsl_function F = {tw_memo_fn, &k};
         tw_cdf_cs[k] = gsl_cheb_alloc(TW_ORDER);
         tw_pdf_cs[k] = gsl_cheb_alloc(TW_ORDER);
         if (!tw_cdf_cs[k] || !tw_pdf_cs[k]) {

@@ -15,11 +15,13 @@ src_libattncheck_la_SOURCES += \
 	src/core/exp_kernel.h \
 	src/core/linalg.c \
 	src/core/rng.c \
+	src/core/rng_ars.c \
+	src/core/rng_impl.h \
 	src/core/blas.c
 
 # unit tests of this module
-check_PROGRAMS += tests/test_imat_split tests/test_interval tests/test_verdict tests/test_linalg tests/test_rng tests/test_blas
-UNIT_TESTS += tests/test_imat_split tests/test_interval tests/test_verdict tests/test_linalg tests/test_rng tests/test_blas
+check_PROGRAMS += tests/test_imat_split tests/test_interval tests/test_verdict tests/test_linalg tests/test_rng tests/test_rng_block tests/test_blas
+UNIT_TESTS += tests/test_imat_split tests/test_interval tests/test_verdict tests/test_linalg tests/test_rng tests/test_rng_block tests/test_blas
 tests_test_imat_split_SOURCES = tests/test_imat_split.c tests/testutil.h
 tests_test_imat_split_CFLAGS = $(TEST_CFLAGS)
 tests_test_imat_split_LDADD = $(TEST_LIBS)
@@ -35,6 +37,9 @@ tests_test_linalg_LDADD = $(TEST_LIBS)
 tests_test_rng_SOURCES = tests/test_rng.c
 tests_test_rng_CFLAGS = $(TEST_CFLAGS)
 tests_test_rng_LDADD = $(TEST_LIBS) $(GSL_LIBS)
+tests_test_rng_block_SOURCES = tests/test_rng_block.c tests/testutil.h
+tests_test_rng_block_CFLAGS = $(TEST_CFLAGS)
+tests_test_rng_block_LDADD = $(TEST_LIBS)
 tests_test_blas_SOURCES = tests/test_blas.c tests/testutil.h
 tests_test_blas_CFLAGS = $(TEST_CFLAGS)
 tests_test_blas_LDADD = $(TEST_LIBS)

@@ -15,6 +15,8 @@
 #include <Random123/philox.h>
 
 #include "attncheck/rng.h"
+#include "core/rng_impl.h"
+
 
 #if AC_RNG_BUFWORDS % 4 != 0
 #error "AC_RNG_BUFWORDS must be a multiple of 4 (one Philox4x64 block)"
@@ -131,9 +133,28 @@ static inline double zig_sign(double x, uint64_t u)
     return x;
 }
 
+/* Words for the slow path: the next word of a source (an ac_rng, or the
+ * per-position auxiliary stream of the block normals). */
+typedef uint64_t (*zig_word_fn)(void *src);
+
+static uint64_t zig_word_rng(void *src)
+{
+    return rng_next((ac_rng *)src);
+}
+
+/* Uniform on (0,1) from the words of src, exactly as ac_rng_uniform. */
+static double zig_uniform(zig_word_fn next, void *src)
+{
+    uint64_t m;
+    do
+        m = next(src) >> 11;
+    while (AC_UNLIKELY(m == 0));
+    return (double)(int64_t)m * 0x1p-53;
+}
+
 /* Rest of the ziggurat after word u failed the fast test: wedge or tail,
- * then new words until acceptance. */
-static double zig_slow(ac_rng *r, uint64_t u)
+ * then new words from src until acceptance. */
+static double zig_slow_src(uint64_t u, zig_word_fn next, void *src)
 {
     for (;;) {
         const unsigned i = (unsigned)(u & 0xffu);
@@ -146,17 +167,22 @@ static double zig_slow(ac_rng *r, uint64_t u)
             /* Tail beyond r: Marsaglia (1964), exact. */
             double a, b;
             do {
-                a = -log(ac_rng_uniform(r)) * ZIG_INV_R;
-                b = -log(ac_rng_uniform(r));
+                a = -log(zig_uniform(next, src)) * ZIG_INV_R;
+                b = -log(zig_uniform(next, src));
             } while (b + b <= a * a);
             return zig_sign(ZIG_R + a, u);
         }
         /* Wedge: x in [x_{i+1}, x_i); accept if a uniform height in
          * [f(x_i), f(x_{i+1})] is under the curve. */
-        if (zig_f[i] + ac_rng_uniform(r) * (zig_f[i + 1] - zig_f[i]) < exp(-0.5 * x * x))
+        if (zig_f[i] + zig_uniform(next, src) * (zig_f[i + 1] - zig_f[i]) < exp(-0.5 * x * x))
             return zig_sign(x, u);
-        u = rng_next(r);
+        u = next(src);
     }
+}
+
+static double zig_slow(ac_rng *r, uint64_t u)
+{
+    return zig_slow_src(u, zig_word_rng, r);
 }
 
 static inline double zig_normal(ac_rng *r)
@@ -192,6 +218,79 @@ void ac_rng_normal_fill(ac_rng *r, double *x, size_t n)
             else
                 x[j++] = zig_slow(r, u);
         }
+    }
+}
+
+/* ---- block normals: position-addressable, ARS-7 words --------------------- */
+
+/* The extra words of the entry at position p (slow path only):
+ * Philox4x64-10 with key {seed, a} and counter {j, b, p, 1}, j = 0, 1, ...
+ * (the ac_rng streams have counter words 2 and 3 equal to 0, so these
+ * streams are disjoint from them). */
+typedef struct {
+    philox4x64_key_t key;
+    uint64_t b, p, j;
+    unsigned pos;
+    uint64_t buf[4];
+} zig_aux;
+
+static uint64_t zig_word_aux(void *src)
+{
+    zig_aux *x = src;
+    if (x->pos >= 4) {
+        const philox4x64_ctr_t ctr = {{x->j++, x->b, x->p, 1}};
+        const philox4x64_ctr_t out = philox4x64_R(10, ctr, x->key);
+        memcpy(x->buf, out.v, sizeof x->buf);
+        x->pos = 0;
+    }
+    return x->buf[x->pos++];
+}
+
+static double zig_slow_at(uint64_t u, uint64_t seed, uint64_t a, uint64_t b, uint64_t p)
+{
+    zig_aux x = {{{seed, a}}, b, p, 0, 4, {0, 0, 0, 0}};
+    return zig_slow_src(u, zig_word_aux, &x);
+}
+
+/* Normals of words w[0..n-1] at positions pos..  (A vectorised version
+ * with AVX-512 gathers was measured no faster than this loop on AMD Zen 4,
+ * so both the fast and the reference path use it; they differ in how the
+ * words are computed.) */
+static void zig_convert(double *x, const uint64_t *w, size_t n, uint64_t seed, uint64_t a,
+                        uint64_t b, uint64_t pos)
+{
+    for (size_t k = 0; k < n; k++) {
+        const uint64_t u = w[k];
+        const unsigned i = (unsigned)(u & 0xffu);
+        const uint64_t m = u >> 11;
+        x[k] = AC_LIKELY(m < zig_k[i]) ? zig_sign((double)(int64_t)m * zig_w[i], u)
+                                       : zig_slow_at(u, seed, a, b, pos + k);
+    }
+}
+
+#define BLOCK_CHUNK 256 /* words per step, on the stack (2 KiB) */
+
+void ac_rng_normal_block(double *x, size_t n, uint64_t seed, uint64_t stream_a,
+                         uint64_t stream_b, uint64_t pos)
+{
+    uint64_t w[BLOCK_CHUNK];
+    pthread_once(&zig_once, zig_build);
+    for (size_t k = 0; k < n; k += BLOCK_CHUNK) {
+        const size_t c = n - k < BLOCK_CHUNK ? n - k : BLOCK_CHUNK;
+        rng_ars_words(0, w, c, seed, stream_a, stream_b, pos + k);
+        zig_convert(x + k, w, c, seed, stream_a, stream_b, pos + k);
+    }
+}
+
+/* The reference twin: portable AES, each entry from its own word. */
+void ac_rng_normal_block_ref(double *x, size_t n, uint64_t seed, uint64_t stream_a,
+                             uint64_t stream_b, uint64_t pos)
+{
+    pthread_once(&zig_once, zig_build);
+    for (size_t k = 0; k < n; k++) {
+        uint64_t u;
+        rng_ars_words(1, &u, 1, seed, stream_a, stream_b, pos + k);
+        zig_convert(x + k, &u, 1, seed, stream_a, stream_b, pos + k);
     }
 }
 
