@@ -112,6 +112,11 @@ typedef struct {
     char upper_method[160];  /* which candidate head gave dist_hi */
     ac_cert user_cert;       /* max|Softmax - P| of opts->user_wk, user_wq (stage
                                 AC_STAGE_NONE when no user head was given) */
+    int rho_stage;           /* stage that certified rho_lo, rho_hi (AC_STAGE_NONE: n/a) */
+    int lowrank_stage;       /* stage that certified lowrank_lo, lowrank_hi (same) */
+    int refine_iters;        /* BFGS iterations of the refinement (route DECIDE) */
+    char refine_stop[120];   /* why the refinement stopped or did not run ("" if
+                                no refinement was considered) */
 } ac_t1_result;
 
 /* Decide C(tol) for (X, P, opts->dk), construct weights and fill the

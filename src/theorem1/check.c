@@ -45,6 +45,7 @@ static void result_start(ac_t1_result *res, size_t d, size_t n, size_t dk)
     res->exact = AC_UNDECIDED;
     res->verdict = AC_UNDECIDED;
     res->threshold.lo = res->threshold.hi = -1;
+    res->rho_stage = res->lowrank_stage = AC_STAGE_NONE;
 }
 
 /* The verdict: dist <= tol with dist in [dist_lo, dist_hi]. */
