@@ -112,8 +112,13 @@ typedef struct {
     char upper_method[160];  /* which candidate head gave dist_hi */
     ac_cert user_cert;       /* max|Softmax - P| of opts->user_wk, user_wq (stage
                                 AC_STAGE_NONE when no user head was given) */
-    int rho_stage;           /* stage that certified rho_lo, rho_hi (AC_STAGE_NONE: n/a) */
-    int lowrank_stage;       /* stage that certified lowrank_lo, lowrank_hi (same) */
+    /* The stage (AC_STAGE_DOUBLE = 0, ball stage k >= 1, AC_STAGE_EXACT;
+     * AC_STAGE_NONE: not decided / not computed) and its bits that decided
+     * each answer: the rank of X, rho, the rank condition, "exact" (the
+     * obstruction, or the rank certificate a theorem rests on), and the
+     * bound that gave dist_lo. */
+    int rank_stage, rho_stage, lowrank_stage, exact_stage, lower_stage;
+    long rank_prec, rho_prec, lowrank_prec, exact_prec, lower_prec;
     int refine_iters;        /* BFGS iterations of the refinement (route DECIDE) */
     char refine_stop[120];   /* why the refinement stopped or did not run ("" if
                                 no refinement was considered) */

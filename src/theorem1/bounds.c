@@ -41,13 +41,17 @@
 typedef struct {
     double lo;
     char method[160];
+    int stage; /* the stage of the certified quantity the bound rests on */
+    long prec;
 } lb_best;
 
-static void lb_offer(lb_best *b, double v, const char *fmt, ...)
+static void lb_offer(lb_best *b, double v, int stage, long prec, const char *fmt, ...)
 {
     if (!(v > b->lo))
         return;
     b->lo = v;
+    b->stage = stage;
+    b->prec = prec;
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(b->method, sizeof b->method, fmt, ap);
@@ -439,10 +443,12 @@ int ac_t1_lower_bounds(ac_t1_result *res, const ac_mat *X, const ac_mat *P, doub
                        const ac_t1_opts *o, ac_err *err)
 {
     size_t n = P->rows, j1 = 0, j2 = 0;
-    lb_best b = {0, ""};
+    lb_best b = {0, "", AC_STAGE_NONE, 0};
     (void)o;
     if (res->dist_lo > 0) {
         b.lo = res->dist_lo;
+        b.stage = res->rank == 0 ? AC_STAGE_EXACT : res->exact_stage;
+        b.prec = res->rank == 0 ? 0 : res->exact_prec;
         snprintf(b.method, sizeof b.method, "%s",
                  res->rank == 0 ? "X = 0: every head gives uniform columns (exact)"
                                 : "log-domain obstruction m, p_min (1 - exp(-m/n))");
@@ -450,30 +456,32 @@ int ac_t1_lower_bounds(ac_t1_result *res, const ac_mat *X, const ac_mat *P, doub
     /* (each bound computed before its message reads the indices it found;
      * columns are numbered from 1 in the messages) */
     double v = lb_colsum(P, &j1);
-    lb_offer(&b, v, "column %zu of P does not sum to 1: |1 - sum|/n", j1 + 1);
+    lb_offer(&b, v, AC_STAGE_DOUBLE, 53, "column %zu of P does not sum to 1: |1 - sum|/n", j1 + 1);
     v = lb_zero_cols(X, P, &j1);
-    lb_offer(&b, v, "column %zu of X is 0: softmax column %zu is uniform, max_i |P_ij - 1/n|",
+    lb_offer(&b, v, AC_STAGE_DOUBLE, 53, "column %zu of X is 0: softmax column %zu is uniform, max_i |P_ij - 1/n|",
              j1 + 1, j1 + 1);
     v = lb_equal_cols(X, P, &j1, &j2);
-    lb_offer(&b, v,
+    lb_offer(&b, v, AC_STAGE_DOUBLE, 53,
              "columns %zu and %zu of X are equal: equal softmax columns and rows, half their "
              "largest gap in P", j1 + 1, j2 + 1);
     double m = 0;
-    if (!isnan(res->rho_lo))
-        m = fmax(m, res->rho_lo);
-    if (!isnan(res->lowrank_lo))
-        m = fmax(m, res->lowrank_lo);
+    int ms = AC_STAGE_NONE;
+    long mp = 0;
+    if (!isnan(res->rho_lo) && res->rho_lo > m)
+        m = res->rho_lo, ms = res->rho_stage, mp = res->rho_prec;
+    if (!isnan(res->lowrank_lo) && res->lowrank_lo > m)
+        m = res->lowrank_lo, ms = res->lowrank_stage, mp = res->lowrank_prec;
     if (m > 0 && res->route == AC_T1_ROUTE_DECIDE && n <= ENTRYWISE_MAX_N)
-        lb_offer(&b, t_certified(P->data, n * n, m),
+        lb_offer(&b, t_certified(P->data, n * n, m), ms, mp,
                  "log-domain obstruction m >= %.3g entry by entry: ||-log(1 - t/P)||_F < m", m);
     if (res->route == AC_T1_ROUTE_DECIDE && res->rank > 0) {
         size_t r = (size_t)res->rank, k = res->dk < r ? res->dk : r, si = 0, sj = 0;
         double t = lb_submatrix(P, k, &si, &sj, err);
-        lb_offer(&b, t,
+        lb_offer(&b, t, 1, 128,
                  "rank <= %zu on the %zu x %zu submatrix of P: sigma_%zu(K_I log P_IJ) entry by "
                  "entry", k, si, sj, k + 1);
     }
-    lb_offer(&b, a_lo, "d = 1: branch and bound over the logit weight a (enclosures)");
+    lb_offer(&b, a_lo, AC_STAGE_DOUBLE, 53, "d = 1: branch and bound over the logit weight a (enclosures)");
     if (b.lo > res->dist_lo) {
         res->dist_lo = b.lo;
         ac_t1_add_step(res, "distance lower bound (doc/mathematics.md §3.6)",
@@ -482,10 +490,15 @@ int ac_t1_lower_bounds(ac_t1_result *res, const ac_mat *X, const ac_mat *P, doub
     }
     snprintf(res->lower_method, sizeof res->lower_method, "%s",
              b.lo > 0 ? b.method : "none (no bound certified above 0)");
+    res->lower_stage = b.lo > 0 ? b.stage : AC_STAGE_NONE;
+    res->lower_prec = b.lo > 0 ? b.prec : 0;
     /* every head is >= dist_lo from P, so >= dist_lo - norm_gap > 0 from the
      * column-normalised P: that one is not exactly representable either */
     if (res->route == AC_T1_ROUTE_DECIDE && res->exact == AC_UNDECIDED &&
-        res->dist_lo > res->norm_gap)
+        res->dist_lo > res->norm_gap) {
         res->exact = AC_REFUTED;
+        res->exact_stage = res->lower_stage;
+        res->exact_prec = res->lower_prec;
+    }
     return AC_OK;
 }

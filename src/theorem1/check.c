@@ -45,7 +45,8 @@ static void result_start(ac_t1_result *res, size_t d, size_t n, size_t dk)
     res->exact = AC_UNDECIDED;
     res->verdict = AC_UNDECIDED;
     res->threshold.lo = res->threshold.hi = -1;
-    res->rho_stage = res->lowrank_stage = AC_STAGE_NONE;
+    res->rank_stage = res->rho_stage = res->lowrank_stage = AC_STAGE_NONE;
+    res->exact_stage = res->lower_stage = AC_STAGE_NONE;
 }
 
 /* The verdict: dist <= tol with dist in [dist_lo, dist_hi]. */
@@ -62,6 +63,12 @@ static void decide_verdict(ac_t1_result *res, const ac_t1_basis *b, double tol, 
         res->cert.prec = res->weights_cert.prec;
         snprintf(res->cert.method, sizeof res->cert.method,
                  "constructed weights, certified max|Softmax - P| <= %.3g", hi);
+    }
+    if (res->cert.verdict == AC_REFUTED && res->lower_stage != AC_STAGE_NONE) {
+        /* refuted by dist_lo > tol: the certificate names the bound that gave it */
+        res->cert.stage = res->lower_stage;
+        res->cert.prec = res->lower_prec;
+        snprintf(res->cert.method, sizeof res->cert.method, "%.127s", res->lower_method);
     }
     res->verdict = res->cert.verdict;
     res->cert.seconds = ac_seconds() - t_start;
@@ -145,6 +152,11 @@ static int check_scaled(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X,
         snprintf(res->summary, sizeof res->summary,
                  "the rank of X could not be certified (too large for exact elimination and not "
                  "full)");
+    }
+    if (!st && res->exact != AC_UNDECIDED && res->exact_stage == AC_STAGE_NONE) {
+        /* decided by a theorem on the certified rank (or by exact facts) */
+        res->exact_stage = res->rank_stage != AC_STAGE_NONE ? res->rank_stage : AC_STAGE_EXACT;
+        res->exact_prec = res->rank_stage != AC_STAGE_NONE ? res->rank_prec : 0;
     }
     if (!st && res->sigma_lo > 0 && res->x_scale != 0)
         res->sigma_lo = fmax(0.0, ac_dn(ldexp(res->sigma_lo, -res->x_scale)));

@@ -440,6 +440,7 @@ static int certify_rho(ac_t1_result *res, ac_t1_basis *basis, double *obstructio
     res->rho_lo = rc.lo;
     res->rho_hi = rc.hi;
     res->rho_stage = rc.stage;
+    res->rho_prec = rc.prec;
     ac_t1_add_step(res, "log-domain residual (doc/mathematics.md §3.4)",
                    "rho = min_c ||M(c) - Pi M(c) Pi||_F", rc.lo, rc.hi, rc.stage, rc.prec,
                    rc.verdict == AC_PROVED ? "> 0: log P + 1c' never lies in {X'AX}"
@@ -481,6 +482,7 @@ static int certify_lowrank(ac_t1_result *res, ac_t1_basis *basis, double *obstru
     res->lowrank_lo = lc.lo;
     res->lowrank_hi = lc.hi;
     res->lowrank_stage = lc.stage;
+    res->lowrank_prec = lc.prec;
     ac_t1_add_step(res, "rank condition (dk < rank X)", "sigma_{dk+1}(K Pi log(P) Pi)", lc.lo,
                    lc.hi, lc.stage, lc.prec,
                    lc.verdict == AC_PROVED ? "> 0: no choice of c brings the rank down to dk"
@@ -552,6 +554,8 @@ static void decide_exact(ac_t1_result *res, const decide_ctx *c, const ac_mat *P
         for (size_t i = 0; i < n * n; i++)
             pmin = fmin(pmin, P->data[i]);
         res->exact = AC_REFUTED;
+        res->exact_stage = basis->stage;
+        res->exact_prec = basis->prec;
         snprintf(res->exact_method, sizeof res->exact_method, "certified obstruction: %s",
                  basis->method);
         res->dist_lo = dist_lower_bound(obstruction, n, pmin);
@@ -560,6 +564,8 @@ static void decide_exact(ac_t1_result *res, const decide_ctx *c, const ac_mat *P
                        "no head of size dk gets max|Softmax - P| below this");
     } else if (c->pow2) {
         res->exact = c->pow2_rho_zero && (long)dk >= c->pow2_famrank ? AC_PROVED : AC_REFUTED;
+        res->exact_stage = AC_STAGE_EXACT;
+        res->exact_prec = 0;
         snprintf(res->exact_method, sizeof res->exact_method,
                  "exact rational arithmetic (P's entries are powers of two, log P = E log 2; "
                  "doc/mathematics.md §3.4): rho %s 0, family rank %ld",
