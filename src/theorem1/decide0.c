@@ -212,18 +212,17 @@ out:
     return ok;
 }
 
-/* h <= dist(1, row space of X) by the dual vector hv (X d x n of full row
- * rank, sigma_d(X) >= sigma_lo): for the nearest point X'a of 1,
- * ||a|| <= sqrt(n) / sigma_d, so ||hv|| dist >= hv'1 - ||X hv|| ||a||. */
-static double dist_one_lo(const ac_mat *X, const double *hv, double sigma_lo, ac_err *err)
+double ac_t1_dist_one_lo(const ac_mat *X, const double *hv, double sigma_lo, ac_err *err)
 {
     size_t d = X->rows, n = X->cols;
     ac_mat hm = {n, 1, (double *)hv};
     ac_imat Xi = ac_imat_view(X), hi_ = ac_imat_view(&hm), C = {0};
     double slo, shi, res = 0;
-    if (ac_imat_init(&C, d, 1, 1, err) || ac_imat_mul(&C, AC_NOTRANS, &Xi, AC_NOTRANS, &hi_, err) ||
-        !ac_imat_finite(&C) || !ac_sum_enclose(hv, n, 1, &slo, &shi))
+    if (!(sigma_lo > 0) || ac_imat_init(&C, d, 1, 1, err) ||
+        ac_imat_mul(&C, AC_NOTRANS, &Xi, AC_NOTRANS, &hi_, err) || !ac_imat_finite(&C) ||
+        !ac_sum_enclose(hv, n, 1, &slo, &shi))
         goto out;
+    /* ||hv|| dist >= hv'1 - ||X hv|| ||a||, ||a|| <= sqrt(n) / sigma_d */
     double xh = ac_imat_fro_dev_up(&C, NULL, 0);
     double an = ac_div_up(ac_sqrt_up((double)n), sigma_lo);
     double num = ac_sub_dn(slo, ac_mul_up(xh, an));
@@ -235,31 +234,31 @@ out:
     return res;
 }
 
-/* The certified bounds from the proposed R, A, c, hv (see the header). */
-static void rho_bounds(const ac_mat *X, const double *R, const double *A, const double *c,
-                       const double *hv, const double *Llo, const double *Lhi, double sigma_lo,
-                       double *rho_lo, double *rho_hi, double *h_lo, double *buf, ac_err *err)
+int ac_t1_rho_dual_lo(const ac_mat *X, const double *Y, const double *Llo, const double *Lhi,
+                      double sigma_lo, double h_lo, double *rho_lo, ac_err *err)
 {
     size_t n = X->cols, nn = n * n;
-    *h_lo = dist_one_lo(X, hv, sigma_lo, err);
-    *rho_hi = residual_fro_up(X, A, Llo, Lhi, c, err);
-    if (!(*h_lo > 0))
-        return;
-    double yl = dot_lo(R, Llo, Lhi, nn);
-    double ln = norm_box_up(Llo, Lhi, nn, buf);
-    double yn = ac_norm2_up(R, nn);
-    double e1 = colsum_norm_up(R, n, buf);
-    double e2 = sandwich_fro_up(X, R, n, err);
-    /* ||c|| <= ||L|| / h, ||A||_F <= ||L|| (1 + sqrt(n)/h) / sigma^2 */
-    double t1 = ac_div_up(e1, *h_lo);
+    double *buf = malloc(nn * sizeof(double));
+    *rho_lo = 0;
+    if (!buf)
+        return ac_err_set(err, AC_EINTERNAL, "out of memory");
     double s2 = ac_mul_dn(sigma_lo, sigma_lo);
-    double t2 = ac_div_up(ac_mul_up(e2, ac_add_up(1.0, ac_div_up(ac_sqrt_up((double)n), *h_lo))),
-                          s2);
-    double num = ac_sub_dn(yl, ac_mul_up(ln, ac_add_up(t1, t2)));
-    if (num > 0 && yn > 0 && isfinite(yn) && s2 > 0)
-        *rho_lo = ac_div_dn(num, yn);
-    if (*rho_hi < *rho_lo) /* cannot happen with sound bounds; keep the pair ordered */
-        *rho_lo = 0, *rho_hi = INFINITY;
+    if (h_lo > 0 && s2 > 0) {
+        double yl = dot_lo(Y, Llo, Lhi, nn);
+        double ln = norm_box_up(Llo, Lhi, nn, buf);
+        double yn = ac_norm2_up(Y, nn);
+        double e1 = colsum_norm_up(Y, n, buf);
+        double e2 = sandwich_fro_up(X, Y, n, err);
+        /* ||c|| <= ||L|| / h, ||A||_F <= ||L|| (1 + sqrt(n)/h) / sigma^2 */
+        double t1 = ac_div_up(e1, h_lo);
+        double t2 =
+            ac_div_up(ac_mul_up(e2, ac_add_up(1.0, ac_div_up(ac_sqrt_up((double)n), h_lo))), s2);
+        double num = ac_sub_dn(yl, ac_mul_up(ln, ac_add_up(t1, t2)));
+        if (num > 0 && yn > 0 && isfinite(yn))
+            *rho_lo = ac_div_dn(num, yn);
+    }
+    free(buf);
+    return AC_OK;
 }
 
 int ac_t1_rho_stage0(const ac_mat *X, const ac_mat *P, double sigma_lo, double *rho_lo,
@@ -291,8 +290,14 @@ int ac_t1_rho_stage0(const ac_mat *X, const ac_mat *P, double sigma_lo, double *
             AC_MAT(&Xt, j, i) = AC_MAT(X, i, j);
     if (ac_approx_pinv_fullcol(&Yp, &Xt, NULL) != AC_OK)
         goto out; /* LAPACK gave up: no stage-0 bound */
-    if (residual_double(R, A, c, hv, X, Yp.data, L, W))
-        rho_bounds(X, R, A, c, hv, Llo, Lhi, sigma_lo, rho_lo, rho_hi, h_lo, L, err); /* L: scratch of n^2 */
+    if (residual_double(R, A, c, hv, X, Yp.data, L, W)) {
+        *h_lo = ac_t1_dist_one_lo(X, hv, sigma_lo, err);
+        *rho_hi = residual_fro_up(X, A, Llo, Lhi, c, err);
+        if ((st = ac_t1_rho_dual_lo(X, R, Llo, Lhi, sigma_lo, *h_lo, rho_lo, err)))
+            goto out;
+        if (*rho_hi < *rho_lo) /* cannot happen with sound bounds; keep the pair ordered */
+            *rho_lo = 0, *rho_hi = INFINITY;
+    }
     ac_err_clear(err); /* an optional stage: failures leave it undecided */
 out:
     ac_mat_free(&Xt);

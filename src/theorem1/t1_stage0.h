@@ -30,6 +30,15 @@ int ac_t1_log_enclose(const double *p, size_t len, double *lo, double *hi);
 int ac_t1_rho_stage0(const ac_mat *X, const ac_mat *P, double sigma_lo, double *rho_lo,
                      double *rho_hi, double *h_lo, ac_err *err);
 
+/* The pieces of ac_t1_rho_stage0, sound for ANY proposed Y and hv (the
+ * double computation only makes them tight):
+ * a lower bound on dist(1, row space of X) from hv (0 if none), and a lower
+ * bound on rho from Y (n x n) for L = log P in [Llo, Lhi], given
+ * sigma_d(X) >= sigma_lo > 0 and dist(1, row space) >= h_lo > 0. */
+double ac_t1_dist_one_lo(const ac_mat *X, const double *hv, double sigma_lo, ac_err *err);
+int ac_t1_rho_dual_lo(const ac_mat *X, const double *Y, const double *Llo, const double *Lhi,
+                      double sigma_lo, double h_lo, double *rho_lo, ac_err *err);
+
 /* Certified enclosures slo[i] <= sigma_{i+1}(K log P) <= shi[i] (i < n),
  * K = I - 1 1'/n, from an interval enclosure of K log P formed in double
  * and Weyl's inequality around an SVD (ac_sv_enclose).  Returns 0 if the
