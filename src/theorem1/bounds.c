@@ -36,6 +36,7 @@
 #include "core/ball.h"
 #include "theorem1/t1_bounds.h"
 #include "theorem1/t1_impl.h"
+#include "theorem1/t1_stage0.h"
 
 /* The best bound so far and its name. */
 typedef struct {
@@ -217,6 +218,35 @@ out:
     return res;
 }
 
+/* phi_fro_up in double for large counts (the MPFR version costs n^2
+ * logarithms at 64 bits): s_e = 1 - t/p_e rounded down, -log s_e >= phi
+ * bounded by the verified logarithm (decide0.c), squares and sums rounded
+ * up.  +inf if some t / p_e >= 1 or the logarithm cannot be verified. */
+static double phi_fro_up_d(const double *p, size_t cnt, double t)
+{
+    double *sv = malloc(cnt * sizeof(double)), *lo = malloc(cnt * sizeof(double));
+    double *hi = malloc(cnt * sizeof(double)), acc = 0, res = INFINITY;
+    int ok = sv && lo && hi;
+    for (size_t e = 0; e < cnt && ok; e++) {
+        sv[e] = ac_sub_dn(1.0, ac_div_up(t, p[e]));
+        ok = sv[e] > 0;
+    }
+    if (ok && ac_t1_log_enclose(sv, cnt, lo, hi)) {
+        for (size_t e = 0; e < cnt; e++) {
+            double f = lo[e] < 0 ? -lo[e] : 0; /* phi_e <= -log(s_e) <= -lo */
+            acc = ac_add_up(acc, ac_mul_up(f, f));
+        }
+        res = ac_sqrt_up(acc);
+    }
+    free(sv);
+    free(lo);
+    free(hi);
+    return res;
+}
+
+/* Above this count of entries t_certified bounds phi in double. */
+#define PHI_MPFR_MAX (256 * 256)
+
 static double phi_fro_approx(const double *p, size_t cnt, double t)
 {
     double s = 0;
@@ -250,7 +280,7 @@ static double t_certified(const double *p, size_t cnt, double m)
     }
     double t = lo * (1 - 0x1p-30);
     for (int k = 0; k < 6 && t > 0; k++, t *= 1 - ldexp(1.0, -20 + 3 * k))
-        if (phi_fro_up(p, cnt, t) < m)
+        if ((cnt > PHI_MPFR_MAX ? phi_fro_up_d(p, cnt, t) : phi_fro_up(p, cnt, t)) < m)
             return t;
     return 0;
 }
