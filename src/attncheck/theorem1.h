@@ -119,6 +119,12 @@ typedef struct {
      * bound that gave dist_lo. */
     int rank_stage, rho_stage, lowrank_stage, exact_stage, lower_stage;
     long rank_prec, rho_prec, lowrank_prec, exact_prec, lower_prec;
+    /* the lower bound above tol of the lowest stage (REFUTED C(tol) rests on
+     * it; dist_lo may be a sharper bound of a higher stage): its stage, bits
+     * and name ("" if no bound exceeds tol) */
+    int refute_stage;
+    long refute_prec;
+    char refute_method[128];
     int refine_iters;        /* BFGS iterations of the refinement (route DECIDE) */
     char refine_stop[120];   /* why the refinement stopped or did not run ("" if
                                 no refinement was considered) */

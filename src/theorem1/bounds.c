@@ -44,16 +44,33 @@ typedef struct {
     char method[160];
     int stage; /* the stage of the certified quantity the bound rests on */
     long prec;
+    double tol;          /* C(tol)'s tolerance */
+    int rstage;          /* the lowest stage of a bound > tol (AC_STAGE_NONE: none) */
+    long rprec;
+    char rmethod[128];
 } lb_best;
+
+/* Stages ordered by cost: double, the ball stages, exact last. */
+static int stage_rank(int s)
+{
+    return s == AC_STAGE_EXACT ? 1000 : s;
+}
 
 static void lb_offer(lb_best *b, double v, int stage, long prec, const char *fmt, ...)
 {
+    va_list ap;
+    if (v > b->tol && (b->rstage == AC_STAGE_NONE || stage_rank(stage) < stage_rank(b->rstage))) {
+        b->rstage = stage;
+        b->rprec = prec;
+        va_start(ap, fmt);
+        vsnprintf(b->rmethod, sizeof b->rmethod, fmt, ap);
+        va_end(ap);
+    }
     if (!(v > b->lo))
         return;
     b->lo = v;
     b->stage = stage;
     b->prec = prec;
-    va_list ap;
     va_start(ap, fmt);
     vsnprintf(b->method, sizeof b->method, fmt, ap);
     va_end(ap);
@@ -473,12 +490,18 @@ int ac_t1_lower_bounds(ac_t1_result *res, const ac_mat *X, const ac_mat *P, doub
                        const ac_t1_opts *o, ac_err *err)
 {
     size_t n = P->rows, j1 = 0, j2 = 0;
-    lb_best b = {0, "", AC_STAGE_NONE, 0};
-    (void)o;
+    lb_best b = {0, "", AC_STAGE_NONE, 0, o->tol, AC_STAGE_NONE, 0, ""};
     if (res->dist_lo > 0) {
         b.lo = res->dist_lo;
         b.stage = res->rank == 0 ? AC_STAGE_EXACT : res->exact_stage;
         b.prec = res->rank == 0 ? 0 : res->exact_prec;
+        if (b.lo > b.tol) {
+            b.rstage = b.stage;
+            b.rprec = b.prec;
+            snprintf(b.rmethod, sizeof b.rmethod, "%s",
+                     res->rank == 0 ? "X = 0: every head gives uniform columns (exact)"
+                                    : "log-domain obstruction m, p_min (1 - exp(-m/n))");
+        }
         snprintf(b.method, sizeof b.method, "%s",
                  res->rank == 0 ? "X = 0: every head gives uniform columns (exact)"
                                 : "log-domain obstruction m, p_min (1 - exp(-m/n))");
@@ -522,6 +545,9 @@ int ac_t1_lower_bounds(ac_t1_result *res, const ac_mat *X, const ac_mat *P, doub
              b.lo > 0 ? b.method : "none (no bound certified above 0)");
     res->lower_stage = b.lo > 0 ? b.stage : AC_STAGE_NONE;
     res->lower_prec = b.lo > 0 ? b.prec : 0;
+    res->refute_stage = b.rstage;
+    res->refute_prec = b.rprec;
+    snprintf(res->refute_method, sizeof res->refute_method, "%s", b.rmethod);
     /* every head is >= dist_lo from P, so >= dist_lo - norm_gap > 0 from the
      * column-normalised P: that one is not exactly representable either */
     if (res->route == AC_T1_ROUTE_DECIDE && res->exact == AC_UNDECIDED &&

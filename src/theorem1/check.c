@@ -46,7 +46,7 @@ static void result_start(ac_t1_result *res, size_t d, size_t n, size_t dk)
     res->verdict = AC_UNDECIDED;
     res->threshold.lo = res->threshold.hi = -1;
     res->rank_stage = res->rho_stage = res->lowrank_stage = AC_STAGE_NONE;
-    res->exact_stage = res->lower_stage = AC_STAGE_NONE;
+    res->exact_stage = res->lower_stage = res->refute_stage = AC_STAGE_NONE;
 }
 
 /* The verdict: dist <= tol with dist in [dist_lo, dist_hi]. */
@@ -64,11 +64,12 @@ static void decide_verdict(ac_t1_result *res, const ac_t1_basis *b, double tol, 
         snprintf(res->cert.method, sizeof res->cert.method,
                  "constructed weights, certified max|Softmax - P| <= %.3g", hi);
     }
-    if (res->cert.verdict == AC_REFUTED && res->lower_stage != AC_STAGE_NONE) {
-        /* refuted by dist_lo > tol: the certificate names the bound that gave it */
-        res->cert.stage = res->lower_stage;
-        res->cert.prec = res->lower_prec;
-        snprintf(res->cert.method, sizeof res->cert.method, "%.127s", res->lower_method);
+    if (res->cert.verdict == AC_REFUTED && res->refute_stage != AC_STAGE_NONE) {
+        /* refuted by a lower bound > tol: the certificate names the one of
+         * the lowest stage (dist_lo may come from a sharper one) */
+        res->cert.stage = res->refute_stage;
+        res->cert.prec = res->refute_prec;
+        snprintf(res->cert.method, sizeof res->cert.method, "%s", res->refute_method);
     }
     res->verdict = res->cert.verdict;
     res->cert.seconds = ac_seconds() - t_start;
