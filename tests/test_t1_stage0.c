@@ -501,6 +501,40 @@ START_TEST(test_klogp_sv)
 }
 END_TEST
 
+/* Route DECIDE end to end: rho decided at stage 0 (no ball stage needed:
+ * the schedule is empty), the stage recorded for each answer, and the
+ * refinement's report (off, or run within its budget). */
+START_TEST(test_route_stages)
+{
+    ac_mat X = {0}, P = {0};
+    ck_assert(ac_t1_generate(&X, &P, 12, 24, test_seed_value + 80, NULL) == AC_OK);
+    for (int opt = 0; opt <= 30; opt += 30) {
+        ac_t1_opts o;
+        ac_t1_result res;
+        ac_t1_opts_default(&o);
+        o.sched = ac_schedule_upto(0); /* stage 0 only */
+        o.optimize = opt;
+        ck_assert(ac_t1_check(&res, &X, &P, &o, NULL) == AC_OK);
+        ck_assert_int_eq(res.rank_stage, AC_STAGE_DOUBLE);
+        ck_assert_int_eq(res.rho_stage, AC_STAGE_DOUBLE);
+        ck_assert(res.rho_lo > 0);
+        ck_assert_int_eq(res.exact, AC_REFUTED);
+        ck_assert_int_eq(res.exact_stage, AC_STAGE_DOUBLE);
+        if (opt == 0) {
+            ck_assert_str_eq(res.refine_stop, "off (--optimize 0)");
+            ck_assert_int_eq(res.refine_iters, 0);
+        } else {
+            ck_assert(res.refine_iters > 0 && res.refine_iters <= opt + 4 * (opt / 4 + 1));
+            ck_assert(strncmp(res.refine_stop, "completed", 9) == 0 ||
+                      strncmp(res.refine_stop, "converged", 9) == 0);
+        }
+        ac_t1_result_free(&res);
+    }
+    ac_mat_free(&X);
+    ac_mat_free(&P);
+}
+END_TEST
+
 int main(void)
 {
     test_seed_init();
@@ -513,6 +547,7 @@ int main(void)
     tcase_add_test(tc, test_dual_any_Y);
     tcase_add_test(tc, test_log_enclose);
     tcase_add_test(tc, test_klogp_sv);
+    tcase_add_test(tc, test_route_stages);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }
