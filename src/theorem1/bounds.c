@@ -431,7 +431,7 @@ static int cmp_double(const void *a, const void *b)
 
 #define SUB_TAUS 24     /* thresholds tried */
 #define SUB_MAX_N 256   /* largest n searched */
-#define ENTRYWISE_MAX_N 1024 /* largest n of the entrywise bound (n^2 MPFR logs) */
+#define ENTRYWISE_MAX_N 1024 /* largest n of the entrywise bound (n^2 logarithms per t) */
 
 /* The rank obstruction on the best submatrix found: every head's logits
  * Z = X'AX have rank <= k = min(dk, r), and log S = Z + 1c' kills c under
