@@ -376,40 +376,51 @@ static double sub_sigma_approx(const ac_mat *P, const size_t *I, size_t ni, cons
 
 /* Rows I and columns J (in, out) with every entry of P_IJ >= tau: drop the
  * row or column with the largest share of entries below tau until none is
- * left or fewer than k + 2 rows / k + 1 columns remain. */
+ * left or fewer than k + 2 rows / k + 1 columns remain.  The counts of
+ * entries below tau per row and column are kept up to date as lines are
+ * dropped (O(n^2) per call; the same choices, ties to the first position,
+ * as recounting at every step). */
 static void greedy_submatrix(const ac_mat *P, double tau, size_t k, size_t *I, size_t *ni,
-                             size_t *J, size_t *nj)
+                             size_t *J, size_t *nj, size_t *cr, size_t *cc)
 {
     size_t n = P->rows;
     *ni = *nj = n;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         I[i] = J[i] = i;
+        cr[i] = cc[i] = 0;
+    }
+    for (size_t a = 0; a < n; a++)
+        for (size_t b = 0; b < n; b++)
+            if (AC_MAT(P, a, b) < tau) {
+                cr[a]++;
+                cc[b]++;
+            }
     for (;;) {
         size_t bi = 0, bj = 0, ci = 0, cj = 0;
-        for (size_t a = 0; a < *ni; a++) {
-            size_t c = 0;
-            for (size_t b = 0; b < *nj; b++)
-                c += AC_MAT(P, I[a], J[b]) < tau;
-            if (c > ci)
-                ci = c, bi = a;
-        }
-        for (size_t b = 0; b < *nj; b++) {
-            size_t c = 0;
-            for (size_t a = 0; a < *ni; a++)
-                c += AC_MAT(P, I[a], J[b]) < tau;
-            if (c > cj)
-                cj = c, bj = b;
-        }
+        for (size_t a = 0; a < *ni; a++)
+            if (cr[a] > ci)
+                ci = cr[a], bi = a;
+        for (size_t b = 0; b < *nj; b++)
+            if (cc[b] > cj)
+                cj = cc[b], bj = b;
         if (ci == 0)
             return;
         if ((double)ci / (double)*nj >= (double)cj / (double)*ni) {
             if (*ni <= k + 2)
                 return;
-            I[bi] = I[--*ni];
+            for (size_t b = 0; b < *nj; b++)
+                cc[b] -= AC_MAT(P, I[bi], J[b]) < tau;
+            --*ni;
+            I[bi] = I[*ni];
+            cr[bi] = cr[*ni];
         } else {
             if (*nj <= k + 1)
                 return;
-            J[bj] = J[--*nj];
+            for (size_t a = 0; a < *ni; a++)
+                cr[a] -= AC_MAT(P, I[a], J[bj]) < tau;
+            --*nj;
+            J[bj] = J[*nj];
+            cc[bj] = cc[*nj];
         }
     }
 }
@@ -429,8 +440,9 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-#define SUB_TAUS 24     /* thresholds tried */
-#define SUB_MAX_N 256   /* largest n searched */
+#define SUB_TAUS 24     /* thresholds tried (every third above SUB_ALL_TAUS_N) */
+#define SUB_ALL_TAUS_N 256
+#define SUB_MAX_N 512   /* largest n searched */
 #define ENTRYWISE_MAX_N 1024 /* largest n of the entrywise bound (n^2 logarithms per t) */
 
 /* The rank obstruction on the best submatrix found: every head's logits
@@ -443,17 +455,19 @@ static double lb_submatrix(const ac_mat *P, size_t k, size_t *sz_i, size_t *sz_j
         return 0;
     size_t *I = malloc(n * sizeof(size_t)), *J = malloc(n * sizeof(size_t));
     size_t *bI = malloc(n * sizeof(size_t)), *bJ = malloc(n * sizeof(size_t));
+    size_t *cr = malloc(n * sizeof(size_t)), *cc = malloc(n * sizeof(size_t));
     double *sorted = malloc(nn * sizeof(double)), *buf = malloc(nn * sizeof(double));
     double best_est = 0, res = 0;
     size_t bni = 0, bnj = 0;
-    if (!I || !J || !bI || !bJ || !sorted || !buf)
+    if (!I || !J || !bI || !bJ || !cr || !cc || !sorted || !buf)
         goto out;
     memcpy(sorted, P->data, nn * sizeof(double));
     qsort(sorted, nn, sizeof(double), cmp_double);
-    for (int q = 0; q < SUB_TAUS; q++) {
+    int stride = n > SUB_ALL_TAUS_N ? 3 : 1;
+    for (int q = 0; q < SUB_TAUS; q += stride) {
         double tau = q == 0 ? 0 : sorted[(size_t)((double)nn * 0.7 * q / SUB_TAUS)];
         size_t ni, nj;
-        greedy_submatrix(P, tau, k, I, &ni, J, &nj);
+        greedy_submatrix(P, tau, k, I, &ni, J, &nj, cr, cc);
         if (ni < k + 2 || nj < k + 1)
             continue;
         double m = sub_sigma_approx(P, I, ni, J, nj, k);
@@ -479,6 +493,8 @@ out:
     free(J);
     free(bI);
     free(bJ);
+    free(cr);
+    free(cc);
     free(sorted);
     free(buf);
     return res;
