@@ -23,6 +23,7 @@
 #include "attncheck/linalg.h"
 #include "attncheck/theorem1.h"
 #include "core/ac_arb.h"
+#include "theorem1/t1_bounds.h"
 #include "theorem1/t1_stage0.h"
 #include "testutil.h"
 
@@ -422,6 +423,48 @@ START_TEST(test_dual_any_Y)
 }
 END_TEST
 
+/* The entrywise sum of the distance bound: the double version (verified
+ * logarithm) and the MPFR reference both bound the 200-bit value from above,
+ * and the double one within 1e-9 of it; +inf when t reaches an entry. */
+START_TEST(test_phi_twins)
+{
+    test_rng r;
+    test_rng_init(&r, 15);
+    enum { N = 3001 };
+    double *p = malloc(N * sizeof(double));
+    mpfr_t q, acc;
+    mpfr_inits2(200, q, acc, (mpfr_ptr)0);
+    for (int round = 0; round < 6; round++) {
+        double pmin = INFINITY;
+        for (int e = 0; e < N; e++) {
+            p[e] = ldexp(test_rng_range(&r, 1.0, 2.0), -(int)(test_rng_u64(&r) % (20 + 200 * round)));
+            pmin = fmin(pmin, p[e]);
+        }
+        double t = pmin * (round == 5 ? 1.0 : test_rng_range(&r, 1e-3, 0.999));
+        mpfr_set_zero(acc, 1);
+        for (int e = 0; e < N && t < pmin; e++) {
+            mpfr_set_d(q, t, MPFR_RNDN);
+            mpfr_div_d(q, q, p[e], MPFR_RNDN);
+            mpfr_ui_sub(q, 1, q, MPFR_RNDN);
+            mpfr_log(q, q, MPFR_RNDN);
+            mpfr_sqr(q, q, MPFR_RNDN);
+            mpfr_add(acc, acc, q, MPFR_RNDN);
+        }
+        mpfr_sqrt(acc, acc, MPFR_RNDN);
+        double ex = t < pmin ? mpfr_get_d(acc, MPFR_RNDN) : INFINITY;
+        double a = ac_t1_phi_fro_up(p, N, t, 0), b = ac_t1_phi_fro_up(p, N, t, 1);
+        if (isinf(ex)) {
+            ck_assert(isinf(a) && isinf(b));
+            continue;
+        }
+        ck_assert_msg(a >= ex * (1 - 1e-15) && b >= ex * (1 - 1e-15), "%g %g %g", a, b, ex);
+        ck_assert_msg(b <= ex * (1 + 1e-9) + 1e-300, "double %.17g vs %.17g", b, ex);
+    }
+    mpfr_clears(q, acc, (mpfr_ptr)0);
+    free(p);
+}
+END_TEST
+
 /* The verified logarithm against MPFR, across the range of doubles. */
 START_TEST(test_log_enclose)
 {
@@ -488,6 +531,35 @@ START_TEST(test_klogp_sv)
         /* K log P has rank <= n - 1, and a Dirichlet P has rank exactly n - 1 */
         if (n >= 2)
             ck_assert(lo[n - 2] > 0);
+        if (n >= 5) { /* a submatrix: rows {n-1, 1, 3}, columns {0, 2, n-2, 4}: the
+                       * rows centred over I, against Arb on the same entries */
+            size_t I[3] = {n - 1, 1, 3}, J[4] = {0, 2, n - 2, 4};
+            double sl[3], sh[3], al[3], ah[3];
+            arb_mat_t S;
+            ac_imat SA = {0};
+            ck_assert(ac_t1_centred_log_sv_stage0(&P, I, 3, J, 4, sl, sh));
+            arb_mat_init(S, 3, 4);
+            for (size_t b = 0; b < 4; b++) {
+                arb_zero(m);
+                for (size_t a = 0; a < 3; a++) {
+                    arb_ptr e = arb_mat_entry(S, (slong)a, (slong)b);
+                    arb_set_d(e, AC_MAT(&P, I[a], J[b]));
+                    arb_log(e, e, 256);
+                    arb_add(m, m, e, 256);
+                }
+                arb_div_ui(m, m, 3, 256);
+                for (size_t a = 0; a < 3; a++)
+                    arb_sub(arb_mat_entry(S, (slong)a, (slong)b),
+                            arb_mat_entry(S, (slong)a, (slong)b), m, 256);
+            }
+            ck_assert(ac_arb_mat_to_imat(&SA, S, NULL) == AC_OK);
+            ck_assert(ac_sv_enclose(&SA, al, ah, NULL, NULL) == AC_OK);
+            for (size_t q = 0; q < 3; q++)
+                ck_assert_msg(sl[q] <= ah[q] && al[q] <= sh[q], "submatrix sigma_%zu", q + 1);
+            ck_assert(sl[1] > 0 && sl[2] < 1e-9); /* centred 3-row: rank 2 */
+            arb_mat_clear(S);
+            ac_imat_free(&SA);
+        }
         arb_mat_clear(M);
         arb_clear(m);
         ac_imat_free(&A);
@@ -546,6 +618,7 @@ int main(void)
     tcase_add_test(tc, test_rho_hostile_structure);
     tcase_add_test(tc, test_dual_any_Y);
     tcase_add_test(tc, test_log_enclose);
+    tcase_add_test(tc, test_phi_twins);
     tcase_add_test(tc, test_klogp_sv);
     tcase_add_test(tc, test_route_stages);
     suite_add_tcase(s, tc);

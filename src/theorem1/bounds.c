@@ -13,7 +13,9 @@
  *   - d = 1: the branch and bound of bounds_d1.c.
  * Every comparison that the bound rests on is made with directed rounding
  * (MPFR, or the one-ulp steps of interval.h), ranks and singular values in
- * Arb with the Weyl enclosure (doc/mathematics.md §2.5).
+ * Arb with the Weyl enclosure (doc/mathematics.md §2.5); above n = 256 the
+ * submatrix bound and the entrywise sums use the verified double logarithm
+ * of decide0.c instead (stage 0, §3.4 and §3.6).
  *
  * Dimension letters: d model width, n tokens, dk head size, r = rank X.
  * Buffers are row-major: X d x n, P n x n.
@@ -264,6 +266,11 @@ static double phi_fro_up_d(const double *p, size_t cnt, double t)
 /* Above this count of entries t_certified bounds phi in double. */
 #define PHI_MPFR_MAX (256 * 256)
 
+double ac_t1_phi_fro_up(const double *p, size_t cnt, double t, int in_double)
+{
+    return in_double ? phi_fro_up_d(p, cnt, t) : phi_fro_up(p, cnt, t);
+}
+
 static double phi_fro_approx(const double *p, size_t cnt, double t)
 {
     double s = 0;
@@ -448,7 +455,8 @@ static int cmp_double(const void *a, const void *b)
 /* The rank obstruction on the best submatrix found: every head's logits
  * Z = X'AX have rank <= k = min(dk, r), and log S = Z + 1c' kills c under
  * K_I, so sigma_{k+1}(K_I log P_IJ) <= ||(log S - log P)_IJ||_2. */
-static double lb_submatrix(const ac_mat *P, size_t k, size_t *sz_i, size_t *sz_j, ac_err *err)
+static double lb_submatrix(const ac_mat *P, size_t k, size_t *sz_i, size_t *sz_j, int *stage,
+                           ac_err *err)
 {
     size_t n = P->rows, nn = n * n;
     if (n > SUB_MAX_N || k + 2 > n)
@@ -482,7 +490,18 @@ static double lb_submatrix(const ac_mat *P, size_t k, size_t *sz_i, size_t *sz_j
         }
     }
     if (best_est > 0) {
-        double m = sub_sigma_lo(P, bI, bni, bJ, bnj, k, err);
+        double m = 0;
+        if (n > SUB_ALL_TAUS_N) { /* stage 0: a double enclosure of K_I log P_IJ */
+            size_t p = bni < bnj ? bni : bnj;
+            double *slo = malloc(p * sizeof(double)), *shi = malloc(p * sizeof(double));
+            if (slo && shi && k < p &&
+                ac_t1_centred_log_sv_stage0(P, bI, bni, bJ, bnj, slo, shi))
+                m = slo[k];
+            free(slo);
+            free(shi);
+            *stage = AC_STAGE_DOUBLE;
+        } else
+            m = sub_sigma_lo(P, bI, bni, bJ, bnj, k, err);
         gather(buf, P, bI, bni, bJ, bnj);
         res = t_certified(buf, bni * bnj, m);
         *sz_i = bni;
@@ -545,8 +564,9 @@ int ac_t1_lower_bounds(ac_t1_result *res, const ac_mat *X, const ac_mat *P, doub
                  "log-domain obstruction m >= %.3g entry by entry: ||-log(1 - t/P)||_F < m", m);
     if (res->route == AC_T1_ROUTE_DECIDE && res->rank > 0) {
         size_t r = (size_t)res->rank, k = res->dk < r ? res->dk : r, si = 0, sj = 0;
-        double t = lb_submatrix(P, k, &si, &sj, err);
-        lb_offer(&b, t, 1, 128,
+        int sst = 1; /* Arb at 128 bits up to n = SUB_ALL_TAUS_N, else stage 0 */
+        double t = lb_submatrix(P, k, &si, &sj, &sst, err);
+        lb_offer(&b, t, sst, sst == AC_STAGE_DOUBLE ? 53 : 128,
                  "rank <= %zu on the %zu x %zu submatrix of P: sigma_%zu(K_I log P_IJ) entry by "
                  "entry", k, si, sj, k + 1);
     }

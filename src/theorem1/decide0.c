@@ -315,18 +315,29 @@ out:
 
 int ac_t1_klogp_sv_stage0(const ac_mat *P, double *slo, double *shi)
 {
-    size_t n = P->rows, nn = n * n;
+    return ac_t1_centred_log_sv_stage0(P, NULL, P->rows, NULL, P->cols, slo, shi);
+}
+
+int ac_t1_centred_log_sv_stage0(const ac_mat *P, const size_t *I, size_t ni, const size_t *J,
+                                size_t nj, double *slo, double *shi)
+{
+    size_t nn = ni * nj;
     double *lo = malloc(nn * sizeof(double)), *hi = malloc(nn * sizeof(double));
+    double *p = malloc(nn * sizeof(double));
     ac_imat M = {0};
-    int ok = lo && hi && ac_imat_init(&M, n, n, 1, NULL) == AC_OK &&
-             ac_t1_log_enclose(P->data, nn, lo, hi);
-    for (size_t j = 0; j < n && ok; j++) {
+    int ok = lo && hi && p && ni > 0 && nj > 0 && ac_imat_init(&M, ni, nj, 1, NULL) == AC_OK;
+    for (size_t a = 0; a < ni && ok; a++)
+        for (size_t b = 0; b < nj; b++)
+            p[a * nj + b] = AC_MAT(P, I ? I[a] : a, J ? J[b] : b);
+    ok = ok && ac_t1_log_enclose(p, nn, lo, hi);
+    for (size_t j = 0; j < nj && ok; j++) {
         /* mean_j of column j of L in [mlo, mhi] */
         double slo_, shi_, tlo, thi;
-        ok = ac_sum_enclose(lo + j, n, n, &slo_, &tlo) && ac_sum_enclose(hi + j, n, n, &thi, &shi_);
-        double mlo = ac_div_dn(slo_, (double)n), mhi = ac_div_up(shi_, (double)n);
-        for (size_t i = 0; i < n && ok; i++) {
-            size_t e = i * n + j;
+        ok = ac_sum_enclose(lo + j, ni, nj, &slo_, &tlo) &&
+             ac_sum_enclose(hi + j, ni, nj, &thi, &shi_);
+        double mlo = ac_div_dn(slo_, (double)ni), mhi = ac_div_up(shi_, (double)ni);
+        for (size_t i = 0; i < ni && ok; i++) {
+            size_t e = i * nj + j;
             double a = ac_sub_dn(lo[e], mhi), b = ac_sub_up(hi[e], mlo);
             double m = 0.5 * a + 0.5 * b;
             M.mid[e] = m;
@@ -338,6 +349,7 @@ int ac_t1_klogp_sv_stage0(const ac_mat *P, double *slo, double *shi)
         ok = ac_sv_enclose(&M, slo, shi, NULL, NULL) == AC_OK;
     free(lo);
     free(hi);
+    free(p);
     ac_imat_free(&M);
     return ok;
 }

@@ -45,4 +45,10 @@ int ac_t1_rho_dual_lo(const ac_mat *X, const double *Y, const double *Llo, const
  * enclosure could not be formed (then nothing is certified). */
 int ac_t1_klogp_sv_stage0(const ac_mat *P, double *slo, double *shi);
 
+/* The same for the submatrix P_IJ (rows I[0..ni), columns J[0..nj); NULL:
+ * the first ni rows / nj columns), its columns centred over the rows I:
+ * slo[i] <= sigma_{i+1}(K_I log P_IJ) <= shi[i], i < min(ni, nj). */
+int ac_t1_centred_log_sv_stage0(const ac_mat *P, const size_t *I, size_t ni, const size_t *J,
+                                size_t nj, double *slo, double *shi);
+
 #endif /* AC_THEOREM1_T1_STAGE0_H */
