@@ -31,6 +31,10 @@ if "$PYTHON3" -c 'import numpy' 2>/dev/null; then
         sh "$top_srcdir/bench/bench_t1.sh" 16 1 > "$work/t1sh" 2>&1 || err "bench_t1.sh failed"
     has "$work/t1sh" '^numpy [0-9.]+' bench_t1.sh
     has "$work/t1sh" 'certified / plain C' bench_t1.sh
+    ATTNCHECK=./attncheck PYTHON3="$PYTHON3" \
+        sh "$top_srcdir/bench/bench_decide.sh" 16 > "$work/dec" 2>&1 || err "bench_decide.sh failed"
+    has "$work/dec" '^  exact .*decided by ' bench_decide.sh
+    has "$work/dec" '^numpy plain rho [0-9.]+' bench_decide.sh
 else
     echo "bench_smoke: no NumPy, bench_t1.sh not run" >&2
 fi

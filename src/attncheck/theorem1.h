@@ -112,6 +112,22 @@ typedef struct {
     char upper_method[160];  /* which candidate head gave dist_hi */
     ac_cert user_cert;       /* max|Softmax - P| of opts->user_wk, user_wq (stage
                                 AC_STAGE_NONE when no user head was given) */
+    /* The stage (AC_STAGE_DOUBLE = 0, ball stage k >= 1, AC_STAGE_EXACT;
+     * AC_STAGE_NONE: not decided / not computed) and its bits that decided
+     * each answer: the rank of X, rho, the rank condition, "exact" (the
+     * obstruction, or the rank certificate a theorem rests on), and the
+     * bound that gave dist_lo. */
+    int rank_stage, rho_stage, lowrank_stage, exact_stage, lower_stage;
+    long rank_prec, rho_prec, lowrank_prec, exact_prec, lower_prec;
+    /* the lower bound above tol of the lowest stage (REFUTED C(tol) rests on
+     * it; dist_lo may be a sharper bound of a higher stage): its stage, bits
+     * and name ("" if no bound exceeds tol) */
+    int refute_stage;
+    long refute_prec;
+    char refute_method[128];
+    int refine_iters;        /* BFGS iterations of the refinement (route DECIDE) */
+    char refine_stop[120];   /* why the refinement stopped or did not run ("" if
+                                no refinement was considered) */
 } ac_t1_result;
 
 /* Decide C(tol) for (X, P, opts->dk), construct weights and fill the

@@ -54,9 +54,13 @@ const char cmd_rep_theorem_help[] =
     "  --tol T           tolerance of the claim (default 2^-26 = 1.49e-08; 0 = exact\n"
     "                    equality; a value that underflows to 0 is an error)\n"
     "  --max-prec BITS   highest precision of the ball stages (default 512;\n"
-    "                    0 = double precision stage only)\n"
+    "                    0 = double precision stage only); the decision stages run\n"
+    "                    in double first, balls only where double cannot decide\n"
     "  --optimize ITERS  BFGS iterations refining the best approximation when P\n"
-    "                    is not reached exactly (default 200; 0 = off)\n"
+    "                    is not reached exactly (default 200; 0 = off), scaled\n"
+    "                    down to a work budget (iterations x (n^2 dk + 2 n d dk)\n"
+    "                    <= 2^33), skipped for n > 512; JSON \"refine\" says why\n"
+    "                    it stopped\n"
     "  --wq FILE, --wk FILE  a head to certify (float64 .npy, dk x d each): its\n"
     "                    max|Softmax - P| is an upper bound on the distance, and\n"
     "                    it is written if it is the best head found\n"
@@ -296,6 +300,19 @@ static void describe_instance(char *buf, size_t n, const t1_args *a, const ac_ma
 }
 
 /* "threshold": the smallest head size representing P, certified range. */
+/* "stage" (number, null when nothing was decided) and "stage_name". */
+static void json_stage(ac_json *j, int stage, long prec)
+{
+    char sb[64];
+    ac_json_key(j, "stage");
+    if (stage == AC_STAGE_NONE)
+        ac_json_null(j);
+    else
+        ac_json_int(j, stage);
+    ac_json_kv_string(j, "stage_name",
+                      stage == AC_STAGE_NONE ? "none" : cli_stage_name(sb, sizeof sb, stage, prec));
+}
+
 static void json_threshold(ac_json *j, const ac_t1_threshold *t)
 {
     ac_json_key(j, "threshold");
@@ -372,6 +389,10 @@ static void write_json(ac_json *j, const t1_args *a, const char *instance, const
     ac_json_kv_string(j, "exact_claim",
                       "the column-normalised P is exactly representable by a head of size dk");
     ac_json_kv_string(j, "exact_method", r->exact_method);
+    ac_json_key(j, "exact_stage"); /* the stage that decided "exact" */
+    ac_json_begin_object(j);
+    json_stage(j, r->exact_stage, r->exact_prec);
+    ac_json_end_object(j);
     json_threshold(j, &r->threshold);
     ac_json_kv_int(j, "x_scale_pow2", r->x_scale);
     ac_json_kv_bool(j, "weights_unusable", r->weights_unusable);
@@ -384,6 +405,7 @@ static void write_json(ac_json *j, const t1_args *a, const char *instance, const
         ac_json_kv_string(j, "value", "unknown");
     ac_json_kv_string(j, "method", r->rank_method);
     ac_json_kv_number(j, "sigma_min_lo", r->sigma_lo);
+    json_stage(j, r->rank_stage, r->rank_prec);
     ac_json_end_object(j);
     ac_json_kv_number(j, "normalisation_gap", r->norm_gap);
     ac_json_key(j, "log_residual");
@@ -393,6 +415,7 @@ static void write_json(ac_json *j, const t1_args *a, const char *instance, const
         ac_json_begin_object(j);
         ac_json_kv_number(j, "lo", r->rho_lo);
         ac_json_kv_number(j, "hi", r->rho_hi);
+        json_stage(j, r->rho_stage, r->rho_prec);
         ac_json_end_object(j);
     }
     ac_json_key(j, "rank_condition");
@@ -402,6 +425,7 @@ static void write_json(ac_json *j, const t1_args *a, const char *instance, const
         ac_json_begin_object(j);
         ac_json_kv_number(j, "lo", r->lowrank_lo);
         ac_json_kv_number(j, "hi", r->lowrank_hi);
+        json_stage(j, r->lowrank_stage, r->lowrank_prec);
         ac_json_end_object(j);
     }
     ac_json_key(j, "distance");
@@ -410,7 +434,17 @@ static void write_json(ac_json *j, const t1_args *a, const char *instance, const
     ac_json_kv_number(j, "hi", r->dist_hi);
     ac_json_kv_string(j, "lower_method", r->lower_method);
     ac_json_kv_string(j, "upper_method", r->upper_method);
+    json_stage(j, r->lower_stage, r->lower_prec); /* of the lower bound */
     ac_json_end_object(j);
+    ac_json_key(j, "refine");
+    if (!r->refine_stop[0])
+        ac_json_null(j);
+    else {
+        ac_json_begin_object(j);
+        ac_json_kv_int(j, "iterations", r->refine_iters);
+        ac_json_kv_string(j, "stopped", r->refine_stop);
+        ac_json_end_object(j);
+    }
     if (r->user_cert.stage != AC_STAGE_NONE && a->wqfile) {
         ac_json_key(j, "given_head");
         cli_json_cert(j, &r->user_cert);
@@ -434,11 +468,13 @@ static void print_text(const t1_args *a, const char *instance, const ac_t1_resul
     else
         printf("rank X     not certified\n");
     if (!isnan(r->rho_lo))
-        printf("residual   rho in [%s, %s]  (log-domain, min over c)\n",
-               cli_num(b1, sizeof b1, r->rho_lo), cli_num(b2, sizeof b2, r->rho_hi));
+        printf("residual   rho in [%s, %s]  (log-domain, min over c), %s\n",
+               cli_num(b1, sizeof b1, r->rho_lo), cli_num(b2, sizeof b2, r->rho_hi),
+               cli_stage_name(sb, sizeof sb, r->rho_stage, r->rho_prec));
     if (!isnan(r->lowrank_lo))
-        printf("rank cond. sigma_{dk+1} in [%s, %s]\n", cli_num(b1, sizeof b1, r->lowrank_lo),
-               cli_num(b2, sizeof b2, r->lowrank_hi));
+        printf("rank cond. sigma_{dk+1} in [%s, %s], %s\n", cli_num(b1, sizeof b1, r->lowrank_lo),
+               cli_num(b2, sizeof b2, r->lowrank_hi),
+               cli_stage_name(sb, sizeof sb, r->lowrank_stage, r->lowrank_prec));
     char thr[128];
     format_threshold(thr, sizeof thr, &r->threshold, r->n);
     printf("exact      %s (%s)\n",
@@ -458,6 +494,8 @@ static void print_text(const t1_args *a, const char *instance, const ac_t1_resul
            cli_num(b1, sizeof b1, r->dist_lo), cli_num(b2, sizeof b2, r->dist_hi));
     printf("  lower    %s\n", r->lower_method[0] ? r->lower_method : "none");
     printf("  upper    %s\n", r->upper_method[0] ? r->upper_method : "none");
+    if (r->refine_stop[0])
+        printf("  refine   %s\n", r->refine_stop);
     if (a->common.trace) {
         printf("trace\n");
         cli_print_steps(r->steps, r->nsteps);

@@ -13,7 +13,9 @@
  *   - d = 1: the branch and bound of bounds_d1.c.
  * Every comparison that the bound rests on is made with directed rounding
  * (MPFR, or the one-ulp steps of interval.h), ranks and singular values in
- * Arb with the Weyl enclosure (doc/mathematics.md §2.5).
+ * Arb with the Weyl enclosure (doc/mathematics.md §2.5); above n = 256 the
+ * submatrix bound and the entrywise sums use the verified double logarithm
+ * of decide0.c instead (stage 0, §3.4 and §3.6).
  *
  * Dimension letters: d model width, n tokens, dk head size, r = rank X.
  * Buffers are row-major: X d x n, P n x n.
@@ -36,19 +38,41 @@
 #include "core/ball.h"
 #include "theorem1/t1_bounds.h"
 #include "theorem1/t1_impl.h"
+#include "theorem1/t1_stage0.h"
 
 /* The best bound so far and its name. */
 typedef struct {
     double lo;
     char method[160];
+    int stage; /* the stage of the certified quantity the bound rests on */
+    long prec;
+    double tol;          /* C(tol)'s tolerance */
+    int rstage;          /* the lowest stage of a bound > tol (AC_STAGE_NONE: none) */
+    long rprec;
+    char rmethod[128];
 } lb_best;
 
-static void lb_offer(lb_best *b, double v, const char *fmt, ...)
+/* Stages ordered by cost: double, the ball stages, exact last. */
+static int stage_rank(int s)
 {
+    return s == AC_STAGE_EXACT ? 1000 : s;
+}
+
+static void lb_offer(lb_best *b, double v, int stage, long prec, const char *fmt, ...)
+{
+    va_list ap;
+    if (v > b->tol && (b->rstage == AC_STAGE_NONE || stage_rank(stage) < stage_rank(b->rstage))) {
+        b->rstage = stage;
+        b->rprec = prec;
+        va_start(ap, fmt);
+        vsnprintf(b->rmethod, sizeof b->rmethod, fmt, ap);
+        va_end(ap);
+    }
     if (!(v > b->lo))
         return;
     b->lo = v;
-    va_list ap;
+    b->stage = stage;
+    b->prec = prec;
     va_start(ap, fmt);
     vsnprintf(b->method, sizeof b->method, fmt, ap);
     va_end(ap);
@@ -213,6 +237,40 @@ out:
     return res;
 }
 
+/* phi_fro_up in double for large counts (the MPFR version costs n^2
+ * logarithms at 64 bits): s_e = 1 - t/p_e rounded down, -log s_e >= phi
+ * bounded by the verified logarithm (decide0.c), squares and sums rounded
+ * up.  +inf if some t / p_e >= 1 or the logarithm cannot be verified. */
+static double phi_fro_up_d(const double *p, size_t cnt, double t)
+{
+    double *sv = malloc(cnt * sizeof(double)), *lo = malloc(cnt * sizeof(double));
+    double *hi = malloc(cnt * sizeof(double)), acc = 0, res = INFINITY;
+    int ok = sv && lo && hi;
+    for (size_t e = 0; e < cnt && ok; e++) {
+        sv[e] = ac_sub_dn(1.0, ac_div_up(t, p[e]));
+        ok = sv[e] > 0;
+    }
+    if (ok && ac_t1_log_enclose(sv, cnt, lo, hi)) {
+        for (size_t e = 0; e < cnt; e++) {
+            double f = lo[e] < 0 ? -lo[e] : 0; /* phi_e <= -log(s_e) <= -lo */
+            acc = ac_add_up(acc, ac_mul_up(f, f));
+        }
+        res = ac_sqrt_up(acc);
+    }
+    free(sv);
+    free(lo);
+    free(hi);
+    return res;
+}
+
+/* Above this count of entries t_certified bounds phi in double. */
+#define PHI_MPFR_MAX (256 * 256)
+
+double ac_t1_phi_fro_up(const double *p, size_t cnt, double t, int in_double)
+{
+    return in_double ? phi_fro_up_d(p, cnt, t) : phi_fro_up(p, cnt, t);
+}
+
 static double phi_fro_approx(const double *p, size_t cnt, double t)
 {
     double s = 0;
@@ -246,7 +304,7 @@ static double t_certified(const double *p, size_t cnt, double m)
     }
     double t = lo * (1 - 0x1p-30);
     for (int k = 0; k < 6 && t > 0; k++, t *= 1 - ldexp(1.0, -20 + 3 * k))
-        if (phi_fro_up(p, cnt, t) < m)
+        if ((cnt > PHI_MPFR_MAX ? phi_fro_up_d(p, cnt, t) : phi_fro_up(p, cnt, t)) < m)
             return t;
     return 0;
 }
@@ -325,40 +383,51 @@ static double sub_sigma_approx(const ac_mat *P, const size_t *I, size_t ni, cons
 
 /* Rows I and columns J (in, out) with every entry of P_IJ >= tau: drop the
  * row or column with the largest share of entries below tau until none is
- * left or fewer than k + 2 rows / k + 1 columns remain. */
+ * left or fewer than k + 2 rows / k + 1 columns remain.  The counts of
+ * entries below tau per row and column are kept up to date as lines are
+ * dropped (O(n^2) per call; the same choices, ties to the first position,
+ * as recounting at every step). */
 static void greedy_submatrix(const ac_mat *P, double tau, size_t k, size_t *I, size_t *ni,
-                             size_t *J, size_t *nj)
+                             size_t *J, size_t *nj, size_t *cr, size_t *cc)
 {
     size_t n = P->rows;
     *ni = *nj = n;
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         I[i] = J[i] = i;
+        cr[i] = cc[i] = 0;
+    }
+    for (size_t a = 0; a < n; a++)
+        for (size_t b = 0; b < n; b++)
+            if (AC_MAT(P, a, b) < tau) {
+                cr[a]++;
+                cc[b]++;
+            }
     for (;;) {
         size_t bi = 0, bj = 0, ci = 0, cj = 0;
-        for (size_t a = 0; a < *ni; a++) {
-            size_t c = 0;
-            for (size_t b = 0; b < *nj; b++)
-                c += AC_MAT(P, I[a], J[b]) < tau;
-            if (c > ci)
-                ci = c, bi = a;
-        }
-        for (size_t b = 0; b < *nj; b++) {
-            size_t c = 0;
-            for (size_t a = 0; a < *ni; a++)
-                c += AC_MAT(P, I[a], J[b]) < tau;
-            if (c > cj)
-                cj = c, bj = b;
-        }
+        for (size_t a = 0; a < *ni; a++)
+            if (cr[a] > ci)
+                ci = cr[a], bi = a;
+        for (size_t b = 0; b < *nj; b++)
+            if (cc[b] > cj)
+                cj = cc[b], bj = b;
         if (ci == 0)
             return;
         if ((double)ci / (double)*nj >= (double)cj / (double)*ni) {
             if (*ni <= k + 2)
                 return;
-            I[bi] = I[--*ni];
+            for (size_t b = 0; b < *nj; b++)
+                cc[b] -= AC_MAT(P, I[bi], J[b]) < tau;
+            --*ni;
+            I[bi] = I[*ni];
+            cr[bi] = cr[*ni];
         } else {
             if (*nj <= k + 1)
                 return;
-            J[bj] = J[--*nj];
+            for (size_t a = 0; a < *ni; a++)
+                cr[a] -= AC_MAT(P, I[a], J[bj]) < tau;
+            --*nj;
+            J[bj] = J[*nj];
+            cc[bj] = cc[*nj];
         }
     }
 }
@@ -378,31 +447,35 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-#define SUB_TAUS 24     /* thresholds tried */
-#define SUB_MAX_N 256   /* largest n searched */
-#define ENTRYWISE_MAX_N 1024 /* largest n of the entrywise bound (n^2 MPFR logs) */
+#define SUB_TAUS 24     /* thresholds tried (every third above SUB_ALL_TAUS_N) */
+#define SUB_ALL_TAUS_N 256
+#define SUB_MAX_N 512   /* largest n searched */
+#define ENTRYWISE_MAX_N 1024 /* largest n of the entrywise bound (n^2 logarithms per t) */
 
 /* The rank obstruction on the best submatrix found: every head's logits
  * Z = X'AX have rank <= k = min(dk, r), and log S = Z + 1c' kills c under
  * K_I, so sigma_{k+1}(K_I log P_IJ) <= ||(log S - log P)_IJ||_2. */
-static double lb_submatrix(const ac_mat *P, size_t k, size_t *sz_i, size_t *sz_j, ac_err *err)
+static double lb_submatrix(const ac_mat *P, size_t k, size_t *sz_i, size_t *sz_j, int *stage,
+                           ac_err *err)
 {
     size_t n = P->rows, nn = n * n;
     if (n > SUB_MAX_N || k + 2 > n)
         return 0;
     size_t *I = malloc(n * sizeof(size_t)), *J = malloc(n * sizeof(size_t));
     size_t *bI = malloc(n * sizeof(size_t)), *bJ = malloc(n * sizeof(size_t));
+    size_t *cr = malloc(n * sizeof(size_t)), *cc = malloc(n * sizeof(size_t));
     double *sorted = malloc(nn * sizeof(double)), *buf = malloc(nn * sizeof(double));
     double best_est = 0, res = 0;
     size_t bni = 0, bnj = 0;
-    if (!I || !J || !bI || !bJ || !sorted || !buf)
+    if (!I || !J || !bI || !bJ || !cr || !cc || !sorted || !buf)
         goto out;
     memcpy(sorted, P->data, nn * sizeof(double));
     qsort(sorted, nn, sizeof(double), cmp_double);
-    for (int q = 0; q < SUB_TAUS; q++) {
+    int stride = n > SUB_ALL_TAUS_N ? 3 : 1;
+    for (int q = 0; q < SUB_TAUS; q += stride) {
         double tau = q == 0 ? 0 : sorted[(size_t)((double)nn * 0.7 * q / SUB_TAUS)];
         size_t ni, nj;
-        greedy_submatrix(P, tau, k, I, &ni, J, &nj);
+        greedy_submatrix(P, tau, k, I, &ni, J, &nj, cr, cc);
         if (ni < k + 2 || nj < k + 1)
             continue;
         double m = sub_sigma_approx(P, I, ni, J, nj, k);
@@ -417,7 +490,18 @@ static double lb_submatrix(const ac_mat *P, size_t k, size_t *sz_i, size_t *sz_j
         }
     }
     if (best_est > 0) {
-        double m = sub_sigma_lo(P, bI, bni, bJ, bnj, k, err);
+        double m = 0;
+        if (n > SUB_ALL_TAUS_N) { /* stage 0: a double enclosure of K_I log P_IJ */
+            size_t p = bni < bnj ? bni : bnj;
+            double *slo = malloc(p * sizeof(double)), *shi = malloc(p * sizeof(double));
+            if (slo && shi && k < p &&
+                ac_t1_centred_log_sv_stage0(P, bI, bni, bJ, bnj, slo, shi))
+                m = slo[k];
+            free(slo);
+            free(shi);
+            *stage = AC_STAGE_DOUBLE;
+        } else
+            m = sub_sigma_lo(P, bI, bni, bJ, bnj, k, err);
         gather(buf, P, bI, bni, bJ, bnj);
         res = t_certified(buf, bni * bnj, m);
         *sz_i = bni;
@@ -428,6 +512,8 @@ out:
     free(J);
     free(bI);
     free(bJ);
+    free(cr);
+    free(cc);
     free(sorted);
     free(buf);
     return res;
@@ -439,10 +525,18 @@ int ac_t1_lower_bounds(ac_t1_result *res, const ac_mat *X, const ac_mat *P, doub
                        const ac_t1_opts *o, ac_err *err)
 {
     size_t n = P->rows, j1 = 0, j2 = 0;
-    lb_best b = {0, ""};
-    (void)o;
+    lb_best b = {0, "", AC_STAGE_NONE, 0, o->tol, AC_STAGE_NONE, 0, ""};
     if (res->dist_lo > 0) {
         b.lo = res->dist_lo;
+        b.stage = res->rank == 0 ? AC_STAGE_EXACT : res->exact_stage;
+        b.prec = res->rank == 0 ? 0 : res->exact_prec;
+        if (b.lo > b.tol) {
+            b.rstage = b.stage;
+            b.rprec = b.prec;
+            snprintf(b.rmethod, sizeof b.rmethod, "%s",
+                     res->rank == 0 ? "X = 0: every head gives uniform columns (exact)"
+                                    : "log-domain obstruction m, p_min (1 - exp(-m/n))");
+        }
         snprintf(b.method, sizeof b.method, "%s",
                  res->rank == 0 ? "X = 0: every head gives uniform columns (exact)"
                                 : "log-domain obstruction m, p_min (1 - exp(-m/n))");
@@ -450,30 +544,33 @@ int ac_t1_lower_bounds(ac_t1_result *res, const ac_mat *X, const ac_mat *P, doub
     /* (each bound computed before its message reads the indices it found;
      * columns are numbered from 1 in the messages) */
     double v = lb_colsum(P, &j1);
-    lb_offer(&b, v, "column %zu of P does not sum to 1: |1 - sum|/n", j1 + 1);
+    lb_offer(&b, v, AC_STAGE_DOUBLE, 53, "column %zu of P does not sum to 1: |1 - sum|/n", j1 + 1);
     v = lb_zero_cols(X, P, &j1);
-    lb_offer(&b, v, "column %zu of X is 0: softmax column %zu is uniform, max_i |P_ij - 1/n|",
+    lb_offer(&b, v, AC_STAGE_DOUBLE, 53, "column %zu of X is 0: softmax column %zu is uniform, max_i |P_ij - 1/n|",
              j1 + 1, j1 + 1);
     v = lb_equal_cols(X, P, &j1, &j2);
-    lb_offer(&b, v,
+    lb_offer(&b, v, AC_STAGE_DOUBLE, 53,
              "columns %zu and %zu of X are equal: equal softmax columns and rows, half their "
              "largest gap in P", j1 + 1, j2 + 1);
     double m = 0;
-    if (!isnan(res->rho_lo))
-        m = fmax(m, res->rho_lo);
-    if (!isnan(res->lowrank_lo))
-        m = fmax(m, res->lowrank_lo);
+    int ms = AC_STAGE_NONE;
+    long mp = 0;
+    if (!isnan(res->rho_lo) && res->rho_lo > m)
+        m = res->rho_lo, ms = res->rho_stage, mp = res->rho_prec;
+    if (!isnan(res->lowrank_lo) && res->lowrank_lo > m)
+        m = res->lowrank_lo, ms = res->lowrank_stage, mp = res->lowrank_prec;
     if (m > 0 && res->route == AC_T1_ROUTE_DECIDE && n <= ENTRYWISE_MAX_N)
-        lb_offer(&b, t_certified(P->data, n * n, m),
+        lb_offer(&b, t_certified(P->data, n * n, m), ms, mp,
                  "log-domain obstruction m >= %.3g entry by entry: ||-log(1 - t/P)||_F < m", m);
     if (res->route == AC_T1_ROUTE_DECIDE && res->rank > 0) {
         size_t r = (size_t)res->rank, k = res->dk < r ? res->dk : r, si = 0, sj = 0;
-        double t = lb_submatrix(P, k, &si, &sj, err);
-        lb_offer(&b, t,
+        int sst = 1; /* Arb at 128 bits up to n = SUB_ALL_TAUS_N, else stage 0 */
+        double t = lb_submatrix(P, k, &si, &sj, &sst, err);
+        lb_offer(&b, t, sst, sst == AC_STAGE_DOUBLE ? 53 : 128,
                  "rank <= %zu on the %zu x %zu submatrix of P: sigma_%zu(K_I log P_IJ) entry by "
                  "entry", k, si, sj, k + 1);
     }
-    lb_offer(&b, a_lo, "d = 1: branch and bound over the logit weight a (enclosures)");
+    lb_offer(&b, a_lo, AC_STAGE_DOUBLE, 53, "d = 1: branch and bound over the logit weight a (enclosures)");
     if (b.lo > res->dist_lo) {
         res->dist_lo = b.lo;
         ac_t1_add_step(res, "distance lower bound (doc/mathematics.md §3.6)",
@@ -482,10 +579,18 @@ int ac_t1_lower_bounds(ac_t1_result *res, const ac_mat *X, const ac_mat *P, doub
     }
     snprintf(res->lower_method, sizeof res->lower_method, "%s",
              b.lo > 0 ? b.method : "none (no bound certified above 0)");
+    res->lower_stage = b.lo > 0 ? b.stage : AC_STAGE_NONE;
+    res->lower_prec = b.lo > 0 ? b.prec : 0;
+    res->refute_stage = b.rstage;
+    res->refute_prec = b.rprec;
+    snprintf(res->refute_method, sizeof res->refute_method, "%s", b.rmethod);
     /* every head is >= dist_lo from P, so >= dist_lo - norm_gap > 0 from the
      * column-normalised P: that one is not exactly representable either */
     if (res->route == AC_T1_ROUTE_DECIDE && res->exact == AC_UNDECIDED &&
-        res->dist_lo > res->norm_gap)
+        res->dist_lo > res->norm_gap) {
         res->exact = AC_REFUTED;
+        res->exact_stage = res->lower_stage;
+        res->exact_prec = res->lower_prec;
+    }
     return AC_OK;
 }

@@ -45,6 +45,8 @@ static void result_start(ac_t1_result *res, size_t d, size_t n, size_t dk)
     res->exact = AC_UNDECIDED;
     res->verdict = AC_UNDECIDED;
     res->threshold.lo = res->threshold.hi = -1;
+    res->rank_stage = res->rho_stage = res->lowrank_stage = AC_STAGE_NONE;
+    res->exact_stage = res->lower_stage = res->refute_stage = AC_STAGE_NONE;
 }
 
 /* The verdict: dist <= tol with dist in [dist_lo, dist_hi]. */
@@ -61,6 +63,13 @@ static void decide_verdict(ac_t1_result *res, const ac_t1_basis *b, double tol, 
         res->cert.prec = res->weights_cert.prec;
         snprintf(res->cert.method, sizeof res->cert.method,
                  "constructed weights, certified max|Softmax - P| <= %.3g", hi);
+    }
+    if (res->cert.verdict == AC_REFUTED && res->refute_stage != AC_STAGE_NONE) {
+        /* refuted by a lower bound > tol: the certificate names the one of
+         * the lowest stage (dist_lo may come from a sharper one) */
+        res->cert.stage = res->refute_stage;
+        res->cert.prec = res->refute_prec;
+        snprintf(res->cert.method, sizeof res->cert.method, "%s", res->refute_method);
     }
     res->verdict = res->cert.verdict;
     res->cert.seconds = ac_seconds() - t_start;
@@ -144,6 +153,11 @@ static int check_scaled(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X,
         snprintf(res->summary, sizeof res->summary,
                  "the rank of X could not be certified (too large for exact elimination and not "
                  "full)");
+    }
+    if (!st && res->exact != AC_UNDECIDED && res->exact_stage == AC_STAGE_NONE) {
+        /* decided by a theorem on the certified rank (or by exact facts) */
+        res->exact_stage = res->rank_stage != AC_STAGE_NONE ? res->rank_stage : AC_STAGE_EXACT;
+        res->exact_prec = res->rank_stage != AC_STAGE_NONE ? res->rank_prec : 0;
     }
     if (!st && res->sigma_lo > 0 && res->x_scale != 0)
         res->sigma_lo = fmax(0.0, ac_dn(ldexp(res->sigma_lo, -res->x_scale)));

@@ -30,6 +30,7 @@
 #include "core/ac_arb.h"
 #include "core/ball.h"
 #include "theorem1/t1_impl.h"
+#include "theorem1/t1_stage0.h"
 
 /* The threshold head size is computed without a verdict to decide only up
  * to this n (one Arb evaluation of K log P and an SVD). */
@@ -48,6 +49,8 @@ typedef struct {
     int pow2;          /* P's entries are powers of two and r < n: decided in rationals */
     int pow2_rho_zero; /* then: rho = 0 */
     long pow2_famrank; /* then: the exact rank of the family member */
+    int have_rho0;     /* stage 0 of rho ran (decide0.c): */
+    double rho0_lo, rho0_hi, h0_lo; /* its bounds, and dist(1, row space) >= h0_lo */
 } decide_ctx;
 
 /* ---- the exact criterion in balls ---------------------------------------- */
@@ -189,6 +192,47 @@ done:
     return AC_OK;
 }
 
+/* Stage 0 of rho (decide0.c, computed once in decide_setup). */
+static int rho_stage0(void *v, double *lo, double *hi, ac_err *err)
+{
+    const decide_ctx *c = v;
+    (void)err;
+    *lo = c->rho0_lo;
+    *hi = c->rho0_hi;
+    return AC_OK;
+}
+
+/* Stage 0 of sigma_{dk+1}(K L) when Pi = I (decide0.c): an enclosure of
+ * K log P in double and the Weyl enclosure around its SVD. */
+static int lowrank_stage0(void *v, double *lo, double *hi, ac_err *err)
+{
+    decide_ctx *c = v;
+    size_t n = c->n;
+    double *slo = malloc(n * sizeof(double)), *shi = malloc(n * sizeof(double));
+    *lo = 0;
+    *hi = INFINITY;
+    if (!slo || !shi) {
+        free(slo);
+        free(shi);
+        return ac_err_set(err, AC_EINTERNAL, "out of memory");
+    }
+    if (ac_t1_klogp_sv_stage0(c->P, slo, shi)) {
+        long k = 0;
+        while (k < (long)n && slo[k] > 0)
+            k++;
+        if (k > c->famrank_lo)
+            c->famrank_lo = k;
+        if (c->dk < n) {
+            *lo = slo[c->dk];
+            *hi = shi[c->dk];
+        } else
+            *lo = *hi = 0;
+    }
+    free(slo);
+    free(shi);
+    return AC_OK;
+}
+
 /* sigma_{dk+1}(K Pi L Pi), K = I - g g'/(g'g), g = Pi 1 (K = I if Pi 1 = 0):
  * K kills every term g (Pi c)', so the bound holds for all c at once
  * (doc/mathematics.md §3.4, dk < r): if it is positive, no rank-dk B fits. */
@@ -315,10 +359,11 @@ static double dist_lower_bound(double m, size_t n, double pmin)
 /* The facts about X the criterion needs: Pi = I (r == n), a row basis, is 1
  * in the row space, is X 1 = 0. */
 static int decide_setup(decide_ctx *c, const ac_mat *X, const ac_mat *P, size_t r, size_t dk,
-                        const size_t *piv, const ac_t1_opts *o, ac_err *err)
+                        const size_t *piv, double sigma_lo, const ac_t1_opts *o, ac_err *err)
 {
     size_t d = X->rows, n = X->cols;
-    decide_ctx c0 = {X, P, n, r, dk, NULL, 0, -1, 0, -1, -1, NULL, 0, 0, -1};
+    decide_ctx c0 = {X, P, n, r, dk, NULL, 0, -1, 0, -1, -1, NULL, 0, 0, -1, 0, 0, INFINITY, 0};
+    int st;
     *c = c0;
     c->pi_identity = (r == n);
     if (r == n)
@@ -328,13 +373,48 @@ static int decide_setup(decide_ctx *c, const ac_mat *X, const ac_mat *P, size_t 
         return ac_err_set(err, AC_EINTERNAL, "rank %zu < d without a row basis", r);
     }
     c->piv = (r < d) ? piv : NULL;
+    if (!c->pi_identity && r == d && r > 0 && sigma_lo > 0) {
+        /* stage 0 of rho (decide0.c); its certified dist(1, row space) > 0
+         * proves 1 outside the row space without exact arithmetic */
+        if ((st = ac_t1_rho_stage0(X, P, sigma_lo, &c->rho0_lo, &c->rho0_hi, &c->h0_lo, err)))
+            return st;
+        c->have_rho0 = 1;
+    }
     if (!c->pi_identity) {
-        c->one_in_row = r == 0 ? 0 : ac_t1_one_in_row_space(X, c->piv, r, o->max_rank_work);
+        c->one_in_row = r == 0 ? 0
+                        : c->h0_lo > 0 ? 0
+                                       : ac_t1_one_in_row_space(X, c->piv, r, o->max_rank_work);
         c->one_perp = ac_t1_rows_sum_to_zero(X);
         if (r > 0)
             c->pow2 = ac_t1_pow2_decide(X, c->piv, r, P, &c->pow2_rho_zero, &c->pow2_famrank);
     }
     return AC_OK;
+}
+
+/* Below this n a quantity decided at stage 0 is enclosed again by one Arb
+ * evaluation at the first ball precision, only to report a tighter
+ * enclosure (the decision stays with stage 0; the cost is negligible here). */
+#define AC_T1_TIGHTEN_MAX_N 64
+
+static int tighten_small(double *lo, double *hi,
+                         int (*ball)(void *, long, mpfr_t, mpfr_t, ac_err *), decide_ctx *c,
+                         const ac_t1_opts *o, ac_err *err)
+{
+    if (c->n > AC_T1_TIGHTEN_MAX_N || o->sched.n < 1)
+        return AC_OK;
+    mpfr_t a, b;
+    mpfr_init2(a, o->sched.prec[0]);
+    mpfr_init2(b, o->sched.prec[0]);
+    mpfr_set_inf(a, -1);
+    mpfr_set_inf(b, 1);
+    int st = ball(c, o->sched.prec[0], a, b, err);
+    if (!st) { /* both enclose the same number: intersect */
+        *lo = fmax(*lo, mpfr_get_d(a, MPFR_RNDD));
+        *hi = fmin(*hi, mpfr_get_d(b, MPFR_RNDU));
+    }
+    mpfr_clear(a);
+    mpfr_clear(b);
+    return st;
 }
 
 /* The log-domain residual rho (r < n, r > 0), certified positive or not;
@@ -343,19 +423,24 @@ static int certify_rho(ac_t1_result *res, ac_t1_basis *basis, double *obstructio
                        decide_ctx *c, const ac_t1_opts *o, ac_err *err)
 {
     ac_quantity q = {"rho = min_c ||M(c) - Pi M(c) Pi||_F",
-                     NULL,
+                     c->have_rho0 ? rho_stage0 : NULL,
                      rho_ball,
                      NULL,
                      c,
-                     NULL,
+                     "double: dual certificate, a-priori rounding bounds",
                      "Arb: projector by Cholesky solve, exact minimiser c*",
                      NULL};
     ac_cert rc;
     int st;
     if ((st = ac_decide(&rc, &q, AC_GT, 0.0, &o->sched, err)))
         return st;
+    if (rc.stage == AC_STAGE_DOUBLE &&
+        (st = tighten_small(&rc.lo, &rc.hi, rho_ball, c, o, err)))
+        return st;
     res->rho_lo = rc.lo;
     res->rho_hi = rc.hi;
+    res->rho_stage = rc.stage;
+    res->rho_prec = rc.prec;
     ac_t1_add_step(res, "log-domain residual (doc/mathematics.md §3.4)",
                    "rho = min_c ||M(c) - Pi M(c) Pi||_F", rc.lo, rc.hi, rc.stage, rc.prec,
                    rc.verdict == AC_PROVED ? "> 0: log P + 1c' never lies in {X'AX}"
@@ -364,8 +449,12 @@ static int certify_rho(ac_t1_result *res, ac_t1_basis *basis, double *obstructio
         *obstruction = rc.lo;
         basis->stage = rc.stage;
         basis->prec = rc.prec;
-        snprintf(basis->method, sizeof basis->method,
-                 "log-domain residual rho >= %.3g (Arb, %ld bits)", rc.lo, rc.prec);
+        if (rc.stage == AC_STAGE_DOUBLE)
+            snprintf(basis->method, sizeof basis->method,
+                     "log-domain residual rho >= %.3g (stage 0, double)", rc.lo);
+        else
+            snprintf(basis->method, sizeof basis->method,
+                     "log-domain residual rho >= %.3g (Arb, %ld bits)", rc.lo, rc.prec);
     }
     return AC_OK;
 }
@@ -375,14 +464,25 @@ static int certify_rho(ac_t1_result *res, ac_t1_basis *basis, double *obstructio
 static int certify_lowrank(ac_t1_result *res, ac_t1_basis *basis, double *obstruction,
                            decide_ctx *c, const ac_t1_opts *o, ac_err *err)
 {
-    ac_quantity q = {"sigma_{dk+1}(K Pi L Pi)",        NULL, lowrank_ball, NULL, c, NULL,
-                     "Arb + Weyl bound around an SVD", NULL};
+    ac_quantity q = {"sigma_{dk+1}(K Pi L Pi)",
+                     c->pi_identity ? lowrank_stage0 : NULL,
+                     lowrank_ball,
+                     NULL,
+                     c,
+                     "double enclosure of K log P + Weyl bound around an SVD",
+                     "Arb + Weyl bound around an SVD",
+                     NULL};
     ac_cert lc;
     int st;
     if ((st = ac_decide(&lc, &q, AC_GT, 0.0, &o->sched, err)))
         return st;
+    if (lc.stage == AC_STAGE_DOUBLE &&
+        (st = tighten_small(&lc.lo, &lc.hi, lowrank_ball, c, o, err)))
+        return st;
     res->lowrank_lo = lc.lo;
     res->lowrank_hi = lc.hi;
+    res->lowrank_stage = lc.stage;
+    res->lowrank_prec = lc.prec;
     ac_t1_add_step(res, "rank condition (dk < rank X)", "sigma_{dk+1}(K Pi log(P) Pi)", lc.lo,
                    lc.hi, lc.stage, lc.prec,
                    lc.verdict == AC_PROVED ? "> 0: no choice of c brings the rank down to dk"
@@ -391,8 +491,9 @@ static int certify_lowrank(ac_t1_result *res, ac_t1_basis *basis, double *obstru
         *obstruction = lc.lo;
         basis->stage = lc.stage;
         basis->prec = lc.prec;
-        snprintf(basis->method, sizeof basis->method, "rank obstruction sigma_{dk+1} >= %.3g",
-                 lc.lo);
+        snprintf(basis->method, sizeof basis->method,
+                 "rank obstruction sigma_{dk+1} >= %.3g (%s)", lc.lo,
+                 lc.stage == AC_STAGE_DOUBLE ? "stage 0, double" : "Arb");
     }
     return AC_OK;
 }
@@ -407,6 +508,13 @@ static void family_rank_only(decide_ctx *c, const ac_t1_opts *o)
     mpfr_t lo, hi;
     ac_err e;
     ac_err_clear(&e);
+    if (c->pi_identity) { /* stage 0 first; Arb only if it certifies nothing */
+        double l0, h0;
+        (void)lowrank_stage0(c, &l0, &h0, &e);
+        ac_err_clear(&e);
+        if (c->famrank_hi >= 0 && c->famrank_lo >= c->famrank_hi)
+            return; /* the threshold is exact already: Arb cannot raise it */
+    }
     mpfr_init2(lo, 64);
     mpfr_init2(hi, 64);
     (void)lowrank_ball(c, o->sched.prec[0], lo, hi, &e);
@@ -446,6 +554,8 @@ static void decide_exact(ac_t1_result *res, const decide_ctx *c, const ac_mat *P
         for (size_t i = 0; i < n * n; i++)
             pmin = fmin(pmin, P->data[i]);
         res->exact = AC_REFUTED;
+        res->exact_stage = basis->stage;
+        res->exact_prec = basis->prec;
         snprintf(res->exact_method, sizeof res->exact_method, "certified obstruction: %s",
                  basis->method);
         res->dist_lo = dist_lower_bound(obstruction, n, pmin);
@@ -454,6 +564,8 @@ static void decide_exact(ac_t1_result *res, const decide_ctx *c, const ac_mat *P
                        "no head of size dk gets max|Softmax - P| below this");
     } else if (c->pow2) {
         res->exact = c->pow2_rho_zero && (long)dk >= c->pow2_famrank ? AC_PROVED : AC_REFUTED;
+        res->exact_stage = AC_STAGE_EXACT;
+        res->exact_prec = 0;
         snprintf(res->exact_method, sizeof res->exact_method,
                  "exact rational arithmetic (P's entries are powers of two, log P = E log 2; "
                  "doc/mathematics.md §3.4): rho %s 0, family rank %ld",
@@ -518,55 +630,6 @@ static void decide_threshold(ac_t1_result *res, const decide_ctx *c, int rho_pos
     res->threshold = t;
 }
 
-void ac_t1_decide_summary(ac_t1_result *res, const ac_t1_opts *o)
-{
-    size_t n = res->n, dk = res->dk, r = (size_t)res->rank;
-    char rk[64];
-    if (r == n)
-        snprintf(rk, sizeof rk, "rank X = n = %zu, dk = %zu", n, dk);
-    else
-        snprintf(rk, sizeof rk, "rank X = %zu < n = %zu, dk = %zu", r, n, dk);
-    if (r == 0 && res->exact == AC_PROVED)
-        snprintf(res->summary, sizeof res->summary,
-                 "X = 0: every head gives uniform columns and P's columns are constant, so "
-                 "the column-normalised P is exactly representable; every head is "
-                 "[%.3g, %.3g] away from P itself (0 iff its column sums are exactly 1)",
-                 res->dist_lo, res->dist_hi);
-    else if (r == 0)
-        snprintf(res->summary, sizeof res->summary,
-                 "X = 0: every head gives uniform columns and P's are not constant: every "
-                 "head is [%.3g, %.3g] away in max-abs",
-                 res->dist_lo, res->dist_hi);
-    else if (res->exact == AC_PROVED)
-        snprintf(res->summary, sizeof res->summary,
-                 "%s: P is exactly representable (doc/mathematics.md §3.5); %s%.3g",
-                 rk,
-                 res->weights_unusable ? "no double weights at this scale of X, "
-                                         "max|Softmax - P| <= "
-                                       : "the constructed weights reach max|Softmax - P| <= ",
-                 res->weights_unusable ? res->dist_hi : res->weights_cert.hi);
-    else if (res->exact == AC_REFUTED && res->dist_hi <= o->tol)
-        snprintf(res->summary, sizeof res->summary,
-                 "%s: P itself is not exactly representable (every head is >= %.3g away), "
-                 "but the written weights come within %.3g",
-                 rk, res->dist_lo, res->dist_hi);
-    else if (res->exact == AC_REFUTED)
-        snprintf(res->summary, sizeof res->summary,
-                 "%s: P is not representable by a head of size %zu; every head is at least "
-                 "%.3g away in max-abs",
-                 rk, dk, res->dist_lo);
-    else if (isfinite(res->dist_hi))
-        snprintf(res->summary, sizeof res->summary,
-                 "%s: exact representability not decided (no obstruction certified); the "
-                 "written weights reach max|Softmax - P| <= %.3g",
-                 rk, res->dist_hi);
-    else
-        snprintf(res->summary, sizeof res->summary,
-                 "%s: exact representability not decided (no obstruction certified), and no "
-                 "weights were certified",
-                 rk);
-}
-
 /* Weights for route DECIDE: the family K Pi log(P) Pi truncated to rank dk
  * (construct.c); if they do not prove C(tol), the best approximation
  * (refine.c), and the better of the two certified errors is kept.  The
@@ -577,8 +640,11 @@ static int decide_weights(ac_t1_result *res, const ac_mat *X, const ac_mat *P, s
     ac_mat Wk = {0}, Wq = {0};
     ac_cert wc0 = res->weights_cert, wc = wc0;
     int st = AC_OK, fam_ok = r > 0 && ac_t1_construct_family(res, X, P, r, o, err) == AC_OK;
-    if (fam_ok && res->weights_cert.verdict == AC_PROVED)
+    if (fam_ok && res->weights_cert.verdict == AC_PROVED) {
+        snprintf(res->refine_stop, sizeof res->refine_stop,
+                 "not needed: the weights of K Pi log(P) Pi prove C(tol)");
         return AC_OK;
+    }
     if (!fam_ok) {
         ac_mat_free(&res->Wk);
         ac_mat_free(&res->Wq);
@@ -614,7 +680,7 @@ int ac_t1_route_decide(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X, c
     double obstruction = 0;
     int st;
     res->route = AC_T1_ROUTE_DECIDE;
-    if ((st = decide_setup(&c, X, P, r, dk, piv, o, err)))
+    if ((st = decide_setup(&c, X, P, r, dk, piv, res->sigma_lo, o, err)))
         return st;
     if (r == 0)
         decide_zero_x(res, P);
@@ -662,7 +728,7 @@ int ac_t1_route_decide(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X, c
 void ac_t1_threshold_full_rank(ac_t1_result *res, const ac_mat *P, const ac_t1_opts *o)
 {
     size_t n = P->rows;
-    decide_ctx c = {NULL, P, n, n, n, NULL, 1, 1, 0, -1, -1, NULL, 0, 0, -1};
+    decide_ctx c = {NULL, P, n, n, n, NULL, 1, 1, 0, -1, -1, NULL, 0, 0, -1, 0, 0, INFINITY, 0};
     c.famrank_hi = ac_t1_family_rank_upper(P, o->max_rank_work, &c.famrank_why);
     family_rank_only(&c, o);
     decide_threshold(res, &c, 0);

@@ -9,6 +9,9 @@ src_libattncheck_la_SOURCES += \
 	src/theorem1/xrank.c \
 	src/theorem1/exact.c \
 	src/theorem1/decide.c \
+	src/theorem1/t1_stage0.h \
+	src/theorem1/decide0.c \
+	src/theorem1/decide_summary.c \
 	src/theorem1/refine.c \
 	src/theorem1/t1_bounds.h \
 	src/theorem1/bounds.c \
@@ -34,3 +37,8 @@ UNIT_TESTS += tests/test_theorem1_decide
 tests_test_theorem1_decide_SOURCES = tests/test_theorem1_decide.c tests/testutil.h
 tests_test_theorem1_decide_CFLAGS = $(TEST_CFLAGS)
 tests_test_theorem1_decide_LDADD = $(TEST_LIBS)
+check_PROGRAMS += tests/test_t1_stage0
+UNIT_TESTS += tests/test_t1_stage0
+tests_test_t1_stage0_SOURCES = tests/test_t1_stage0.c tests/testutil.h
+tests_test_t1_stage0_CFLAGS = $(TEST_CFLAGS)
+tests_test_t1_stage0_LDADD = $(TEST_LIBS)

@@ -106,21 +106,15 @@ out:
 
 /* Weights whose logits are T = Pi M(c*) Pi (kform: K Pi L Pi), truncated
  * to rank dk: A = (X^+)' T X^+ (so X' A X = T), sqrt(dk) A = Wk' Wq by the
- * SVD of A; X^+ of rank r, or of numerical rank at rel when rel > 0. */
-static int construct_projected(ac_mat *Wk, ac_mat *Wq, const ac_mat *X, const ac_mat *P,
-                               size_t r, size_t dk, int kform, double rel, ac_err *err)
+ * SVD of A, for X^+ = Xp and Pi = Xp X given. */
+static int construct_projected(ac_mat *Wk, ac_mat *Wq, const ac_mat *Xp, const ac_mat *Pi,
+                               const ac_mat *P, size_t dk, int kform, ac_err *err)
 {
-    size_t n = X->cols;
-    ac_mat Xp = {0}, Pi = {0}, T = {0};
+    size_t n = P->rows;
+    ac_mat T = {0};
     int st;
-    if ((st = t1_pinv(&Xp, NULL, X, r, rel, err)) || (st = ac_mat_init(&Pi, n, n, err)) ||
-        (st = ac_gemm(&Pi, AC_NOTRANS, &Xp, AC_NOTRANS, X, err)) ||
-        (st = ac_mat_init(&T, n, n, err)) || (st = projected_logits(&T, &Pi, P, kform, err)) ||
-        (st = t1_factor_logits(Wk, Wq, &T, &Xp, dk, err)))
-        goto out;
-out:
-    ac_mat_free(&Xp);
-    ac_mat_free(&Pi);
+    if (!(st = ac_mat_init(&T, n, n, err)) && !(st = projected_logits(&T, Pi, P, kform, err)))
+        st = t1_factor_logits(Wk, Wq, &T, Xp, dk, err);
     ac_mat_free(&T);
     return st;
 }
@@ -234,17 +228,18 @@ static void fit_free(fit_ctx *c)
 
 /* One BFGS run on the surrogate of power pw from best (2 dk d parameters);
  * every iterate with a lower max error (in double) replaces best. */
-static void bfgs_stage(fit_ctx *c, gsl_multimin_fdfminimizer *m, gsl_vector *th, double *best,
-                       double *best_err, int pw, int iters)
+static int bfgs_stage(fit_ctx *c, gsl_multimin_fdfminimizer *m, gsl_vector *th, double *best,
+                      double *best_err, int pw, int iters)
 {
     size_t np = th->size;
+    int it;
     c->pw = pw;
     c->scale = pw == 1 ? 1.0 : fmax(*best_err, 1e-300);
     memcpy(th->data, best, np * sizeof(double));
     gsl_multimin_function_fdf fn = {fit_f, fit_df, fit_fdf, np, c};
     if (gsl_multimin_fdfminimizer_set(m, &fn, th, 0.01, 0.1) != GSL_SUCCESS)
-        return;
-    for (int it = 0; it < iters; it++) {
+        return 0;
+    for (it = 0; it < iters; it++) {
         if (gsl_multimin_fdfminimizer_iterate(m))
             break;
         double e = fit_maxerr(c, m->x->data);
@@ -252,9 +247,42 @@ static void bfgs_stage(fit_ctx *c, gsl_multimin_fdfminimizer *m, gsl_vector *th,
             *best_err = e;
             memcpy(best, m->x->data, np * sizeof(double));
         }
-        if (gsl_multimin_test_gradient(m->gradient, 1e-14) == GSL_SUCCESS)
+        if (gsl_multimin_test_gradient(m->gradient, 1e-14) == GSL_SUCCESS) {
+            it++;
             break;
+        }
     }
+    return it;
+}
+
+/* The refinement's budget (doc/mathematics.md §3.6, "The refinement's
+ * budget"): with --optimize ITERS the schedule is ITERS iterations on the
+ * squared error and ITERS/4 + 1 on each of the four p-norm surrogates; an
+ * iteration costs about w = n^2 dk + 2 n d dk multiply-adds (forward and
+ * backward products), and the whole schedule is scaled down so that the
+ * iterations times w stay within AC_T1_REFINE_WORK.  The budget counts work,
+ * not seconds, so the result does not depend on the machine or its load. */
+#define AC_T1_REFINE_WORK 0x1p33
+#define AC_T1_REFINE_MAX_PARAMS 200000
+#define AC_T1_REFINE_MAX_N 512
+
+typedef struct {
+    int it1, itp;  /* iterations for p = 1 and for each p = 2, 4, 8, 16 */
+    int planned;   /* it1 + 4 itp */
+    int requested; /* ITERS + 4 (ITERS/4 + 1) */
+    int capped;    /* the work budget cut the schedule */
+} refine_plan;
+
+static void plan_refinement(refine_plan *pl, size_t d, size_t n, size_t dk, int iters)
+{
+    double w = (double)n * (double)n * (double)dk + 2.0 * (double)n * (double)d * (double)dk;
+    int itp = iters / 4 + 1;
+    pl->requested = iters + 4 * itp;
+    double f = fmin(1.0, AC_T1_REFINE_WORK / (w * (double)pl->requested));
+    pl->capped = f < 1.0;
+    pl->it1 = pl->capped ? (int)fmax(1.0, floor(iters * f)) : iters;
+    pl->itp = pl->capped ? (int)fmax(1.0, floor(itp * f)) : itp;
+    pl->planned = pl->it1 + 4 * pl->itp;
 }
 
 /* Refine (Wk, Wq) towards the least max-abs error: BFGS on the squared
@@ -262,12 +290,11 @@ static void bfgs_stage(fit_ctx *c, gsl_multimin_fdfminimizer *m, gsl_vector *th,
  * keeping the iterate with the lowest max error in double.  The result
  * replaces the old weights only if its certified error is lower (decided by
  * the caller).  Returns 1 if a refinement was produced into Wk2, Wq2. */
-static int refine_weights(ac_mat *Wk2, ac_mat *Wq2, const ac_mat *X, const ac_mat *P,
-                          const ac_mat *Wk, const ac_mat *Wq, int iters)
+static int refine_weights(ac_mat *Wk2, ac_mat *Wq2, int *ran, const ac_mat *X, const ac_mat *P,
+                          const ac_mat *Wk, const ac_mat *Wq, const refine_plan *pl)
 {
-    size_t d = X->rows, n = X->cols, dk = Wk->rows, np = 2 * dk * d;
-    if (iters <= 0 || np == 0 || np > 200000 || n > 512)
-        return 0;
+    size_t d = X->rows, dk = Wk->rows, np = 2 * dk * d;
+    *ran = 0;
     /* GSL's default handler aborts on errors (allocation failures included):
      * the library must return instead, so it is off for the whole call. */
     gsl_error_handler_t *old = gsl_set_error_handler_off();
@@ -288,9 +315,9 @@ static int refine_weights(ac_mat *Wk2, ac_mat *Wq2, const ac_mat *X, const ac_ma
         if (best[i] == 0.0)
             best[i] = 1e-3 * sin((double)(i + 1));
     double best_err = fit_maxerr(&c, best);
-    bfgs_stage(&c, m, th, best, &best_err, 1, iters);
+    *ran = bfgs_stage(&c, m, th, best, &best_err, 1, pl->it1);
     for (int pw = 2; pw <= 16; pw *= 2)
-        bfgs_stage(&c, m, th, best, &best_err, pw, iters / 4 + 1);
+        *ran += bfgs_stage(&c, m, th, best, &best_err, pw, pl->itp);
     ok = 0;
     if (ac_mat_init(Wk2, dk, d, NULL) == AC_OK && ac_mat_init(Wq2, dk, d, NULL) == AC_OK) {
         memcpy(Wk2->data, best, dk * d * sizeof(double));
@@ -327,22 +354,46 @@ static const struct {
     {1, 1e-8, "K Pi log(P) Pi through X^+ of numerical rank, truncated to rank dk"},
 };
 
+/* Every singular value of X among the first min(r, d, n) is at least
+ * 2e-8 sigma_1 (a margin over the 1e-8 of the starts): then X^+ of numerical
+ * rank equals X^+ of rank r, computed identically, and starts 2, 3 would
+ * repeat starts 0, 1. */
+static int numerical_rank_is_r(const ac_mat *X, size_t r)
+{
+    size_t p = X->rows < X->cols ? X->rows : X->cols, k = r < p ? r : p;
+    double *s = malloc((p ? p : 1) * sizeof(double));
+    int same = s && ac_approx_svd_values(X, s, NULL) == AC_OK;
+    for (size_t i = 0; i < k && same; i++)
+        same = s[i] > 0 && s[i] >= 2e-8 * s[0];
+    free(s);
+    return same;
+}
+
 static int best_start(ac_mat *Wk, ac_mat *Wq, const char **name, const ac_mat *X,
                       const ac_mat *P, size_t r, size_t dk, ac_err *err)
 {
     fit_ctx c;
     double best = INFINITY;
-    int st = AC_OK;
+    size_t n = X->cols;
+    int st = AC_OK, nstarts = numerical_rank_is_r(X, r) ? 2 : NSTARTS;
+    ac_mat Xp = {0}, Pi = {0};
     if (!fit_alloc(&c, X, P, dk)) {
         fit_free(&c);
         return ac_err_set(err, AC_EINTERNAL, "out of memory");
     }
     size_t kd = dk * X->rows;
     double *th = malloc(2 * kd * sizeof(double));
-    for (int s = 0; s < NSTARTS && th; s++) {
+    for (int s = 0; s < nstarts && th; s++) {
         ac_mat K1 = {0}, Q1 = {0};
-        if ((st = construct_projected(&K1, &Q1, X, P, r, dk, starts[s].kform, starts[s].rel,
-                                      err)))
+        if (s == 0 || starts[s].rel != starts[s - 1].rel) { /* X^+ and Pi once per rel */
+            ac_mat_free(&Xp);
+            ac_mat_free(&Pi);
+            if ((st = t1_pinv(&Xp, NULL, X, r, starts[s].rel, err)) ||
+                (st = ac_mat_init(&Pi, n, n, err)) ||
+                (st = ac_gemm(&Pi, AC_NOTRANS, &Xp, AC_NOTRANS, X, err)))
+                break;
+        }
+        if ((st = construct_projected(&K1, &Q1, &Xp, &Pi, P, dk, starts[s].kform, err)))
             break;
         memcpy(th, K1.data, kd * sizeof(double));
         memcpy(th + kd, Q1.data, kd * sizeof(double));
@@ -362,8 +413,50 @@ static int best_start(ac_mat *Wk, ac_mat *Wq, const char **name, const ac_mat *X
     if (!th && !st)
         st = ac_err_set(err, AC_EINTERNAL, "out of memory");
     free(th);
+    ac_mat_free(&Xp);
+    ac_mat_free(&Pi);
     fit_free(&c);
     return st;
+}
+
+/* Whether to refine, with res->refine_stop saying why not; the plan in
+ * *pl. */
+static int refine_decision(ac_t1_result *res, refine_plan *pl, const ac_mat *X,
+                           const ac_t1_opts *o)
+{
+    size_t d = X->rows, n = X->cols, dk = res->dk;
+    memset(pl, 0, sizeof *pl);
+    res->refine_iters = 0;
+    if (res->weights_cert.verdict == AC_PROVED)
+        snprintf(res->refine_stop, sizeof res->refine_stop,
+                 "not needed: the projected construction proves C(tol)");
+    else if (o->optimize <= 0)
+        snprintf(res->refine_stop, sizeof res->refine_stop, "off (--optimize 0)");
+    else if (2 * dk * d == 0 || 2 * dk * d > AC_T1_REFINE_MAX_PARAMS)
+        snprintf(res->refine_stop, sizeof res->refine_stop,
+                 "skipped: 2 dk d = %zu parameters > %d", 2 * dk * d, AC_T1_REFINE_MAX_PARAMS);
+    else if (n > AC_T1_REFINE_MAX_N)
+        snprintf(res->refine_stop, sizeof res->refine_stop, "skipped: n = %zu > %d", n,
+                 AC_T1_REFINE_MAX_N);
+    else {
+        plan_refinement(pl, d, n, dk, o->optimize);
+        return 1;
+    }
+    return 0;
+}
+
+static void refine_report(ac_t1_result *res, const refine_plan *pl, int ran, int iters)
+{
+    res->refine_iters = ran;
+    if (pl->capped)
+        snprintf(res->refine_stop, sizeof res->refine_stop,
+                 "work budget: %d of the %d iterations of --optimize %d planned, %d run", pl->planned,
+                 pl->requested, iters, ran);
+    else if (ran < pl->planned)
+        snprintf(res->refine_stop, sizeof res->refine_stop,
+                 "converged: %d of %d iterations run (no further progress)", ran, pl->planned);
+    else
+        snprintf(res->refine_stop, sizeof res->refine_stop, "completed: %d iterations", ran);
 }
 
 int ac_t1_best_weights(ac_t1_result *res, const ac_mat *X, const ac_mat *P, size_t r,
@@ -377,8 +470,9 @@ int ac_t1_best_weights(ac_t1_result *res, const ac_mat *X, const ac_mat *P, size
         goto out;
     snprintf(res->upper_method, sizeof res->upper_method, "the projected construction, %s",
              name);
-    if (res->weights_cert.verdict != AC_PROVED &&
-        refine_weights(&Wk2, &Wq2, X, P, &res->Wk, &res->Wq, o->optimize)) {
+    refine_plan pl;
+    int ran = 0, tried = refine_decision(res, &pl, X, o);
+    if (tried && refine_weights(&Wk2, &Wq2, &ran, X, P, &res->Wk, &res->Wq, &pl)) {
         ac_cert c2;
         if ((st = ac_t1_certify_weights(&c2, X, &Wk2, &Wq2, P, NULL, o, err)))
             goto out;
@@ -394,6 +488,8 @@ int ac_t1_best_weights(ac_t1_result *res, const ac_mat *X, const ac_mat *P, size
                      name);
         }
     }
+    if (tried)
+        refine_report(res, &pl, ran, o->optimize);
     ac_t1_add_step(res, "best approximation found", "max|Softmax - P| (written weights)",
                    res->weights_cert.lo, res->weights_cert.hi, res->weights_cert.stage,
                    res->weights_cert.prec, "an upper bound on the achievable error");

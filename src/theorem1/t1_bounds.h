@@ -26,6 +26,11 @@ int ac_t1_tighten(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_
 int ac_t1_lower_bounds(ac_t1_result *res, const ac_mat *X, const ac_mat *P, double a_lo,
                        const ac_t1_opts *o, ac_err *err);
 
+/* An upper bound on sqrt(sum_e phi(t/p_e)^2), phi(s) = -log(1 - s) (+inf if
+ * some t/p_e >= 1): in MPFR (in_double = 0, the reference) or with the
+ * verified double logarithm (1; used above 256^2 entries) (bounds.c). */
+double ac_t1_phi_fro_up(const double *p, size_t cnt, double t, int in_double);
+
 /* d = 1 (bounds_d1.c): every head's logits are a x_i x_j for a scalar a, so
  * dist = inf over a of f(a), f(a) = max_ij |softmax_col(a x x_j)_i - P_ij|.
  * *lo is a certified lower bound on dist (branch and bound over a in R with

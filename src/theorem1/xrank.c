@@ -124,6 +124,8 @@ static int rank_left_inverse(ac_t1_result *res, ac_mat *Y, ac_imat *YX, const ac
                            : "not < 1: full rank not certified by the left inverse");
     if (qhi < 1) {
         res->rank = (long)p;
+        res->rank_stage = AC_STAGE_DOUBLE;
+        res->rank_prec = 53;
         res->sigma_lo = slo;
         snprintf(res->rank_method, sizeof res->rank_method,
                  "left inverse, ||YX - I||_F <= %.3g < 1 (stage 0)", qhi);
@@ -159,6 +161,8 @@ int ac_t1_certify_rank(ac_t1_result *res, ac_mat *Y, ac_imat *YX, size_t **piv_o
         goto out;
     if (rk >= 0) {
         res->rank = rk;
+        res->rank_stage = AC_STAGE_EXACT;
+        res->rank_prec = 0;
         snprintf(res->rank_method, sizeof res->rank_method,
                  "exact rational elimination (FLINT)");
         ac_t1_add_step(res, "rank X (exact)", "rank X", (double)rk, (double)rk, AC_STAGE_EXACT,
@@ -172,6 +176,8 @@ int ac_t1_certify_rank(ac_t1_result *res, ac_mat *Y, ac_imat *YX, size_t **piv_o
         goto out;
     if (rk == (long)p) {
         res->rank = rk;
+        res->rank_stage = AC_STAGE_EXACT;
+        res->rank_prec = 0;
         snprintf(res->rank_method, sizeof res->rank_method, "exact rank modulo a 61-bit prime");
         ac_t1_add_step(res, "rank X (mod p)", "rank X mod p", (double)rk, (double)rk,
                        AC_STAGE_EXACT, 0, "rank over Q >= rank mod p = min(d, n)");

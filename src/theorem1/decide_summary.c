@@ -1,0 +1,61 @@
+/* decide_summary.c — the one-sentence summary of route DECIDE of Theorem 1
+ * (res->summary) from the final result: the rank of X, exact
+ * representability and the distance enclosure (doc/mathematics.md §3.4,
+ * §3.6).
+ */
+#include <config.h>
+
+#include <math.h>
+#include <stdio.h>
+
+#include "attncheck/theorem1.h"
+#include "theorem1/t1_impl.h"
+
+void ac_t1_decide_summary(ac_t1_result *res, const ac_t1_opts *o)
+{
+    size_t n = res->n, dk = res->dk, r = (size_t)res->rank;
+    char rk[64];
+    if (r == n)
+        snprintf(rk, sizeof rk, "rank X = n = %zu, dk = %zu", n, dk);
+    else
+        snprintf(rk, sizeof rk, "rank X = %zu < n = %zu, dk = %zu", r, n, dk);
+    if (r == 0 && res->exact == AC_PROVED)
+        snprintf(res->summary, sizeof res->summary,
+                 "X = 0: every head gives uniform columns and P's columns are constant, so "
+                 "the column-normalised P is exactly representable; every head is "
+                 "[%.3g, %.3g] away from P itself (0 iff its column sums are exactly 1)",
+                 res->dist_lo, res->dist_hi);
+    else if (r == 0)
+        snprintf(res->summary, sizeof res->summary,
+                 "X = 0: every head gives uniform columns and P's are not constant: every "
+                 "head is [%.3g, %.3g] away in max-abs",
+                 res->dist_lo, res->dist_hi);
+    else if (res->exact == AC_PROVED)
+        snprintf(res->summary, sizeof res->summary,
+                 "%s: P is exactly representable (doc/mathematics.md §3.5); %s%.3g",
+                 rk,
+                 res->weights_unusable ? "no double weights at this scale of X, "
+                                         "max|Softmax - P| <= "
+                                       : "the constructed weights reach max|Softmax - P| <= ",
+                 res->weights_unusable ? res->dist_hi : res->weights_cert.hi);
+    else if (res->exact == AC_REFUTED && res->dist_hi <= o->tol)
+        snprintf(res->summary, sizeof res->summary,
+                 "%s: P itself is not exactly representable (every head is >= %.3g away), "
+                 "but the written weights come within %.3g",
+                 rk, res->dist_lo, res->dist_hi);
+    else if (res->exact == AC_REFUTED)
+        snprintf(res->summary, sizeof res->summary,
+                 "%s: P is not representable by a head of size %zu; every head is at least "
+                 "%.3g away in max-abs",
+                 rk, dk, res->dist_lo);
+    else if (isfinite(res->dist_hi))
+        snprintf(res->summary, sizeof res->summary,
+                 "%s: exact representability not decided (no obstruction certified); the "
+                 "written weights reach max|Softmax - P| <= %.3g",
+                 rk, res->dist_hi);
+    else
+        snprintf(res->summary, sizeof res->summary,
+                 "%s: exact representability not decided (no obstruction certified), and no "
+                 "weights were certified",
+                 rk);
+}
