@@ -94,7 +94,7 @@ int ac_head_logits_enclose(double *llo, double *lhi, ac_imat *S, const ac_imat *
  * Wq_i is zero add an exact 0 and are skipped (Theorem 1 writes
  * Wk = [X^+; 0], Wq = [Wkq~ X^+; 0], so for dk = d >> n only n rows count).
  * The scale stays 1/sqrt(dk). */
-static size_t live_rows(const ac_mat *Wk, const ac_mat *Wq)
+size_t ac_head_live_rows(const ac_mat *Wk, const ac_mat *Wq)
 {
     size_t r = Wk->rows, d = Wk->cols;
     while (r > 0) {
@@ -114,7 +114,7 @@ static size_t live_rows(const ac_mat *Wk, const ac_mat *Wq)
 int ac_head_logits_stage0(double *llo, double *lhi, ac_imat *S_out, const ac_mat *X,
                           const ac_mat *Wk, const ac_mat *Wq, const ac_imat *Kpre, ac_err *err)
 {
-    size_t n = X->cols, dk = Wk->rows, r = live_rows(Wk, Wq);
+    size_t n = X->cols, dk = Wk->rows, r = ac_head_live_rows(Wk, Wq);
     ac_imat K = {0}, Q = {0}, S = {0};
     ac_mat Wkr = {r, Wk->cols, Wk->data}, Wqr = {r, Wq->cols, Wq->data};
     ac_imat Xi = ac_imat_view(X), Wki = ac_imat_view(&Wkr), Wqi = ac_imat_view(&Wqr);
@@ -164,11 +164,35 @@ void ac_head_maxdev_from_bounds(const double *plo, const double *phi, const doub
     *hi = h;
 }
 
+/* max|Softmax - P| when every logit is an exact 0 (no live row: each term
+ * (Wk X)_i^T (Wq X)_i of the logits has a zero factor): every column of the
+ * softmax is exactly 1/n, enclosed by [1/n rounded down, rounded up]. */
+static void maxdev_uniform(double *lo, double *hi, const ac_mat *P)
+{
+    size_t n = P->rows, N = n * n;
+    double pl = ac_div_dn(1.0, (double)n), ph = ac_div_up(1.0, (double)n);
+    double l = 0, h = 0;
+    for (size_t i = 0; i < N; i++) {
+        double up = fmax(ac_sub_up(ph, P->data[i]), ac_sub_up(P->data[i], pl));
+        double dn = fmax(ac_sub_dn(pl, P->data[i]), ac_sub_dn(P->data[i], ph));
+        if (!(up <= h))
+            h = up == up ? up : INFINITY;
+        if (dn > l)
+            l = dn;
+    }
+    *lo = l;
+    *hi = h;
+}
+
 /* Stage 0 of max|Softmax - P|: logits, softmax enclosure, deviation. */
 static int maxdev_stage0(double *lo, double *hi, const ac_mat *X, const ac_mat *Wk,
                          const ac_mat *Wq, const ac_mat *P, ac_err *err)
 {
     size_t n = X->cols, N = n * n;
+    if (ac_head_live_rows(Wk, Wq) == 0) {
+        maxdev_uniform(lo, hi, P);
+        return AC_OK;
+    }
     double *llo = malloc(N * sizeof(double)), *lhi = malloc(N * sizeof(double));
     double *plo = NULL, *phi = NULL;
     int st = AC_OK;
@@ -233,7 +257,7 @@ static int maxdev_split_cols(double *clo, double *chi, const ac_mat *X, const ac
                              const ac_mat *Wq, const ac_mat *P, ac_err *err)
 {
     size_t d = X->rows, n = X->cols, dk = Wk->rows, nb = n < COLPANEL ? n : COLPANEL;
-    size_t r = live_rows(Wk, Wq); /* K, Q: r x n */
+    size_t r = ac_head_live_rows(Wk, Wq); /* K, Q: r x n */
     ac_imat K = {0}, Qp = {0}, Sp = {0};
     ac_split s = {0};
     size_t pn = (n * nb > 0) ? n * nb : 1;
@@ -385,7 +409,7 @@ static void maxdev_ball_col(arb_t res, size_t j, const ac_mat *X, const ac_mat *
 {
     size_t d = X->rows, n = X->cols, dk = Wk->rows, m = d > n ? d : n;
     m = m > dk ? m : dk;
-    size_t r = live_rows(Wk, Wq); /* rows of q that can contribute */
+    size_t r = ac_head_live_rows(Wk, Wq); /* rows of q that can contribute */
     arb_ptr x = _arb_vec_init((slong)d), q = _arb_vec_init((slong)dk), z = _arb_vec_init((slong)d);
     arb_ptr row = _arb_vec_init((slong)m);
     arb_mat_t L, S;

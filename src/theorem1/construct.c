@@ -27,12 +27,12 @@
 
 /* Wt = Wkq~ = sqrt(dk) log(P D0) (paper 1, eq. (6)); Wk = [X^+; 0],
  * Wq = [Wt X^+; 0] (Wk~ = I, Wq~ = Wt in the paper's Wk = Wk~ X^+,
- * Wq = Wq~ X^+).  Y = X^+ (n x d). */
+ * Wq = Wq~ X^+).  Y = X^+ (n x d).  Row-major, the first n rows of Wq are a
+ * prefix: the product is written there directly, without a copy. */
 static int construct_weights(ac_t1_result *res, ac_mat *Wt, const ac_mat *Y, const ac_mat *P,
                              const double *d0, size_t dk, ac_err *err)
 {
     size_t n = P->rows, d = Y->cols;
-    ac_mat WtY = {0};
     int st;
     double sq = sqrt((double)dk);
     if ((st = ac_mat_init(Wt, n, n, err)))
@@ -40,78 +40,123 @@ static int construct_weights(ac_t1_result *res, ac_mat *Wt, const ac_mat *Y, con
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < n; j++)
             AC_MAT(Wt, i, j) = sq * (log(AC_MAT(P, i, j)) + (d0 ? log(d0[j]) : 0.0));
-    if ((st = ac_mat_init(&WtY, n, d, err)) ||
-        (st = ac_gemm(&WtY, AC_NOTRANS, Wt, AC_NOTRANS, Y, err)) ||
-        (st = ac_mat_init(&res->Wk, dk, d, err)) || (st = ac_mat_init(&res->Wq, dk, d, err))) {
-        ac_mat_free(&WtY);
+    if ((st = ac_mat_init(&res->Wk, dk, d, err)) || (st = ac_mat_init(&res->Wq, dk, d, err)))
         return st;
-    }
+    ac_mat top = {n, d, res->Wq.data};
+    if ((st = ac_gemm(&top, AC_NOTRANS, Wt, AC_NOTRANS, Y, err)))
+        return st;
     memcpy(res->Wk.data, Y->data, n * d * sizeof(double));
-    memcpy(res->Wq.data, WtY.data, n * d * sizeof(double));
-    ac_mat_free(&WtY);
     return AC_OK;
+}
+
+#define EQ4_PANEL 256 /* columns of the logits traced at a time */
+
+/* Panel buffers of trace_eq4: w <= EQ4_PANEL columns at a time. */
+typedef struct {
+    double *xp;          /* d x w: columns of X */
+    ac_imat Q, S;        /* r x w, n x w */
+    double *llo, *lhi, *plo, *phi; /* n x w each */
+} eq4_panel;
+
+static void eq4_free(eq4_panel *b)
+{
+    free(b->xp);
+    free(b->llo);
+    ac_imat_free(&b->Q);
+    ac_imat_free(&b->S);
+}
+
+static int eq4_alloc(eq4_panel *b, size_t d, size_t r, size_t n, size_t w, ac_err *err)
+{
+    int st;
+    memset(b, 0, sizeof *b);
+    b->xp = malloc((d * w > 0 ? d * w : 1) * sizeof(double));
+    b->llo = malloc((n * w > 0 ? 4 * n * w : 1) * sizeof(double));
+    if (!b->xp || !b->llo) {
+        eq4_free(b);
+        return ac_err_set(err, AC_EINTERNAL, "out of memory");
+    }
+    b->lhi = b->llo + n * w;
+    b->plo = b->lhi + n * w;
+    b->phi = b->plo + n * w;
+    if ((st = ac_imat_init(&b->Q, r, w, 1, err)) || (st = ac_imat_init(&b->S, n, w, 1, err)))
+        eq4_free(b);
+    return st;
 }
 
 /* Trace of paper 1, eq. (4) for the written weights: the stage-0 logits of
  * the head against Wt; the same interval products give the stage-0
- * enclosure pre[0..1] of max|Softmax - P| (the final identity). */
+ * enclosure pre[0..1] of max|Softmax - P| (the final identity).  Computed
+ * in panels of EQ4_PANEL columns (the softmax groups are the columns): Q and
+ * S = K^T Q of a panel, its logits and softmax bounds, then the next; the
+ * enclosure of each entry is the one of the whole product (the same
+ * formulas, doc/mathematics.md §2.3), the memory O(n) columns, not 6 n^2. */
 static int trace_eq4(ac_t1_result *res, double *pre, const ac_mat *X, const ac_mat *Wt,
                      const ac_mat *P, size_t dk, const ac_imat *YX, ac_err *err)
 {
-    size_t n = X->cols, N = n * n;
-    double *llo = malloc(N * sizeof(double)), *lhi = malloc(N * sizeof(double));
-    double *plo = NULL, *phi = NULL;
-    ac_imat S = {0}, K = {0};
-    const ac_imat *Kp = NULL;
-    int st = AC_OK;
-    if (!llo || !lhi) {
-        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
-        goto out;
-    }
-    /* Wk = [X^+; 0]: Wk X = [X^+ X; 0], already enclosed by the rank step */
-    if (YX && YX->mid && YX->rows == n && YX->cols == n) {
-        if (dk == n)
-            Kp = YX;
-        else if ((st = ac_imat_init(&K, dk, n, 1, err)) == AC_OK) {
-            memcpy(K.mid, YX->mid, n * n * sizeof(double));
-            memcpy(K.rad, YX->rad, n * n * sizeof(double));
-            Kp = &K;
-        } else
+    size_t d = X->rows, n = X->cols, w0 = n < EQ4_PANEL ? n : EQ4_PANEL;
+    size_t r = ac_head_live_rows(&res->Wk, &res->Wq); /* <= n: Wk = [X^+; 0] */
+    ac_imat K = {0};
+    const ac_imat *Kp;
+    eq4_panel b = {0};
+    int st, ok = 1;
+    double e4 = 0, e4lo = 0, plo_max = 0, phi_max = 0;
+    double s_lo = ac_div_dn(1.0, ac_sqrt_up((double)dk));
+    double s_hi = ac_div_up(1.0, ac_sqrt_dn((double)dk));
+    ac_mat Wkr = {r, d, res->Wk.data}, Wqr = {r, d, res->Wq.data};
+    ac_imat Wqi = ac_imat_view(&Wqr);
+    /* K = Wk X = [X^+ X; 0]: its first r rows, already enclosed by the rank step */
+    if (YX && YX->mid && YX->rows == n && YX->cols == n && r <= n) {
+        K = (ac_imat){r, n, YX->mid, YX->rad};
+        Kp = &K;
+    } else {
+        ac_imat Xi = ac_imat_view(X), Wki = ac_imat_view(&Wkr);
+        if ((st = ac_imat_init(&K, r, n, 1, err)) ||
+            (st = ac_imat_mul(&K, AC_NOTRANS, &Wki, AC_NOTRANS, &Xi, err)))
             goto out;
+        Kp = &K;
     }
-    if ((st = ac_head_logits_stage0(llo, lhi, &S, X, &res->Wk, &res->Wq, Kp, err)))
+    if ((st = eq4_alloc(&b, d, r, n, w0, err)))
         goto out;
-    double e4 = ac_imat_maxdev_up(&S, Wt->data, 0);
-    double e4lo = 0;
-    for (size_t i = 0; i < N; i++) {
-        double dlo = fmax(ac_sub_dn(ac_imat_lo(&S, i), Wt->data[i]),
-                          ac_sub_dn(Wt->data[i], ac_imat_hi(&S, i)));
-        if (dlo > e4lo)
-            e4lo = dlo;
+    for (size_t j0 = 0; j0 < n; j0 += w0) {
+        size_t w = n - j0 < w0 ? n - j0 : w0;
+        for (size_t l = 0; l < d; l++)
+            memcpy(b.xp + l * w, X->data + l * n + j0, w * sizeof(double));
+        ac_mat xm = {d, w, b.xp};
+        ac_imat xi = ac_imat_view(&xm);
+        b.Q.cols = b.S.cols = w;
+        if ((st = ac_imat_mul(&b.Q, AC_NOTRANS, &Wqi, AC_NOTRANS, &xi, err)) ||
+            (st = ac_imat_mul(&b.S, AC_TRANS, Kp, AC_NOTRANS, &b.Q, err)))
+            goto out;
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < w; j++) {
+                size_t k = i * w + j;
+                double t = Wt->data[i * n + j0 + j], a = ac_imat_lo(&b.S, k),
+                       c = ac_imat_hi(&b.S, k);
+                double dup = ac_add_up(ac_up(fabs(b.S.mid[k] - t)), b.S.rad[k]);
+                e4 = !(dup <= e4) ? (dup == dup ? dup : INFINITY) : e4;
+                e4lo = fmax(e4lo, fmax(ac_sub_dn(a, t), ac_sub_dn(t, c)));
+                b.llo[k] = a >= 0 ? ac_mul_dn(a, s_lo) : ac_mul_dn(a, s_hi);
+                b.lhi[k] = c >= 0 ? ac_mul_up(c, s_hi) : ac_mul_up(c, s_lo);
+            }
+        ok &= ac_softmax_col_enclose(b.llo, b.lhi, n, w, b.plo, b.phi);
+        for (size_t i = 0; i < n; i++) {
+            double l, h;
+            ac_head_maxdev_from_bounds(b.plo + i * w, b.phi + i * w, P->data + i * n + j0, w, &l,
+                                       &h);
+            plo_max = fmax(plo_max, l);
+            phi_max = !(h <= phi_max) ? (h == h ? h : INFINITY) : phi_max;
+        }
     }
     ac_t1_add_step(res, "paper 1, eq. (4): X'Wk'WqX = Wk~'Wq~", "max|(Wk X)'(Wq X) - Wkq~|", e4lo, e4,
                    AC_STAGE_DOUBLE, 53, "X^+ cancels X: the logits are the chosen Wkq~ (paper 1, eq. (4))");
-    /* stage 0 of the final identity from the same logits (the softmax bounds
-     * overwrite nothing: separate buffers) */
-    plo = malloc(N * sizeof(double));
-    phi = malloc(N * sizeof(double));
-    if (!plo || !phi) {
-        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
-        goto out;
-    }
-    if (ac_head_softmax_enclose(plo, phi, llo, lhi, n))
-        ac_head_maxdev_from_bounds(plo, phi, P->data, N, &pre[0], &pre[1]);
-    else {
-        pre[0] = 0;
-        pre[1] = INFINITY;
-    }
+    /* stage 0 of the final identity from the same logits */
+    pre[0] = ok ? plo_max : 0;
+    pre[1] = ok ? phi_max : INFINITY;
 out:
-    free(plo);
-    free(phi);
-    free(llo);
-    free(lhi);
-    ac_imat_free(&K);
-    ac_imat_free(&S);
+    eq4_free(&b);
+    if (K.mid != (YX ? YX->mid : NULL))
+        ac_imat_free(&K);
     return st;
 }
 
