@@ -7,6 +7,8 @@ src_libattncheck_la_SOURCES += \
 	src/core/interval.c \
 	src/core/imat_split.c \
 	src/core/imat_split.h \
+	src/core/imat_cs.c \
+	src/core/imat_cs.h \
 	src/core/ball.c \
 	src/core/ball.h \
 	src/core/ac_arb.h \

@@ -23,13 +23,16 @@
 #include "attncheck/linalg.h"
 #include "attncheck/theorem1.h"
 #include "attention/head_impl.h"
+#include "core/imat_cs.h"
+#include "core/imat_split.h"
 #include "theorem1/t1_impl.h"
 
 /* Wt = Wkq~ = sqrt(dk) log(P D0) (paper 1, eq. (6)); Wk = [X^+; 0],
  * Wq = [Wt X^+; 0] (Wk~ = I, Wq~ = Wt in the paper's Wk = Wk~ X^+,
- * Wq = Wq~ X^+).  Y = X^+ (n x d).  Row-major, the first n rows of Wq are a
- * prefix: the product is written there directly, without a copy. */
-static int construct_weights(ac_t1_result *res, ac_mat *Wt, const ac_mat *Y, const ac_mat *P,
+ * Wq = Wq~ X^+).  Y = X^+ (n x d) becomes Wk (its buffer, grown to dk rows:
+ * no copy; *Y is empty afterwards).  Row-major, the first n rows of Wq are
+ * a prefix: the product is written there directly. */
+static int construct_weights(ac_t1_result *res, ac_mat *Wt, ac_mat *Y, const ac_mat *P,
                              const double *d0, size_t dk, ac_err *err)
 {
     size_t n = P->rows, d = Y->cols;
@@ -40,119 +43,187 @@ static int construct_weights(ac_t1_result *res, ac_mat *Wt, const ac_mat *Y, con
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < n; j++)
             AC_MAT(Wt, i, j) = sq * (log(AC_MAT(P, i, j)) + (d0 ? log(d0[j]) : 0.0));
-    if ((st = ac_mat_init(&res->Wk, dk, d, err)) || (st = ac_mat_init(&res->Wq, dk, d, err)))
+    if ((st = ac_mat_init(&res->Wq, dk, d, err)))
         return st;
     ac_mat top = {n, d, res->Wq.data};
     if ((st = ac_gemm(&top, AC_NOTRANS, Wt, AC_NOTRANS, Y, err)))
         return st;
-    memcpy(res->Wk.data, Y->data, n * d * sizeof(double));
+    if (dk > n) {
+        double *g = realloc(Y->data, dk * d * sizeof(double));
+        if (!g)
+            return ac_err_set(err, AC_EINTERNAL, "out of memory");
+        memset(g + n * d, 0, (dk - n) * d * sizeof(double));
+        Y->data = g;
+    }
+    res->Wk = (ac_mat){dk, d, Y->data};
+    *Y = (ac_mat){0};
     return AC_OK;
 }
 
 #define EQ4_PANEL 256 /* columns of the logits traced at a time */
 
-/* Panel buffers of trace_eq4: w <= EQ4_PANEL columns at a time. */
+/* Panel buffers of trace_eq4: w <= EQ4_PANEL columns at a time, and the
+ * norms the radii are made of (n, r, 2n doubles). */
 typedef struct {
-    double *xp;          /* d x w: columns of X */
-    ac_imat Q, S;        /* r x w, n x w */
+    ac_imat Q, S;                  /* r x w, n x w */
     double *llo, *lhi, *plo, *phi; /* n x w each */
+    double *xn, *wn, *kn;          /* ||X_:,j||, ||Wq_i,:||, ac_nearid_norms of K */
 } eq4_panel;
 
 static void eq4_free(eq4_panel *b)
 {
-    free(b->xp);
     free(b->llo);
+    free(b->xn);
     ac_imat_free(&b->Q);
     ac_imat_free(&b->S);
 }
 
-static int eq4_alloc(eq4_panel *b, size_t d, size_t r, size_t n, size_t w, ac_err *err)
+static int eq4_alloc(eq4_panel *b, size_t r, size_t n, size_t w, ac_err *err)
 {
     int st;
     memset(b, 0, sizeof *b);
-    b->xp = malloc((d * w > 0 ? d * w : 1) * sizeof(double));
     b->llo = malloc((n * w > 0 ? 4 * n * w : 1) * sizeof(double));
-    if (!b->xp || !b->llo) {
+    b->xn = malloc((3 * n + r + 1) * sizeof(double));
+    if (!b->llo || !b->xn) {
         eq4_free(b);
         return ac_err_set(err, AC_EINTERNAL, "out of memory");
     }
     b->lhi = b->llo + n * w;
     b->plo = b->lhi + n * w;
     b->phi = b->plo + n * w;
+    b->wn = b->xn + n;
+    b->kn = b->wn + r;
     if ((st = ac_imat_init(&b->Q, r, w, 1, err)) || (st = ac_imat_init(&b->S, n, w, 1, err)))
         eq4_free(b);
+    return st;
+}
+
+/* The running maxima of trace_eq4 over the panels. */
+typedef struct {
+    double e4, e4lo, plo, phi;
+    int ok;
+} eq4_acc;
+
+/* One panel (columns j0..j0+w-1) of trace_eq4: Q = Wq X and S = K^T Q by the
+ * norm-bounded products (doc/mathematics.md §2.3), the deviation of S from
+ * Wt, the logits S / sqrt(dk), their softmax bounds and the deviation from P. */
+static int eq4_panel_run(eq4_panel *b, eq4_acc *acc, const ac_imat *Kp, size_t r,
+                         const ac_mat *X, const ac_mat *Wq, const ac_mat *Wt, const ac_mat *P,
+                         size_t dk, size_t j0, size_t w, ac_err *err)
+{
+    size_t d = X->rows, n = X->cols;
+    double s_lo = ac_div_dn(1.0, ac_sqrt_up((double)dk));
+    double s_hi = ac_div_up(1.0, ac_sqrt_dn((double)dk));
+    int st;
+    b->Q.cols = b->S.cols = w;
+    if ((st = ac_mul_cs(b->Q.mid, b->Q.rad, w, Wq->data, r, d, X->data + j0, d, w, n, b->wn,
+                        b->xn + j0, 0, err)) ||
+        (st = r == n ? ac_imat_mul_tn_nearid(&b->S, Kp, b->kn, &b->Q, 0, err)
+                     : ac_imat_mul(&b->S, AC_TRANS, Kp, AC_NOTRANS, &b->Q, err)))
+        return st;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < w; j++) {
+            size_t k = i * w + j;
+            double t = Wt->data[i * n + j0 + j], a = ac_imat_lo(&b->S, k), c = ac_imat_hi(&b->S, k);
+            double dup = ac_add_up(ac_up(fabs(b->S.mid[k] - t)), b->S.rad[k]);
+            acc->e4 = !(dup <= acc->e4) ? (dup == dup ? dup : INFINITY) : acc->e4;
+            acc->e4lo = fmax(acc->e4lo, fmax(ac_sub_dn(a, t), ac_sub_dn(t, c)));
+            b->llo[k] = a >= 0 ? ac_mul_dn(a, s_lo) : ac_mul_dn(a, s_hi);
+            b->lhi[k] = c >= 0 ? ac_mul_up(c, s_hi) : ac_mul_up(c, s_lo);
+        }
+    acc->ok &= ac_softmax_col_enclose(b->llo, b->lhi, n, w, b->plo, b->phi);
+    for (size_t i = 0; i < n; i++) {
+        double l, h;
+        ac_head_maxdev_from_bounds(b->plo + i * w, b->phi + i * w, P->data + i * n + j0, w, &l, &h);
+        acc->plo = fmax(acc->plo, l);
+        acc->phi = !(h <= acc->phi) ? (h == h ? h : INFINITY) : acc->phi;
+    }
+    return AC_OK;
+}
+
+/* K = Wk X (r x n, allocated) by split products, in panels of columns
+ * (doc/mathematics.md §2.3, "Split products"). */
+static int split_k(ac_imat *K, const ac_mat *Wk, size_t r, const ac_mat *X, size_t w0,
+                   ac_err *err)
+{
+    size_t d = X->rows, n = X->cols;
+    ac_split s = {0};
+    int st;
+    if ((st = ac_imat_init(K, r, n, 1, err)))
+        return st;
+    for (size_t j0 = 0; j0 < n; j0 += w0) {
+        size_t w = n - j0 < w0 ? n - j0 : w0;
+        if ((st = ac_split_cols(&s, X->data + j0, d, w, n, err)) ||
+            (st = ac_mul_split(K->mid + j0, K->rad + j0, n, Wk->data, r, d, &s, err)))
+            break;
+        ac_split_free(&s);
+    }
+    ac_split_free(&s);
     return st;
 }
 
 /* Trace of paper 1, eq. (4) for the written weights: the stage-0 logits of
  * the head against Wt; the same interval products give the stage-0
  * enclosure pre[0..1] of max|Softmax - P| (the final identity).  Computed
- * in panels of EQ4_PANEL columns (the softmax groups are the columns): Q and
- * S = K^T Q of a panel, its logits and softmax bounds, then the next; the
- * enclosure of each entry is the one of the whole product (the same
- * formulas, doc/mathematics.md §2.3), the memory O(n) columns, not 6 n^2. */
+ * in panels of EQ4_PANEL columns (the softmax groups are the columns), so
+ * its memory is O(n) columns, not 6 n^2.  K = X^+ X is the rank step's
+ * enclosure; when the first panel does not fit under tol with it (its
+ * gamma_k radius grows like n^2 u times the weights), K is enclosed again by
+ * split products, once, and the trace restarts. */
 static int trace_eq4(ac_t1_result *res, double *pre, const ac_mat *X, const ac_mat *Wt,
-                     const ac_mat *P, size_t dk, const ac_imat *YX, ac_err *err)
+                     const ac_mat *P, size_t dk, const ac_imat *YX, double tol, ac_err *err)
 {
     size_t d = X->rows, n = X->cols, w0 = n < EQ4_PANEL ? n : EQ4_PANEL;
     size_t r = ac_head_live_rows(&res->Wk, &res->Wq); /* <= n: Wk = [X^+; 0] */
     ac_imat K = {0};
     const ac_imat *Kp;
     eq4_panel b = {0};
-    int st, ok = 1;
-    double e4 = 0, e4lo = 0, plo_max = 0, phi_max = 0;
-    double s_lo = ac_div_dn(1.0, ac_sqrt_up((double)dk));
-    double s_hi = ac_div_up(1.0, ac_sqrt_dn((double)dk));
-    ac_mat Wkr = {r, d, res->Wk.data}, Wqr = {r, d, res->Wq.data};
-    ac_imat Wqi = ac_imat_view(&Wqr);
+    eq4_acc acc = {0, 0, 0, 0, 1};
+    int st, split = 0;
     /* K = Wk X = [X^+ X; 0]: its first r rows, already enclosed by the rank step */
     if (YX && YX->mid && YX->rows == n && YX->cols == n && r <= n) {
         K = (ac_imat){r, n, YX->mid, YX->rad};
         Kp = &K;
     } else {
+        ac_mat Wkr = {r, d, res->Wk.data};
         ac_imat Xi = ac_imat_view(X), Wki = ac_imat_view(&Wkr);
         if ((st = ac_imat_init(&K, r, n, 1, err)) ||
             (st = ac_imat_mul(&K, AC_NOTRANS, &Wki, AC_NOTRANS, &Xi, err)))
             goto out;
         Kp = &K;
     }
-    if ((st = eq4_alloc(&b, d, r, n, w0, err)))
+    if ((st = eq4_alloc(&b, r, n, w0, err)))
         goto out;
+    ac_colnorms_up(b.xn, X->data, d, n, n, 0);
+    ac_rownorms_up(b.wn, res->Wq.data, r, d, d);
+    if (r == n)
+        ac_nearid_norms(b.kn, Kp);
     for (size_t j0 = 0; j0 < n; j0 += w0) {
         size_t w = n - j0 < w0 ? n - j0 : w0;
-        for (size_t l = 0; l < d; l++)
-            memcpy(b.xp + l * w, X->data + l * n + j0, w * sizeof(double));
-        ac_mat xm = {d, w, b.xp};
-        ac_imat xi = ac_imat_view(&xm);
-        b.Q.cols = b.S.cols = w;
-        if ((st = ac_imat_mul(&b.Q, AC_NOTRANS, &Wqi, AC_NOTRANS, &xi, err)) ||
-            (st = ac_imat_mul(&b.S, AC_TRANS, Kp, AC_NOTRANS, &b.Q, err)))
+        if ((st = eq4_panel_run(&b, &acc, Kp, r, X, &res->Wq, Wt, P, dk, j0, w, err)))
             goto out;
-        for (size_t i = 0; i < n; i++)
-            for (size_t j = 0; j < w; j++) {
-                size_t k = i * w + j;
-                double t = Wt->data[i * n + j0 + j], a = ac_imat_lo(&b.S, k),
-                       c = ac_imat_hi(&b.S, k);
-                double dup = ac_add_up(ac_up(fabs(b.S.mid[k] - t)), b.S.rad[k]);
-                e4 = !(dup <= e4) ? (dup == dup ? dup : INFINITY) : e4;
-                e4lo = fmax(e4lo, fmax(ac_sub_dn(a, t), ac_sub_dn(t, c)));
-                b.llo[k] = a >= 0 ? ac_mul_dn(a, s_lo) : ac_mul_dn(a, s_hi);
-                b.lhi[k] = c >= 0 ? ac_mul_up(c, s_hi) : ac_mul_up(c, s_lo);
-            }
-        ok &= ac_softmax_col_enclose(b.llo, b.lhi, n, w, b.plo, b.phi);
-        for (size_t i = 0; i < n; i++) {
-            double l, h;
-            ac_head_maxdev_from_bounds(b.plo + i * w, b.phi + i * w, P->data + i * n + j0, w, &l,
-                                       &h);
-            plo_max = fmax(plo_max, l);
-            phi_max = !(h <= phi_max) ? (h == h ? h : INFINITY) : phi_max;
+        if (j0 == 0 && r == n && !split && !(acc.phi <= tol) && r > 0) {
+            /* the first panel does not fit: a tighter K, and start again */
+            if (K.mid == (YX ? YX->mid : NULL))
+                K = (ac_imat){0};
+            else
+                ac_imat_free(&K);
+            if ((st = split_k(&K, &res->Wk, r, X, w0, err)))
+                goto out;
+            ac_nearid_norms(b.kn, &K);
+            acc = (eq4_acc){0, 0, 0, 0, 1};
+            split = 1;
+            j0 -= w0; /* wraps to 0 at the loop increment */
         }
     }
-    ac_t1_add_step(res, "paper 1, eq. (4): X'Wk'WqX = Wk~'Wq~", "max|(Wk X)'(Wq X) - Wkq~|", e4lo, e4,
-                   AC_STAGE_DOUBLE, 53, "X^+ cancels X: the logits are the chosen Wkq~ (paper 1, eq. (4))");
+    ac_t1_add_step(res, "paper 1, eq. (4): X'Wk'WqX = Wk~'Wq~", "max|(Wk X)'(Wq X) - Wkq~|",
+                   acc.e4lo, acc.e4, AC_STAGE_DOUBLE, 53,
+                   split ? "X^+ cancels X: the logits are the chosen Wkq~ (paper 1, eq. (4)); "
+                           "X^+ X by split products"
+                         : "X^+ cancels X: the logits are the chosen Wkq~ (paper 1, eq. (4))");
     /* stage 0 of the final identity from the same logits */
-    pre[0] = ok ? plo_max : 0;
-    pre[1] = ok ? phi_max : INFINITY;
+    pre[0] = acc.ok ? acc.plo : 0;
+    pre[1] = acc.ok ? acc.phi : INFINITY;
 out:
     eq4_free(&b);
     if (K.mid != (YX ? YX->mid : NULL))
@@ -229,7 +300,7 @@ int ac_t1_route_construct(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X
     if (o->want_weights) {
         if ((!Y->data && (st = ac_approx_pinv(Y, X, 0.0, err))) || /* rank exact, QR gave up */
             (st = construct_weights(res, &Wt, Y, P, o->d0, dk, err)) ||
-            (st = trace_eq4(res, pre, X, &Wt, P, dk, YX, err)) ||
+            (st = trace_eq4(res, pre, X, &Wt, P, dk, YX, o->tol, err)) ||
             (st = trace_eq7(res, &Wt, o->d0, dk, err)) ||
             (st = ac_t1_certify_weights(&res->weights_cert, X, &res->Wk, &res->Wq, P, pre, o,
                                         err))) {
