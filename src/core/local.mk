@@ -8,6 +8,8 @@ src_libattncheck_la_SOURCES += \
 	src/core/imat_split.c \
 	src/core/imat_split.h \
 	src/core/imat_cs.c \
+	src/core/sum_exact.c \
+	src/core/sum_exact.h \
 	src/core/imat_cs.h \
 	src/core/ball.c \
 	src/core/ball.h \
