@@ -78,6 +78,12 @@ void ac_exp_enclose(double x, double *lo, double *hi);
 /* ac_exp_enclose for n arguments at once (vectorised; same guarantee). */
 void ac_exp_enclose_array(const double *x, size_t n, double *lo, double *hi);
 
+/* For a_i <= b_i: El_i <= e^(a_i) and Eh_i >= e^(b_i), one exp per entry
+ * when b_i - a_i <= 2^-10 (Eh from e^(b-a) <= 1 + t + t^2, t >= b - a);
+ * tmp holds n doubles. */
+void ac_exp_enclose_shift(const double *a, const double *b, size_t n, double *El, double *Eh,
+                          double *tmp);
+
 /* Enclosure of the sum of n doubles: lo <= sum x_i <= hi (recursive summation
  * with the bound |fl(sum) - sum| <= gamma_{n-1} sum |x_i|).  Returns 0 if the
  * sum overflowed (bounds are then -inf/+inf). */

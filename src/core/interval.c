@@ -183,6 +183,33 @@ void ac_exp_enclose_array(const double *x, size_t n, double *lo, double *hi)
             ac_exp_enclose(x[i], &lo[i], &hi[i]);
 }
 
+/* e^a <= El and e^b >= Eh for a <= b close together, with one exp per
+ * entry: e^b = e^a e^(b-a), and for 0 <= t <= 1
+ *     e^t = 1 + t + t^2 (1/2! + t/3! + ...) <= 1 + t + t^2 (e - 2) <= 1 + t + t^2,
+ * so Eh = up(H (1 + t + t^2)) with H >= e^a and t >= b - a (all rounded
+ * up).  Entries with b - a > 2^-10 (or not finite) take their own exp. */
+void ac_exp_enclose_shift(const double *a, const double *b, size_t n, double *El, double *Eh,
+                          double *tmp)
+{
+    ac_exp_enclose_array(a, n, El, tmp);
+    int wide = 0;
+    for (size_t i = 0; i < n; i++) {
+        double t = ac_sub_up(b[i], a[i]);
+        int ok = t >= 0 && t <= 0x1p-10;
+        double f = ac_add_up(1.0, ac_add_up(t, ac_mul_up(t, t)));
+        Eh[i] = ok ? ac_mul_up(tmp[i], f) : INFINITY;
+        wide |= !ok;
+    }
+    if (wide)
+        for (size_t i = 0; i < n; i++) {
+            double t = ac_sub_up(b[i], a[i]);
+            if (!(t >= 0 && t <= 0x1p-10)) {
+                double l;
+                ac_exp_enclose(b[i], &l, &Eh[i]);
+            }
+        }
+}
+
 int ac_sum_enclose(const double *x, size_t n, size_t stride, double *lo, double *hi)
 {
     /* |fl(s) - s| <= gamma_{n-1} sum|x_i| (Higham (4.4)); sum|x_i| <=
@@ -467,8 +494,7 @@ int ac_softmax_col_enclose(const double *lo, const double *hi, size_t n, size_t 
             Al[i] = ac_sub_dn(lo[i * m + j], mx);
             Ah[i] = ac_sub_up(hi[i * m + j], mx);
         }
-        ac_exp_enclose_array(Al, n, El, T);
-        ac_exp_enclose_array(Ah, n, T, Eh);
+        ac_exp_enclose_shift(Al, Ah, n, El, Eh, T);
         double sl, sh, tmp;
         ac_sum_enclose(El, n, 1, &sl, &tmp);   /* sl <= sum E-_k */
         ac_sum_enclose(Eh, n, 1, &tmp, &sh);   /* sh >= sum E+_k */

@@ -255,8 +255,7 @@ static int trace_eq7(ac_t1_result *res, const ac_mat *Wt, const double *d0, size
             xa[i] = w >= 0 ? ac_mul_dn(w, s_lo) : ac_mul_dn(w, s_hi);
             xb[i] = w >= 0 ? ac_mul_up(w, s_hi) : ac_mul_up(w, s_lo);
         }
-        ac_exp_enclose_array(xa, n, el, tmp);
-        ac_exp_enclose_array(xb, n, tmp, eh);
+        ac_exp_enclose_shift(xa, xb, n, el, eh, tmp);
         double sl, sh, t;
         ac_sum_enclose(el, n, 1, &sl, &t);
         ac_sum_enclose(eh, n, 1, &t, &sh);
