@@ -18,6 +18,7 @@
 #include "core/ac_arb.h"
 #include "core/imat_cs.h"
 #include "core/sum_exact.h"
+#include "attncheck/head.h"
 #include "attncheck/interval.h"
 #include "attncheck/linalg.h"
 #include "testutil.h"
@@ -405,6 +406,38 @@ START_TEST(test_sum_exact)
 }
 END_TEST
 
+/* The zero head (exact zero logits, uniform columns): stage 0 from the
+ * extremes of P against the ball stage, and tight. */
+START_TEST(test_zero_head)
+{
+    test_rng r;
+    test_rng_init(&r, test_seed_value + 35);
+    for (size_t n = 1; n < 40; n += 7) {
+        size_t d = 3, dk = 2;
+        ac_mat X = {0}, P = {0}, Wk = {0}, Wq = {0};
+        ck_assert_int_eq(ac_mat_init(&X, d, n, NULL), AC_OK);
+        ck_assert_int_eq(ac_mat_init(&P, n, n, NULL), AC_OK);
+        ck_assert_int_eq(ac_mat_init(&Wk, dk, d, NULL), AC_OK);
+        ck_assert_int_eq(ac_mat_init(&Wq, dk, d, NULL), AC_OK);
+        for (size_t i = 0; i < d * n; i++)
+            X.data[i] = test_rng_gauss(&r);
+        for (size_t i = 0; i < n * n; i++)
+            P.data[i] = test_rng_unif(&r) + 1e-3;
+        Wk.data[0] = 1.5; /* row 0 of Wk live, row 0 of Wq zero: logits still 0 */
+        double l0, h0, l1, h1;
+        ck_assert_int_eq(ac_head_maxdev_enclose(&l0, &h0, &X, &Wk, &Wq, &P, 0, NULL), AC_OK);
+        ck_assert_int_eq(ac_head_maxdev_enclose(&l1, &h1, &X, &Wk, &Wq, &P, 200, NULL), AC_OK);
+        ck_assert_msg(l0 <= h1 && l1 <= h0, "n %zu: [%a, %a] and [%a, %a] disjoint", n, l0, h0, l1,
+                      h1);
+        ck_assert_msg(h0 - l0 <= 1e-15 && l0 > 0, "n %zu: [%a, %a] not tight", n, l0, h0);
+        ac_mat_free(&X);
+        ac_mat_free(&P);
+        ac_mat_free(&Wk);
+        ac_mat_free(&Wq);
+    }
+}
+END_TEST
+
 int main(void)
 {
     test_seed_init();
@@ -415,6 +448,7 @@ int main(void)
     tcase_add_test(tc, test_norms);
     tcase_add_test(tc, test_nearid_encloses);
     tcase_add_test(tc, test_sum_exact);
+    tcase_add_test(tc, test_zero_head);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

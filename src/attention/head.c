@@ -171,17 +171,25 @@ static void maxdev_uniform(double *lo, double *hi, const ac_mat *P)
 {
     size_t n = P->rows, N = n * n;
     double pl = ac_div_dn(1.0, (double)n), ph = ac_div_up(1.0, (double)n);
-    double l = 0, h = 0;
+    /* max_i |p - P_i| over p in [pl, ph] only needs the extremes of P
+     * (exact: min and max do not round) */
+    double mn = INFINITY, mx = -INFINITY;
+    int nan = 0;
     for (size_t i = 0; i < N; i++) {
-        double up = fmax(ac_sub_up(ph, P->data[i]), ac_sub_up(P->data[i], pl));
-        double dn = fmax(ac_sub_dn(pl, P->data[i]), ac_sub_dn(P->data[i], ph));
-        if (!(up <= h))
-            h = up == up ? up : INFINITY;
-        if (dn > l)
-            l = dn;
+        double v = P->data[i];
+        mn = v < mn ? v : mn;
+        mx = v > mx ? v : mx;
+        nan |= v != v;
     }
-    *lo = l;
-    *hi = h;
+    if (nan || N == 0) {
+        *lo = 0;
+        *hi = nan ? INFINITY : 0;
+        return;
+    }
+    double h = fmax(ac_sub_up(ph, mn), ac_sub_up(mx, pl));
+    double l = fmax(ac_sub_dn(pl, mn), ac_sub_dn(mx, ph));
+    *lo = l > 0 ? l : 0;
+    *hi = h > 0 ? h : 0;
 }
 
 /* Stage 0 of max|Softmax - P|: logits, softmax enclosure, deviation. */

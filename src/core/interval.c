@@ -253,10 +253,19 @@ double ac_norm2_up(const double *x, size_t n)
     int e;
     frexp(m, &e);
     double s = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        double v = ldexp(x[i], -e);
-        s += v * v;
-    }
+    if (e >= -1021 && e <= 1021) {
+        /* 2^-e is a normal double: x 2^-e rounds exactly as ldexp does
+         * (exact unless the result is subnormal) */
+        double sc = ldexp(1.0, -e);
+        for (size_t i = 0; i < n; i++) {
+            double v = x[i] * sc;
+            s += v * v;
+        }
+    } else
+        for (size_t i = 0; i < n; i++) {
+            double v = ldexp(x[i], -e);
+            s += v * v;
+        }
     /* each square: relative error u plus eta/2 absolute; the sum of n
      * non-negative terms: relative gamma_{n-1}.  Together <= gamma_n relative
      * plus n*eta absolute on sum (x_i 2^-e)^2 (with the scaling loss, the
