@@ -38,15 +38,15 @@ extern "C" {
  * ac_up(+inf) = +inf, ac_up(-DBL_MAX) = ..., NaN passes through. */
 static inline double ac_up(double x)
 {
+    /* written as selects without early returns, so that loops over it
+     * vectorise; the value is that of the step-by-step definition */
     uint64_t b;
-    if (x != x || x == INFINITY)
-        return x;
-    if (x == 0.0)
-        return AC_ETA;
+    double y;
     memcpy(&b, &x, sizeof b);
     b += (x > 0) ? 1 : (uint64_t)-1;
-    memcpy(&x, &b, sizeof b);
-    return x;
+    memcpy(&y, &b, sizeof b);
+    y = (x == 0.0) ? AC_ETA : y;
+    return (x != x || x == INFINITY) ? x : y;
 }
 
 static inline double ac_dn(double x)
