@@ -19,6 +19,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "attncheck/interval.h"
 #include "attncheck/linalg.h"
 #include "attncheck/theorem1.h"
@@ -26,6 +30,8 @@
 #include "core/imat_cs.h"
 #include "core/imat_split.h"
 #include "theorem1/t1_impl.h"
+
+#define EQ4_PANEL 256 /* columns of the logits traced (rows of Wq formed) at a time */
 
 /* Wt = Wkq~ = sqrt(dk) log(P D0) (paper 1, eq. (6)); Wk = [X^+; 0],
  * Wq = [Wt X^+; 0] (Wk~ = I, Wq~ = Wt in the paper's Wk = Wk~ X^+,
@@ -40,14 +46,26 @@ static int construct_weights(ac_t1_result *res, ac_mat *Wt, ac_mat *Y, const ac_
     double sq = sqrt((double)dk);
     if ((st = ac_mat_init(Wt, n, n, err)))
         return st;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < n; j++)
             AC_MAT(Wt, i, j) = sq * (log(AC_MAT(P, i, j)) + (d0 ? log(d0[j]) : 0.0));
     if ((st = ac_mat_init(&res->Wq, dk, d, err)))
         return st;
-    ac_mat top = {n, d, res->Wq.data};
-    if ((st = ac_gemm(&top, AC_NOTRANS, Wt, AC_NOTRANS, Y, err)))
-        return st;
+    /* Wq's first n rows = Wt Y by fixed blocks of rows, shared out over the
+     * OpenMP threads (single-threaded BLAS inside: the same bits for any
+     * thread count) */
+    size_t nb = (n + EQ4_PANEL - 1) / EQ4_PANEL;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (size_t b = 0; b < nb; b++) {
+        size_t i0 = b * EQ4_PANEL, m = n - i0 < EQ4_PANEL ? n - i0 : EQ4_PANEL;
+        ac_dgemm(AC_NOTRANS, AC_NOTRANS, m, d, n, 1.0, Wt->data + i0 * n, n, Y->data, d, 0.0,
+                 res->Wq.data + i0 * d, d);
+    }
     if (dk > n) {
         double *g = realloc(Y->data, dk * d * sizeof(double));
         if (!g)
@@ -60,7 +78,6 @@ static int construct_weights(ac_t1_result *res, ac_mat *Wt, ac_mat *Y, const ac_
     return AC_OK;
 }
 
-#define EQ4_PANEL 256 /* columns of the logits traced at a time */
 
 /* Panel buffers of trace_eq4: w <= EQ4_PANEL columns at a time, and the
  * norms the radii are made of (n, r, 2n doubles). */
@@ -68,12 +85,13 @@ typedef struct {
     ac_imat Q, S;                  /* r x w, n x w */
     double *llo, *lhi, *plo, *phi; /* n x w each */
     double *xn, *wn, *kn;          /* ||X_:,j||, ||Wq_i,:||, ac_nearid_norms of K */
+    double *own;                   /* the buffer of xn, wn, kn (other threads share panel 0's) */
 } eq4_panel;
 
 static void eq4_free(eq4_panel *b)
 {
     free(b->llo);
-    free(b->xn);
+    free(b->own);
     ac_imat_free(&b->Q);
     ac_imat_free(&b->S);
 }
@@ -83,7 +101,7 @@ static int eq4_alloc(eq4_panel *b, size_t r, size_t n, size_t w, ac_err *err)
     int st;
     memset(b, 0, sizeof *b);
     b->llo = malloc((n * w > 0 ? 4 * n * w : 1) * sizeof(double));
-    b->xn = malloc((3 * n + r + 1) * sizeof(double));
+    b->xn = b->own = malloc((3 * n + r + 1) * sizeof(double));
     if (!b->llo || !b->xn) {
         eq4_free(b);
         return ac_err_set(err, AC_EINTERNAL, "out of memory");
@@ -141,25 +159,103 @@ static int eq4_panel_run(eq4_panel *b, eq4_acc *acc, const ac_imat *Kp, size_t r
     return AC_OK;
 }
 
+/* Panels 1.. of trace_eq4 (panel 0 is done: it chose K), shared out over
+ * the OpenMP threads, each with its own buffers and maxima.  The panels are
+ * fixed (EQ4_PANEL columns), every BLAS call inside is single-threaded, and
+ * maxima combine exactly in any order: the result is the same bits for any
+ * thread count. */
+static int eq4_rest(eq4_panel *b0, eq4_acc *acc, const ac_imat *Kp, size_t r, const ac_mat *X,
+                    const ac_mat *Wq, const ac_mat *Wt, const ac_mat *P, size_t dk, size_t w0,
+                    ac_err *err)
+{
+    size_t n = X->cols, np = (n + w0 - 1) / w0;
+    int nt = 1;
+    if (np < 2)
+        return AC_OK;
+#ifdef _OPENMP
+    nt = omp_get_max_threads();
+    nt = (size_t)nt > np - 1 ? (int)(np - 1) : (nt < 1 ? 1 : nt);
+#endif
+    eq4_panel *bs = calloc((size_t)nt, sizeof *bs);
+    eq4_acc *as = calloc((size_t)nt, sizeof *as);
+    int *sts = calloc((size_t)nt, sizeof *sts), st = AC_OK;
+    if (!bs || !as || !sts) {
+        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
+        goto out;
+    }
+    bs[0] = *b0;
+    for (int t = 0; t < nt; t++) {
+        as[t] = (eq4_acc){0, 0, 0, 0, 1};
+        if (t > 0) {
+            if ((st = eq4_alloc(&bs[t], r, n, w0, err))) {
+                nt = t; /* free what exists */
+                goto out;
+            }
+            bs[t].xn = b0->xn;
+            bs[t].wn = b0->wn;
+            bs[t].kn = b0->kn;
+        }
+    }
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static)
+#endif
+    for (size_t p = 1; p < np; p++) {
+        int t = 0;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+#endif
+        size_t j0 = p * w0, w = n - j0 < w0 ? n - j0 : w0;
+        if (!sts[t])
+            sts[t] = eq4_panel_run(&bs[t], &as[t], Kp, r, X, Wq, Wt, P, dk, j0, w, NULL);
+    }
+    for (int t = 0; t < nt; t++) {
+        if (sts[t] && !st)
+            st = ac_err_set(err, sts[t], "the trace of paper 1, eq. (4) failed (out of memory?)");
+        acc->e4 = !(as[t].e4 <= acc->e4) ? as[t].e4 : acc->e4;
+        acc->e4lo = fmax(acc->e4lo, as[t].e4lo);
+        acc->plo = fmax(acc->plo, as[t].plo);
+        acc->phi = !(as[t].phi <= acc->phi) ? as[t].phi : acc->phi;
+        acc->ok &= as[t].ok;
+    }
+out:
+    if (bs) {
+        b0->Q = bs[0].Q; /* panel 0's buffers go back (their cols may have changed) */
+        b0->S = bs[0].S;
+        for (int t = 1; t < nt; t++)
+            eq4_free(&bs[t]);
+    }
+    free(bs);
+    free(as);
+    free(sts);
+    return st;
+}
+
 /* K = Wk X (r x n, allocated) by split products, in panels of columns
- * (doc/mathematics.md §2.3, "Split products"). */
+ * (doc/mathematics.md §2.3, "Split products"), shared out over the OpenMP
+ * threads: A1 B1 is exact and the rest of each entry does not depend on the
+ * panel's thread, so the bits do not depend on the thread count. */
 static int split_k(ac_imat *K, const ac_mat *Wk, size_t r, const ac_mat *X, size_t w0,
                    ac_err *err)
 {
-    size_t d = X->rows, n = X->cols;
-    ac_split s = {0};
-    int st;
+    size_t d = X->rows, n = X->cols, np = (n + w0 - 1) / w0;
+    int st, bad = AC_OK;
     if ((st = ac_imat_init(K, r, n, 1, err)))
         return st;
-    for (size_t j0 = 0; j0 < n; j0 += w0) {
-        size_t w = n - j0 < w0 ? n - j0 : w0;
-        if ((st = ac_split_cols(&s, X->data + j0, d, w, n, err)) ||
-            (st = ac_mul_split(K->mid + j0, K->rad + j0, n, Wk->data, r, d, &s, err)))
-            break;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) reduction(max : bad)
+#endif
+    for (size_t p = 0; p < np; p++) {
+        size_t j0 = p * w0, w = n - j0 < w0 ? n - j0 : w0;
+        ac_split s = {0};
+        int e = ac_split_cols(&s, X->data + j0, d, w, n, NULL);
+        if (!e)
+            e = ac_mul_split(K->mid + j0, K->rad + j0, n, Wk->data, r, d, &s, NULL);
         ac_split_free(&s);
+        bad = e > bad ? e : bad;
     }
-    ac_split_free(&s);
-    return st;
+    if (bad)
+        return ac_err_set(err, bad, "split product of X^+ X failed (out of memory or non-finite)");
+    return AC_OK;
 }
 
 /* Trace of paper 1, eq. (4) for the written weights: the stage-0 logits of
@@ -198,24 +294,26 @@ static int trace_eq4(ac_t1_result *res, double *pre, const ac_mat *X, const ac_m
     ac_rownorms_up(b.wn, res->Wq.data, r, d, d);
     if (r == n)
         ac_nearid_norms(b.kn, Kp);
-    for (size_t j0 = 0; j0 < n; j0 += w0) {
-        size_t w = n - j0 < w0 ? n - j0 : w0;
-        if ((st = eq4_panel_run(&b, &acc, Kp, r, X, &res->Wq, Wt, P, dk, j0, w, err)))
+    /* panel 0 first: it decides which enclosure of K the trace uses */
+    if ((st = eq4_panel_run(&b, &acc, Kp, r, X, &res->Wq, Wt, P, dk, 0, w0, err)))
+        goto out;
+    if (r == n && r > 0 && !(acc.phi <= tol)) {
+        /* the first panel does not fit: a tighter K, and start again */
+        if (K.mid == (YX ? YX->mid : NULL))
+            K = (ac_imat){0};
+        else
+            ac_imat_free(&K);
+        if ((st = split_k(&K, &res->Wk, r, X, w0, err)))
             goto out;
-        if (j0 == 0 && r == n && !split && !(acc.phi <= tol) && r > 0) {
-            /* the first panel does not fit: a tighter K, and start again */
-            if (K.mid == (YX ? YX->mid : NULL))
-                K = (ac_imat){0};
-            else
-                ac_imat_free(&K);
-            if ((st = split_k(&K, &res->Wk, r, X, w0, err)))
-                goto out;
-            ac_nearid_norms(b.kn, &K);
-            acc = (eq4_acc){0, 0, 0, 0, 1};
-            split = 1;
-            j0 -= w0; /* wraps to 0 at the loop increment */
-        }
+        Kp = &K;
+        ac_nearid_norms(b.kn, &K);
+        acc = (eq4_acc){0, 0, 0, 0, 1};
+        split = 1;
+        if ((st = eq4_panel_run(&b, &acc, Kp, r, X, &res->Wq, Wt, P, dk, 0, w0, err)))
+            goto out;
     }
+    if ((st = eq4_rest(&b, &acc, Kp, r, X, &res->Wq, Wt, P, dk, w0, err)))
+        goto out;
     ac_t1_add_step(res, "paper 1, eq. (4): X'Wk'WqX = Wk~'Wq~", "max|(Wk X)'(Wq X) - Wkq~|",
                    acc.e4lo, acc.e4, AC_STAGE_DOUBLE, 53,
                    split ? "X^+ cancels X: the logits are the chosen Wkq~ (paper 1, eq. (4)); "
