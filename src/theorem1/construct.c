@@ -339,43 +339,47 @@ static int trace_eq7(ac_t1_result *res, const ac_mat *Wt, const double *d0, size
     double s_lo = ac_div_dn(1.0, ac_sqrt_up((double)dk)),
            s_hi = ac_div_up(1.0, ac_sqrt_dn((double)dk));
     double e7 = 0, e7lo = 0;
-    double *el = malloc(n * sizeof(double)), *eh = malloc(n * sizeof(double));
-    double *xa = malloc(n * sizeof(double)), *xb = malloc(n * sizeof(double));
-    double *tmp = malloc(n * sizeof(double));
-    int st = AC_OK;
-    if (!el || !eh || !xa || !xb || !tmp) {
-        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
-        goto out;
-    }
-    for (size_t j = 0; j < n; j++) {
-        for (size_t i = 0; i < n; i++) {
-            double w = Wt->data[i * n + j];
-            xa[i] = w >= 0 ? ac_mul_dn(w, s_lo) : ac_mul_dn(w, s_hi);
-            xb[i] = w >= 0 ? ac_mul_up(w, s_hi) : ac_mul_up(w, s_lo);
+    int oom = 0;
+    /* columns shared out over the OpenMP threads; maxima combine exactly */
+#ifdef _OPENMP
+#pragma omp parallel reduction(max : e7, e7lo, oom)
+#endif
+    {
+        double *el = malloc((n ? 5 * n : 1) * sizeof(double));
+        double *eh = el + n, *xa = eh + n, *xb = xa + n, *tmp = xb + n;
+        oom = !el;
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (size_t j = 0; j < n; j++) {
+            if (!el)
+                continue;
+            for (size_t i = 0; i < n; i++) {
+                double w = Wt->data[i * n + j];
+                xa[i] = w >= 0 ? ac_mul_dn(w, s_lo) : ac_mul_dn(w, s_hi);
+                xb[i] = w >= 0 ? ac_mul_up(w, s_hi) : ac_mul_up(w, s_lo);
+            }
+            ac_exp_enclose_shift(xa, xb, n, el, eh, tmp);
+            double sl, sh, t;
+            ac_sum_enclose(el, n, 1, &sl, &t);
+            ac_sum_enclose(eh, n, 1, &t, &sh);
+            double dj = d0 ? d0[j] : 1.0;
+            double rl = ac_sub_dn(ac_div_dn(sl, dj), 1.0), rh = ac_sub_up(ac_div_up(sh, dj), 1.0);
+            double m = fmax(fabs(rl), fabs(rh));
+            if (m > e7)
+                e7 = m;
+            double ml = (rl > 0) ? rl : ((rh < 0) ? -rh : 0);
+            if (ml > e7lo)
+                e7lo = ml;
         }
-        ac_exp_enclose_shift(xa, xb, n, el, eh, tmp);
-        double sl, sh, t;
-        ac_sum_enclose(el, n, 1, &sl, &t);
-        ac_sum_enclose(eh, n, 1, &t, &sh);
-        double dj = d0 ? d0[j] : 1.0;
-        double rl = ac_sub_dn(ac_div_dn(sl, dj), 1.0), rh = ac_sub_up(ac_div_up(sh, dj), 1.0);
-        double m = fmax(fabs(rl), fabs(rh));
-        if (m > e7)
-            e7 = m;
-        double ml = (rl > 0) ? rl : ((rh < 0) ? -rh : 0);
-        if (ml > e7lo)
-            e7lo = ml;
+        free(el);
     }
+    if (oom)
+        return ac_err_set(err, AC_EINTERNAL, "out of memory");
     ac_t1_add_step(res, "paper 1, eq. (7): 1'exp(Wkq~/sqrt(dk)) = 1'D0",
                    "max_j |1'exp(Wkq~/sqrt(dk))_j / D0_jj - 1|", e7lo, e7, AC_STAGE_DOUBLE, 53,
                    "the softmax normaliser D equals D0, so Softmax(Wkq~/sqrt(dk)) = P D0 D0^-1 = P");
-out:
-    free(el);
-    free(eh);
-    free(xa);
-    free(xb);
-    free(tmp);
-    return st;
+    return AC_OK;
 }
 
 int ac_t1_route_construct(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X,
