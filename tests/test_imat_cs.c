@@ -14,6 +14,9 @@
 #include <string.h>
 
 #include <mpfr.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "core/ac_arb.h"
 #include "core/imat_cs.h"
@@ -329,6 +332,38 @@ START_TEST(test_nearid_encloses)
 }
 END_TEST
 
+/* The same bits for 1 and 3 OpenMP threads (fixed panels inside). */
+START_TEST(test_cs_threads)
+{
+    size_t m = 37, k = 300, n = 700;
+    test_rng r;
+    test_rng_init(&r, test_seed_value + 36);
+    double *A = malloc(m * k * sizeof(double)), *B = malloc(k * n * sizeof(double));
+    double *C1 = malloc(2 * m * n * sizeof(double)), *C3 = malloc(2 * m * n * sizeof(double));
+    for (size_t i = 0; i < m * k; i++)
+        A[i] = test_rng_gauss(&r);
+    for (size_t i = 0; i < k * n; i++)
+        B[i] = test_rng_gauss(&r);
+#ifdef _OPENMP
+    int t0 = omp_get_max_threads();
+    omp_set_num_threads(1);
+#endif
+    ck_assert_int_eq(ac_mul_cs(C1, C1 + m * n, n, A, m, k, B, k, n, n, NULL, NULL, 0, NULL), AC_OK);
+#ifdef _OPENMP
+    omp_set_num_threads(3);
+#endif
+    ck_assert_int_eq(ac_mul_cs(C3, C3 + m * n, n, A, m, k, B, k, n, n, NULL, NULL, 0, NULL), AC_OK);
+#ifdef _OPENMP
+    omp_set_num_threads(t0);
+#endif
+    ck_assert(memcmp(C1, C3, 2 * m * n * sizeof(double)) == 0);
+    free(A);
+    free(B);
+    free(C1);
+    free(C3);
+}
+END_TEST
+
 /* MPFR's sum, correctly rounded both ways: equal to t iff the exact sum is. */
 static int mpfr_sum_is(const double *x, size_t n, double t)
 {
@@ -449,6 +484,7 @@ int main(void)
     tcase_add_test(tc, test_nearid_encloses);
     tcase_add_test(tc, test_sum_exact);
     tcase_add_test(tc, test_zero_head);
+    tcase_add_test(tc, test_cs_threads);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

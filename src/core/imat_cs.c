@@ -19,7 +19,13 @@
 
 #include <cblas.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "core/imat_cs.h"
+
+#define CS_PANEL 256 /* columns of a product per BLAS call */
 
 /* The value whose norm is taken: |A_ij|, or up(|fl(A_ij - 1)|) on the
  * diagonal of A - I (the exact |A_ij - 1| is at most that: the scalar rule). */
@@ -130,10 +136,21 @@ int ac_mul_cs(double *Cm, double *Cr, size_t ldc, const double *A, size_t m, siz
         ac_rownorms_up(a, A, m, k, lda), an = a;
     if (!bn)
         ac_colnorms_up(b, B, k, n, ldb, 0), bn = b;
-    if (!ref)
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)n, (int)k, 1.0, A,
-                    (int)lda, B, (int)ldb, 0.0, Cm, (int)ldc);
-    else
+    if (!ref) {
+        /* fixed panels of CS_PANEL columns, shared out over the OpenMP
+         * threads when there are several: the decomposition depends on n
+         * only, so with single-threaded BLAS the bits do not depend on the
+         * thread count */
+        size_t np = (n + CS_PANEL - 1) / CS_PANEL;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (np > 1 && !omp_in_parallel())
+#endif
+        for (size_t p = 0; p < np; p++) {
+            size_t j0 = p * CS_PANEL, w = n - j0 < CS_PANEL ? n - j0 : CS_PANEL;
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)m, (int)w, (int)k, 1.0, A,
+                        (int)lda, B + j0, (int)ldb, 0.0, Cm + j0, (int)ldc);
+        }
+    } else
         for (size_t i = 0; i < m; i++)
             for (size_t j = 0; j < n; j++) {
                 double t = 0;
