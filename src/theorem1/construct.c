@@ -31,7 +31,8 @@
 #include "core/imat_split.h"
 #include "theorem1/t1_impl.h"
 
-#define EQ4_PANEL 256 /* columns of the logits traced (rows of Wq formed) at a time */
+#define EQ4_PANEL 128 /* columns of the logits traced at a time */
+#define WQ_BLOCK 256  /* rows of Wq formed per BLAS call */
 
 /* Wt = Wkq~ = sqrt(dk) log(P D0) (paper 1, eq. (6)); Wk = [X^+; 0],
  * Wq = [Wt X^+; 0] (Wk~ = I, Wq~ = Wt in the paper's Wk = Wk~ X^+,
@@ -57,12 +58,12 @@ static int construct_weights(ac_t1_result *res, ac_mat *Wt, ac_mat *Y, const ac_
     /* Wq's first n rows = Wt Y by fixed blocks of rows, shared out over the
      * OpenMP threads (single-threaded BLAS inside: the same bits for any
      * thread count) */
-    size_t nb = (n + EQ4_PANEL - 1) / EQ4_PANEL;
+    size_t nb = (n + WQ_BLOCK - 1) / WQ_BLOCK;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static)
 #endif
     for (size_t b = 0; b < nb; b++) {
-        size_t i0 = b * EQ4_PANEL, m = n - i0 < EQ4_PANEL ? n - i0 : EQ4_PANEL;
+        size_t i0 = b * WQ_BLOCK, m = n - i0 < WQ_BLOCK ? n - i0 : WQ_BLOCK;
         ac_dgemm(AC_NOTRANS, AC_NOTRANS, m, d, n, 1.0, Wt->data + i0 * n, n, Y->data, d, 0.0,
                  res->Wq.data + i0 * d, d);
     }
@@ -230,7 +231,7 @@ out:
     return st;
 }
 
-/* K = Wk X (r x n, allocated) by split products, in panels of columns
+/* K = Wk X (r x n with a radius, allocated by the caller) by split products, in panels of columns
  * (doc/mathematics.md §2.3, "Split products"), shared out over the OpenMP
  * threads: A1 B1 is exact and the rest of each entry does not depend on the
  * panel's thread, so the bits do not depend on the thread count. */
@@ -238,9 +239,7 @@ static int split_k(ac_imat *K, const ac_mat *Wk, size_t r, const ac_mat *X, size
                    ac_err *err)
 {
     size_t d = X->rows, n = X->cols, np = (n + w0 - 1) / w0;
-    int st, bad = AC_OK;
-    if ((st = ac_imat_init(K, r, n, 1, err)))
-        return st;
+    int bad = AC_OK;
 #ifdef _OPENMP
 #pragma omp parallel for schedule(static) reduction(max : bad)
 #endif
@@ -267,7 +266,7 @@ static int split_k(ac_imat *K, const ac_mat *Wk, size_t r, const ac_mat *X, size
  * gamma_k radius grows like n^2 u times the weights), K is enclosed again by
  * split products, once, and the trace restarts. */
 static int trace_eq4(ac_t1_result *res, double *pre, const ac_mat *X, const ac_mat *Wt,
-                     const ac_mat *P, size_t dk, const ac_imat *YX, double tol, ac_err *err)
+                     const ac_mat *P, size_t dk, ac_imat *YX, double tol, ac_err *err)
 {
     size_t d = X->rows, n = X->cols, w0 = n < EQ4_PANEL ? n : EQ4_PANEL;
     size_t r = ac_head_live_rows(&res->Wk, &res->Wq); /* <= n: Wk = [X^+; 0] */
@@ -298,13 +297,21 @@ static int trace_eq4(ac_t1_result *res, double *pre, const ac_mat *X, const ac_m
     if ((st = eq4_panel_run(&b, &acc, Kp, r, X, &res->Wq, Wt, P, dk, 0, w0, err)))
         goto out;
     if (r == n && r > 0 && !(acc.phi <= tol)) {
-        /* the first panel does not fit: a tighter K, and start again */
-        if (K.mid == (YX ? YX->mid : NULL))
-            K = (ac_imat){0};
-        else
-            ac_imat_free(&K);
-        if ((st = split_k(&K, &res->Wk, r, X, w0, err)))
-            goto out;
+        /* the first panel does not fit: a tighter K, and start again.  The
+         * rank step's YX encloses the same product X^+ X (Wk's first n rows
+         * are that Y): the tighter enclosure overwrites it in place */
+        if (K.mid == (YX ? YX->mid : NULL) && YX->rad) {
+            if ((st = split_k(YX, &res->Wk, r, X, w0, err)))
+                goto out;
+            K = (ac_imat){r, n, YX->mid, YX->rad};
+        } else {
+            if (K.mid == (YX ? YX->mid : NULL))
+                K = (ac_imat){0};
+            else
+                ac_imat_free(&K);
+            if ((st = ac_imat_init(&K, r, n, 1, err)) || (st = split_k(&K, &res->Wk, r, X, w0, err)))
+                goto out;
+        }
         Kp = &K;
         ac_nearid_norms(b.kn, &K);
         acc = (eq4_acc){0, 0, 0, 0, 1};
@@ -383,7 +390,7 @@ static int trace_eq7(ac_t1_result *res, const ac_mat *Wt, const double *d0, size
 }
 
 int ac_t1_route_construct(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X,
-                          const ac_mat *P, ac_mat *Y, const ac_imat *YX, const ac_t1_opts *o,
+                          const ac_mat *P, ac_mat *Y, ac_imat *YX, const ac_t1_opts *o,
                           ac_err *err)
 {
     size_t n = X->cols, dk = res->dk;
