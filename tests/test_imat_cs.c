@@ -364,6 +364,41 @@ START_TEST(test_cs_threads)
 }
 END_TEST
 
+/* ac_imat_fro_dev_up (streamed) equals ac_norm2_up of the entry bounds
+ * up(|fl(mid - b)|) + rad, bit for bit, at every scale. */
+START_TEST(test_fro_dev_stream)
+{
+    test_rng r;
+    test_rng_init(&r, test_seed_value + 37);
+    for (int rep = 0; rep < 40; rep++) {
+        size_t m = 1 + rep % 9, n = 1 + (rep * 7) % 13;
+        ac_imat A = {0};
+        ck_assert_int_eq(ac_imat_init(&A, m, n, 1, NULL), AC_OK);
+        double *B = malloc(m * n * sizeof(double)), *d = malloc(m * n * sizeof(double));
+        int sc = (rep % 5) * 400 - 1000; /* 2^-1000 .. 2^600 */
+        for (size_t i = 0; i < m * n; i++) {
+            A.mid[i] = ldexp(test_rng_gauss(&r), sc);
+            A.rad[i] = ldexp(fabs(test_rng_gauss(&r)), sc - 30);
+            B[i] = ldexp(test_rng_gauss(&r), sc);
+        }
+        for (int mode = 0; mode < 3; mode++) {
+            if (mode == 2 && m != n)
+                continue; /* the identity needs a square A */
+            const double *Bp = mode == 1 ? B : NULL;
+            for (size_t i = 0; i < m * n; i++) {
+                double b = mode == 2 ? (i / n == i % n ? 1.0 : 0.0) : (Bp ? B[i] : 0.0);
+                d[i] = ac_add_up(ac_up(fabs(A.mid[i] - b)), A.rad[i]);
+            }
+            double x = ac_imat_fro_dev_up(&A, Bp, mode == 2), y = ac_norm2_up(d, m * n);
+            ck_assert_msg(memcmp(&x, &y, sizeof x) == 0, "fro dev %a vs %a", x, y);
+        }
+        ac_imat_free(&A);
+        free(B);
+        free(d);
+    }
+}
+END_TEST
+
 /* MPFR's sum, correctly rounded both ways: equal to t iff the exact sum is. */
 static int mpfr_sum_is(const double *x, size_t n, double t)
 {
@@ -485,6 +520,7 @@ int main(void)
     tcase_add_test(tc, test_sum_exact);
     tcase_add_test(tc, test_zero_head);
     tcase_add_test(tc, test_cs_threads);
+    tcase_add_test(tc, test_fro_dev_stream);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

@@ -448,15 +448,38 @@ double ac_imat_maxdev_up(const ac_imat *A, const double *B, int identity)
 
 double ac_imat_fro_dev_up(const ac_imat *A, const double *B, int identity)
 {
+    /* ac_norm2_up of the entrywise bounds, streamed in two passes (the
+     * largest bound, then the scaled squares) instead of an n^2 buffer: the
+     * same operations on the same values, so the same result */
     size_t n = A->rows * A->cols;
-    double *d = malloc((n ? n : 1) * sizeof(double));
-    if (!d)
-        return INFINITY;
-    for (size_t i = 0; i < n; i++)
-        d[i] = entry_dev_up(A, i, B, identity);
-    double r = ac_norm2_up(d, n);
-    free(d);
-    return r;
+    double m = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double v = entry_dev_up(A, i, B, identity);
+        if (!(v <= DBL_MAX))
+            return INFINITY;
+        if (v > m)
+            m = v;
+    }
+    if (m == 0.0)
+        return 0.0;
+    int e;
+    frexp(m, &e);
+    double s = 0.0;
+    if (e >= -1021 && e <= 1021) {
+        double sc = ldexp(1.0, -e);
+        for (size_t i = 0; i < n; i++) {
+            double v = entry_dev_up(A, i, B, identity) * sc;
+            s += v * v;
+        }
+    } else
+        for (size_t i = 0; i < n; i++) {
+            double v = ldexp(entry_dev_up(A, i, B, identity), -e);
+            s += v * v;
+        }
+    double g = ac_gamma_up((double)n + 1);
+    double bound = ac_mul_up(s, ac_div_up(1.0, ac_sub_dn(1.0, g)));
+    bound = ac_add_up(bound, ac_mul_up((double)n, 4 * AC_ETA + 0x1p-1060));
+    return ldexp(ac_sqrt_up(bound), e) * (1.0 + 2 * AC_U) + AC_ETA;
 }
 
 int ac_softmax_col_enclose(const double *lo, const double *hi, size_t n, size_t m,
