@@ -568,8 +568,8 @@ int ac_head_certify_pre(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, const 
                      "Arb ball arithmetic"};
     if (pre)
         snprintf(c.method0, sizeof c.method0, "%s",
-                 "interval products in double (norm-bounded gamma_k radii; X^+X by split "
-                 "products where gamma_k is too wide; doc/mathematics.md §2.3) + rigorous exp");
+                 "norm-bounded interval products in double (X^+X split if needed, "
+                 "doc/mathematics.md §2.3) + rigorous exp");
     ac_quantity q = {"max|Softmax((Wk X)'(Wq X)/sqrt(dk)) - P|",
                      weights_stage0,
                      weights_ball,
