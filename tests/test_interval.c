@@ -182,6 +182,55 @@ START_TEST(test_exp_enclose)
 }
 END_TEST
 
+/* ac_exp_enclose_shift: El <= e^a, Eh >= e^b against MPFR, for pairs of
+ * every width (0, one ulp, 1e-9 like a logit radius, across the 2^-10
+ * switch, wide), arguments across the range, and the edges. */
+START_TEST(test_exp_enclose_shift)
+{
+    test_rng r;
+    test_rng_init(&r, 5);
+    size_t nb = 100000;
+    double *a = malloc(nb * sizeof(double)), *b = malloc(nb * sizeof(double));
+    double *el = malloc(nb * sizeof(double)), *eh = malloc(nb * sizeof(double));
+    double *t = malloc(nb * sizeof(double));
+    static const double widths[] = {0, 0x1p-60, 1e-9, 0x1p-10, 0x1.0000000000001p-10, 0.3, 40};
+    for (size_t i = 0; i < nb; i++) {
+        a[i] = (i % 9 == 0) ? test_rng_range(&r, -800, 720) : test_rng_range(&r, -746, 709);
+        double w = widths[i % 7];
+        b[i] = i % 11 == 0 ? nextafter(a[i], INFINITY) : a[i] + w * test_rng_unif(&r);
+        if (i % 7 == 3)
+            b[i] = a[i] + 0x1p-10; /* exactly at the switch (after rounding) */
+    }
+    a[5] = -INFINITY;
+    b[5] = -745.5;
+    a[6] = 709.5;
+    b[6] = INFINITY;
+    ac_exp_enclose_shift(a, b, nb, el, eh, t);
+    mpfr_t e;
+    mpfr_init2(e, 300);
+    for (size_t i = 0; i < nb; i++) {
+        mpfr_set_d(e, a[i], MPFR_RNDN);
+        mpfr_exp(e, e, MPFR_RNDN);
+        SOFT_CHECK(mpfr_cmp_d(e, el[i]) >= 0, "shift: exp(%a) below El %a", a[i], el[i]);
+        mpfr_set_d(e, b[i], MPFR_RNDN);
+        mpfr_exp(e, e, MPFR_RNDN);
+        SOFT_CHECK(eh[i] == INFINITY || mpfr_cmp_d(e, eh[i]) <= 0, "shift: exp(%a) above Eh %a",
+                   b[i], eh[i]);
+        /* narrow pairs stay tight: within 400 u plus the width */
+        if (el[i] > AC_REALMIN && b[i] - a[i] <= 1e-9 && eh[i] < DBL_MAX && a[i] < 700)
+            SOFT_CHECK((eh[i] - el[i]) / el[i] < 400 * AC_U + 1.01e-9, "shift: %a, %a too wide",
+                       a[i], b[i]);
+    }
+    mpfr_clear(e);
+    free(a);
+    free(b);
+    free(el);
+    free(eh);
+    free(t);
+    SOFT_DONE();
+}
+END_TEST
+
 /* ---- sums and norms ------------------------------------------------------- */
 
 START_TEST(test_sum_norm)
@@ -427,6 +476,7 @@ int main(void)
     tcase_add_test(tc, test_up_dn);
     tcase_add_test(tc, test_scalar_ops_enclose);
     tcase_add_test(tc, test_exp_enclose);
+    tcase_add_test(tc, test_exp_enclose_shift);
     tcase_add_test(tc, test_sum_norm);
     tcase_add_test(tc, test_imat_mul_encloses);
     tcase_add_test(tc, test_imat_mul_tight);

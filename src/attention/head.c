@@ -94,7 +94,7 @@ int ac_head_logits_enclose(double *llo, double *lhi, ac_imat *S, const ac_imat *
  * Wq_i is zero add an exact 0 and are skipped (Theorem 1 writes
  * Wk = [X^+; 0], Wq = [Wkq~ X^+; 0], so for dk = d >> n only n rows count).
  * The scale stays 1/sqrt(dk). */
-static size_t live_rows(const ac_mat *Wk, const ac_mat *Wq)
+size_t ac_head_live_rows(const ac_mat *Wk, const ac_mat *Wq)
 {
     size_t r = Wk->rows, d = Wk->cols;
     while (r > 0) {
@@ -114,7 +114,7 @@ static size_t live_rows(const ac_mat *Wk, const ac_mat *Wq)
 int ac_head_logits_stage0(double *llo, double *lhi, ac_imat *S_out, const ac_mat *X,
                           const ac_mat *Wk, const ac_mat *Wq, const ac_imat *Kpre, ac_err *err)
 {
-    size_t n = X->cols, dk = Wk->rows, r = live_rows(Wk, Wq);
+    size_t n = X->cols, dk = Wk->rows, r = ac_head_live_rows(Wk, Wq);
     ac_imat K = {0}, Q = {0}, S = {0};
     ac_mat Wkr = {r, Wk->cols, Wk->data}, Wqr = {r, Wq->cols, Wq->data};
     ac_imat Xi = ac_imat_view(X), Wki = ac_imat_view(&Wkr), Wqi = ac_imat_view(&Wqr);
@@ -164,11 +164,43 @@ void ac_head_maxdev_from_bounds(const double *plo, const double *phi, const doub
     *hi = h;
 }
 
+/* max|Softmax - P| when every logit is an exact 0 (no live row: each term
+ * (Wk X)_i^T (Wq X)_i of the logits has a zero factor): every column of the
+ * softmax is exactly 1/n, enclosed by [1/n rounded down, rounded up]. */
+static void maxdev_uniform(double *lo, double *hi, const ac_mat *P)
+{
+    size_t n = P->rows, N = n * n;
+    double pl = ac_div_dn(1.0, (double)n), ph = ac_div_up(1.0, (double)n);
+    /* max_i |p - P_i| over p in [pl, ph] only needs the extremes of P
+     * (exact: min and max do not round) */
+    double mn = INFINITY, mx = -INFINITY;
+    int nan = 0;
+    for (size_t i = 0; i < N; i++) {
+        double v = P->data[i];
+        mn = v < mn ? v : mn;
+        mx = v > mx ? v : mx;
+        nan |= v != v;
+    }
+    if (nan || N == 0) {
+        *lo = 0;
+        *hi = nan ? INFINITY : 0;
+        return;
+    }
+    double h = fmax(ac_sub_up(ph, mn), ac_sub_up(mx, pl));
+    double l = fmax(ac_sub_dn(pl, mn), ac_sub_dn(mx, ph));
+    *lo = l > 0 ? l : 0;
+    *hi = h > 0 ? h : 0;
+}
+
 /* Stage 0 of max|Softmax - P|: logits, softmax enclosure, deviation. */
 static int maxdev_stage0(double *lo, double *hi, const ac_mat *X, const ac_mat *Wk,
                          const ac_mat *Wq, const ac_mat *P, ac_err *err)
 {
     size_t n = X->cols, N = n * n;
+    if (ac_head_live_rows(Wk, Wq) == 0) {
+        maxdev_uniform(lo, hi, P);
+        return AC_OK;
+    }
     double *llo = malloc(N * sizeof(double)), *lhi = malloc(N * sizeof(double));
     double *plo = NULL, *phi = NULL;
     int st = AC_OK;
@@ -233,7 +265,7 @@ static int maxdev_split_cols(double *clo, double *chi, const ac_mat *X, const ac
                              const ac_mat *Wq, const ac_mat *P, ac_err *err)
 {
     size_t d = X->rows, n = X->cols, dk = Wk->rows, nb = n < COLPANEL ? n : COLPANEL;
-    size_t r = live_rows(Wk, Wq); /* K, Q: r x n */
+    size_t r = ac_head_live_rows(Wk, Wq); /* K, Q: r x n */
     ac_imat K = {0}, Qp = {0}, Sp = {0};
     ac_split s = {0};
     size_t pn = (n * nb > 0) ? n * nb : 1;
@@ -385,7 +417,7 @@ static void maxdev_ball_col(arb_t res, size_t j, const ac_mat *X, const ac_mat *
 {
     size_t d = X->rows, n = X->cols, dk = Wk->rows, m = d > n ? d : n;
     m = m > dk ? m : dk;
-    size_t r = live_rows(Wk, Wq); /* rows of q that can contribute */
+    size_t r = ac_head_live_rows(Wk, Wq); /* rows of q that can contribute */
     arb_ptr x = _arb_vec_init((slong)d), q = _arb_vec_init((slong)dk), z = _arb_vec_init((slong)d);
     arb_ptr row = _arb_vec_init((slong)m);
     arb_mat_t L, S;
@@ -534,6 +566,10 @@ int ac_head_certify_pre(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, const 
     weights_ctx c = {X, Wk, Wq, P, pre, tol, NULL, NULL,
                      "interval products in double (gamma_k bound) + rigorous exp",
                      "Arb ball arithmetic"};
+    if (pre)
+        snprintf(c.method0, sizeof c.method0, "%s",
+                 "norm-bounded interval products in double (X^+X split if needed, "
+                 "doc/mathematics.md §2.3) + rigorous exp");
     ac_quantity q = {"max|Softmax((Wk X)'(Wq X)/sqrt(dk)) - P|",
                      weights_stage0,
                      weights_ball,

@@ -39,6 +39,10 @@ int ac_head_logits_stage0(double *llo, double *lhi, ac_imat *S_out, const ac_mat
                           const ac_mat *Wk, const ac_mat *Wq, const ac_imat *Kpre,
                           ac_err *err);
 
+/* The number r of leading rows of Wk, Wq (dk x d) that can contribute to
+ * the logits: rows past r have Wk_i = 0 or Wq_i = 0 (exact zero terms). */
+size_t ac_head_live_rows(const ac_mat *Wk, const ac_mat *Wq);
+
 /* plo <= Softmax(L) <= phi for every logit matrix L in [llo, lhi] (n x n, the
  * columns the softmax groups; ac_softmax_col_enclose).  Returns 0 if some
  * logit bound is not finite (the caller decides the fallback). */

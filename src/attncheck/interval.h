@@ -38,15 +38,15 @@ extern "C" {
  * ac_up(+inf) = +inf, ac_up(-DBL_MAX) = ..., NaN passes through. */
 static inline double ac_up(double x)
 {
+    /* written as selects without early returns, so that loops over it
+     * vectorise; the value is that of the step-by-step definition */
     uint64_t b;
-    if (x != x || x == INFINITY)
-        return x;
-    if (x == 0.0)
-        return AC_ETA;
+    double y;
     memcpy(&b, &x, sizeof b);
     b += (x > 0) ? 1 : (uint64_t)-1;
-    memcpy(&x, &b, sizeof b);
-    return x;
+    memcpy(&y, &b, sizeof b);
+    y = (x == 0.0) ? AC_ETA : y;
+    return (x != x || x == INFINITY) ? x : y;
 }
 
 static inline double ac_dn(double x)
@@ -77,6 +77,12 @@ void ac_exp_enclose(double x, double *lo, double *hi);
 
 /* ac_exp_enclose for n arguments at once (vectorised; same guarantee). */
 void ac_exp_enclose_array(const double *x, size_t n, double *lo, double *hi);
+
+/* For a_i <= b_i: El_i <= e^(a_i) and Eh_i >= e^(b_i), one exp per entry
+ * when b_i - a_i <= 2^-10 (Eh from e^(b-a) <= 1 + t + t^2, t >= b - a);
+ * tmp holds n doubles. */
+void ac_exp_enclose_shift(const double *a, const double *b, size_t n, double *El, double *Eh,
+                          double *tmp);
 
 /* Enclosure of the sum of n doubles: lo <= sum x_i <= hi (recursive summation
  * with the bound |fl(sum) - sum| <= gamma_{n-1} sum |x_i|).  Returns 0 if the

@@ -183,6 +183,33 @@ void ac_exp_enclose_array(const double *x, size_t n, double *lo, double *hi)
             ac_exp_enclose(x[i], &lo[i], &hi[i]);
 }
 
+/* e^a <= El and e^b >= Eh for a <= b close together, with one exp per
+ * entry: e^b = e^a e^(b-a), and for 0 <= t <= 1
+ *     e^t = 1 + t + t^2 (1/2! + t/3! + ...) <= 1 + t + t^2 (e - 2) <= 1 + t + t^2,
+ * so Eh = up(H (1 + t + t^2)) with H >= e^a and t >= b - a (all rounded
+ * up).  Entries with b - a > 2^-10 (or not finite) take their own exp. */
+void ac_exp_enclose_shift(const double *a, const double *b, size_t n, double *El, double *Eh,
+                          double *tmp)
+{
+    ac_exp_enclose_array(a, n, El, tmp);
+    int wide = 0;
+    for (size_t i = 0; i < n; i++) {
+        double t = ac_sub_up(b[i], a[i]);
+        int ok = t >= 0 && t <= 0x1p-10;
+        double f = ac_add_up(1.0, ac_add_up(t, ac_mul_up(t, t)));
+        Eh[i] = ok ? ac_mul_up(tmp[i], f) : INFINITY;
+        wide |= !ok;
+    }
+    if (wide)
+        for (size_t i = 0; i < n; i++) {
+            double t = ac_sub_up(b[i], a[i]);
+            if (!(t >= 0 && t <= 0x1p-10)) {
+                double l;
+                ac_exp_enclose(b[i], &l, &Eh[i]);
+            }
+        }
+}
+
 int ac_sum_enclose(const double *x, size_t n, size_t stride, double *lo, double *hi)
 {
     /* |fl(s) - s| <= gamma_{n-1} sum|x_i| (Higham (4.4)); sum|x_i| <=
@@ -226,10 +253,19 @@ double ac_norm2_up(const double *x, size_t n)
     int e;
     frexp(m, &e);
     double s = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        double v = ldexp(x[i], -e);
-        s += v * v;
-    }
+    if (e >= -1021 && e <= 1021) {
+        /* 2^-e is a normal double: x 2^-e rounds exactly as ldexp does
+         * (exact unless the result is subnormal) */
+        double sc = ldexp(1.0, -e);
+        for (size_t i = 0; i < n; i++) {
+            double v = x[i] * sc;
+            s += v * v;
+        }
+    } else
+        for (size_t i = 0; i < n; i++) {
+            double v = ldexp(x[i], -e);
+            s += v * v;
+        }
     /* each square: relative error u plus eta/2 absolute; the sum of n
      * non-negative terms: relative gamma_{n-1}.  Together <= gamma_n relative
      * plus n*eta absolute on sum (x_i 2^-e)^2 (with the scaling loss, the
@@ -412,15 +448,38 @@ double ac_imat_maxdev_up(const ac_imat *A, const double *B, int identity)
 
 double ac_imat_fro_dev_up(const ac_imat *A, const double *B, int identity)
 {
+    /* ac_norm2_up of the entrywise bounds, streamed in two passes (the
+     * largest bound, then the scaled squares) instead of an n^2 buffer: the
+     * same operations on the same values, so the same result */
     size_t n = A->rows * A->cols;
-    double *d = malloc((n ? n : 1) * sizeof(double));
-    if (!d)
-        return INFINITY;
-    for (size_t i = 0; i < n; i++)
-        d[i] = entry_dev_up(A, i, B, identity);
-    double r = ac_norm2_up(d, n);
-    free(d);
-    return r;
+    double m = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double v = entry_dev_up(A, i, B, identity);
+        if (!(v <= DBL_MAX))
+            return INFINITY;
+        if (v > m)
+            m = v;
+    }
+    if (m == 0.0)
+        return 0.0;
+    int e;
+    frexp(m, &e);
+    double s = 0.0;
+    if (e >= -1021 && e <= 1021) {
+        double sc = ldexp(1.0, -e);
+        for (size_t i = 0; i < n; i++) {
+            double v = entry_dev_up(A, i, B, identity) * sc;
+            s += v * v;
+        }
+    } else
+        for (size_t i = 0; i < n; i++) {
+            double v = ldexp(entry_dev_up(A, i, B, identity), -e);
+            s += v * v;
+        }
+    double g = ac_gamma_up((double)n + 1);
+    double bound = ac_mul_up(s, ac_div_up(1.0, ac_sub_dn(1.0, g)));
+    bound = ac_add_up(bound, ac_mul_up((double)n, 4 * AC_ETA + 0x1p-1060));
+    return ldexp(ac_sqrt_up(bound), e) * (1.0 + 2 * AC_U) + AC_ETA;
 }
 
 int ac_softmax_col_enclose(const double *lo, const double *hi, size_t n, size_t m,
@@ -467,8 +526,7 @@ int ac_softmax_col_enclose(const double *lo, const double *hi, size_t n, size_t 
             Al[i] = ac_sub_dn(lo[i * m + j], mx);
             Ah[i] = ac_sub_up(hi[i * m + j], mx);
         }
-        ac_exp_enclose_array(Al, n, El, T);
-        ac_exp_enclose_array(Ah, n, T, Eh);
+        ac_exp_enclose_shift(Al, Ah, n, El, Eh, T);
         double sl, sh, tmp;
         ac_sum_enclose(El, n, 1, &sl, &tmp);   /* sl <= sum E-_k */
         ac_sum_enclose(Eh, n, 1, &tmp, &sh);   /* sh >= sum E+_k */

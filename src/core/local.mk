@@ -7,6 +7,10 @@ src_libattncheck_la_SOURCES += \
 	src/core/interval.c \
 	src/core/imat_split.c \
 	src/core/imat_split.h \
+	src/core/imat_cs.c \
+	src/core/sum_exact.c \
+	src/core/sum_exact.h \
+	src/core/imat_cs.h \
 	src/core/ball.c \
 	src/core/ball.h \
 	src/core/ac_arb.h \
@@ -25,6 +29,11 @@ UNIT_TESTS += tests/test_imat_split tests/test_interval tests/test_verdict tests
 tests_test_imat_split_SOURCES = tests/test_imat_split.c tests/testutil.h
 tests_test_imat_split_CFLAGS = $(TEST_CFLAGS)
 tests_test_imat_split_LDADD = $(TEST_LIBS)
+check_PROGRAMS += tests/test_imat_cs
+UNIT_TESTS += tests/test_imat_cs
+tests_test_imat_cs_SOURCES = tests/test_imat_cs.c tests/testutil.h
+tests_test_imat_cs_CFLAGS = $(TEST_CFLAGS)
+tests_test_imat_cs_LDADD = $(TEST_LIBS)
 tests_test_interval_SOURCES = tests/test_interval.c tests/testutil.h
 tests_test_interval_CFLAGS = $(TEST_CFLAGS)
 tests_test_interval_LDADD = $(TEST_LIBS)

@@ -19,99 +19,320 @@
 #include <stdlib.h>
 #include <string.h>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "attncheck/interval.h"
 #include "attncheck/linalg.h"
 #include "attncheck/theorem1.h"
 #include "attention/head_impl.h"
+#include "core/imat_cs.h"
+#include "core/imat_split.h"
 #include "theorem1/t1_impl.h"
+
+#define EQ4_PANEL 128 /* columns of the logits traced at a time */
+#define WQ_BLOCK 256  /* rows of Wq formed per BLAS call */
 
 /* Wt = Wkq~ = sqrt(dk) log(P D0) (paper 1, eq. (6)); Wk = [X^+; 0],
  * Wq = [Wt X^+; 0] (Wk~ = I, Wq~ = Wt in the paper's Wk = Wk~ X^+,
- * Wq = Wq~ X^+).  Y = X^+ (n x d). */
-static int construct_weights(ac_t1_result *res, ac_mat *Wt, const ac_mat *Y, const ac_mat *P,
+ * Wq = Wq~ X^+).  Y = X^+ (n x d) becomes Wk (its buffer, grown to dk rows:
+ * no copy; *Y is empty afterwards).  Row-major, the first n rows of Wq are
+ * a prefix: the product is written there directly. */
+static int construct_weights(ac_t1_result *res, ac_mat *Wt, ac_mat *Y, const ac_mat *P,
                              const double *d0, size_t dk, ac_err *err)
 {
     size_t n = P->rows, d = Y->cols;
-    ac_mat WtY = {0};
     int st;
     double sq = sqrt((double)dk);
     if ((st = ac_mat_init(Wt, n, n, err)))
         return st;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < n; j++)
             AC_MAT(Wt, i, j) = sq * (log(AC_MAT(P, i, j)) + (d0 ? log(d0[j]) : 0.0));
-    if ((st = ac_mat_init(&WtY, n, d, err)) ||
-        (st = ac_gemm(&WtY, AC_NOTRANS, Wt, AC_NOTRANS, Y, err)) ||
-        (st = ac_mat_init(&res->Wk, dk, d, err)) || (st = ac_mat_init(&res->Wq, dk, d, err))) {
-        ac_mat_free(&WtY);
+    if ((st = ac_mat_init(&res->Wq, dk, d, err)))
         return st;
+    /* Wq's first n rows = Wt Y by fixed blocks of rows, shared out over the
+     * OpenMP threads (single-threaded BLAS inside: the same bits for any
+     * thread count) */
+    size_t nb = (n + WQ_BLOCK - 1) / WQ_BLOCK;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static)
+#endif
+    for (size_t b = 0; b < nb; b++) {
+        size_t i0 = b * WQ_BLOCK, m = n - i0 < WQ_BLOCK ? n - i0 : WQ_BLOCK;
+        ac_dgemm(AC_NOTRANS, AC_NOTRANS, m, d, n, 1.0, Wt->data + i0 * n, n, Y->data, d, 0.0,
+                 res->Wq.data + i0 * d, d);
     }
-    memcpy(res->Wk.data, Y->data, n * d * sizeof(double));
-    memcpy(res->Wq.data, WtY.data, n * d * sizeof(double));
-    ac_mat_free(&WtY);
+    if (dk > n) {
+        double *g = realloc(Y->data, dk * d * sizeof(double));
+        if (!g)
+            return ac_err_set(err, AC_EINTERNAL, "out of memory");
+        memset(g + n * d, 0, (dk - n) * d * sizeof(double));
+        Y->data = g;
+    }
+    res->Wk = (ac_mat){dk, d, Y->data};
+    *Y = (ac_mat){0};
+    return AC_OK;
+}
+
+
+/* Panel buffers of trace_eq4: w <= EQ4_PANEL columns at a time, and the
+ * norms the radii are made of (n, r, 2n doubles). */
+typedef struct {
+    ac_imat Q, S;                  /* r x w, n x w */
+    double *llo, *lhi, *plo, *phi; /* n x w each */
+    double *xn, *wn, *kn;          /* ||X_:,j||, ||Wq_i,:||, ac_nearid_norms of K */
+    double *own;                   /* the buffer of xn, wn, kn (other threads share panel 0's) */
+} eq4_panel;
+
+static void eq4_free(eq4_panel *b)
+{
+    free(b->llo);
+    free(b->own);
+    ac_imat_free(&b->Q);
+    ac_imat_free(&b->S);
+}
+
+static int eq4_alloc(eq4_panel *b, size_t r, size_t n, size_t w, ac_err *err)
+{
+    int st;
+    memset(b, 0, sizeof *b);
+    b->llo = malloc((n * w > 0 ? 4 * n * w : 1) * sizeof(double));
+    b->xn = b->own = malloc((3 * n + r + 1) * sizeof(double));
+    if (!b->llo || !b->xn) {
+        eq4_free(b);
+        return ac_err_set(err, AC_EINTERNAL, "out of memory");
+    }
+    b->lhi = b->llo + n * w;
+    b->plo = b->lhi + n * w;
+    b->phi = b->plo + n * w;
+    b->wn = b->xn + n;
+    b->kn = b->wn + r;
+    if ((st = ac_imat_init(&b->Q, r, w, 1, err)) || (st = ac_imat_init(&b->S, n, w, 1, err)))
+        eq4_free(b);
+    return st;
+}
+
+/* The running maxima of trace_eq4 over the panels. */
+typedef struct {
+    double e4, e4lo, plo, phi;
+    int ok;
+} eq4_acc;
+
+/* One panel (columns j0..j0+w-1) of trace_eq4: Q = Wq X and S = K^T Q by the
+ * norm-bounded products (doc/mathematics.md §2.3), the deviation of S from
+ * Wt, the logits S / sqrt(dk), their softmax bounds and the deviation from P. */
+static int eq4_panel_run(eq4_panel *b, eq4_acc *acc, const ac_imat *Kp, size_t r,
+                         const ac_mat *X, const ac_mat *Wq, const ac_mat *Wt, const ac_mat *P,
+                         size_t dk, size_t j0, size_t w, ac_err *err)
+{
+    size_t d = X->rows, n = X->cols;
+    double s_lo = ac_div_dn(1.0, ac_sqrt_up((double)dk));
+    double s_hi = ac_div_up(1.0, ac_sqrt_dn((double)dk));
+    int st;
+    b->Q.cols = b->S.cols = w;
+    if ((st = ac_mul_cs(b->Q.mid, b->Q.rad, w, Wq->data, r, d, X->data + j0, d, w, n, b->wn,
+                        b->xn + j0, 0, err)) ||
+        (st = r == n ? ac_imat_mul_tn_nearid(&b->S, Kp, b->kn, &b->Q, 0, err)
+                     : ac_imat_mul(&b->S, AC_TRANS, Kp, AC_NOTRANS, &b->Q, err)))
+        return st;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < w; j++) {
+            size_t k = i * w + j;
+            double t = Wt->data[i * n + j0 + j], a = ac_imat_lo(&b->S, k), c = ac_imat_hi(&b->S, k);
+            double dup = ac_add_up(ac_up(fabs(b->S.mid[k] - t)), b->S.rad[k]);
+            acc->e4 = !(dup <= acc->e4) ? (dup == dup ? dup : INFINITY) : acc->e4;
+            acc->e4lo = fmax(acc->e4lo, fmax(ac_sub_dn(a, t), ac_sub_dn(t, c)));
+            b->llo[k] = a >= 0 ? ac_mul_dn(a, s_lo) : ac_mul_dn(a, s_hi);
+            b->lhi[k] = c >= 0 ? ac_mul_up(c, s_hi) : ac_mul_up(c, s_lo);
+        }
+    acc->ok &= ac_softmax_col_enclose(b->llo, b->lhi, n, w, b->plo, b->phi);
+    for (size_t i = 0; i < n; i++) {
+        double l, h;
+        ac_head_maxdev_from_bounds(b->plo + i * w, b->phi + i * w, P->data + i * n + j0, w, &l, &h);
+        acc->plo = fmax(acc->plo, l);
+        acc->phi = !(h <= acc->phi) ? (h == h ? h : INFINITY) : acc->phi;
+    }
+    return AC_OK;
+}
+
+/* Panels 1.. of trace_eq4 (panel 0 is done: it chose K), shared out over
+ * the OpenMP threads, each with its own buffers and maxima.  The panels are
+ * fixed (EQ4_PANEL columns), every BLAS call inside is single-threaded, and
+ * maxima combine exactly in any order: the result is the same bits for any
+ * thread count. */
+static int eq4_rest(eq4_panel *b0, eq4_acc *acc, const ac_imat *Kp, size_t r, const ac_mat *X,
+                    const ac_mat *Wq, const ac_mat *Wt, const ac_mat *P, size_t dk, size_t w0,
+                    ac_err *err)
+{
+    size_t n = X->cols, np = (n + w0 - 1) / w0;
+    int nt = 1;
+    if (np < 2)
+        return AC_OK;
+#ifdef _OPENMP
+    nt = omp_get_max_threads();
+    nt = (size_t)nt > np - 1 ? (int)(np - 1) : (nt < 1 ? 1 : nt);
+#endif
+    eq4_panel *bs = calloc((size_t)nt, sizeof *bs);
+    eq4_acc *as = calloc((size_t)nt, sizeof *as);
+    int *sts = calloc((size_t)nt, sizeof *sts), st = AC_OK;
+    if (!bs || !as || !sts) {
+        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
+        goto out;
+    }
+    bs[0] = *b0;
+    for (int t = 0; t < nt; t++) {
+        as[t] = (eq4_acc){0, 0, 0, 0, 1};
+        if (t > 0) {
+            if ((st = eq4_alloc(&bs[t], r, n, w0, err))) {
+                nt = t; /* free what exists */
+                goto out;
+            }
+            bs[t].xn = b0->xn;
+            bs[t].wn = b0->wn;
+            bs[t].kn = b0->kn;
+        }
+    }
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static)
+#endif
+    for (size_t p = 1; p < np; p++) {
+        int t = 0;
+#ifdef _OPENMP
+        t = omp_get_thread_num();
+#endif
+        size_t j0 = p * w0, w = n - j0 < w0 ? n - j0 : w0;
+        if (!sts[t])
+            sts[t] = eq4_panel_run(&bs[t], &as[t], Kp, r, X, Wq, Wt, P, dk, j0, w, NULL);
+    }
+    for (int t = 0; t < nt; t++) {
+        if (sts[t] && !st)
+            st = ac_err_set(err, sts[t], "the trace of paper 1, eq. (4) failed (out of memory?)");
+        acc->e4 = !(as[t].e4 <= acc->e4) ? as[t].e4 : acc->e4;
+        acc->e4lo = fmax(acc->e4lo, as[t].e4lo);
+        acc->plo = fmax(acc->plo, as[t].plo);
+        acc->phi = !(as[t].phi <= acc->phi) ? as[t].phi : acc->phi;
+        acc->ok &= as[t].ok;
+    }
+out:
+    if (bs) {
+        b0->Q = bs[0].Q; /* panel 0's buffers go back (their cols may have changed) */
+        b0->S = bs[0].S;
+        for (int t = 1; t < nt; t++)
+            eq4_free(&bs[t]);
+    }
+    free(bs);
+    free(as);
+    free(sts);
+    return st;
+}
+
+/* K = Wk X (r x n with a radius, allocated by the caller) by split products, in panels of columns
+ * (doc/mathematics.md §2.3, "Split products"), shared out over the OpenMP
+ * threads: A1 B1 is exact and the rest of each entry does not depend on the
+ * panel's thread, so the bits do not depend on the thread count. */
+static int split_k(ac_imat *K, const ac_mat *Wk, size_t r, const ac_mat *X, size_t w0,
+                   ac_err *err)
+{
+    size_t d = X->rows, n = X->cols, np = (n + w0 - 1) / w0;
+    int bad = AC_OK;
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) reduction(max : bad)
+#endif
+    for (size_t p = 0; p < np; p++) {
+        size_t j0 = p * w0, w = n - j0 < w0 ? n - j0 : w0;
+        ac_split s = {0};
+        int e = ac_split_cols(&s, X->data + j0, d, w, n, NULL);
+        if (!e)
+            e = ac_mul_split(K->mid + j0, K->rad + j0, n, Wk->data, r, d, &s, NULL);
+        ac_split_free(&s);
+        bad = e > bad ? e : bad;
+    }
+    if (bad)
+        return ac_err_set(err, bad, "split product of X^+ X failed (out of memory or non-finite)");
     return AC_OK;
 }
 
 /* Trace of paper 1, eq. (4) for the written weights: the stage-0 logits of
  * the head against Wt; the same interval products give the stage-0
- * enclosure pre[0..1] of max|Softmax - P| (the final identity). */
+ * enclosure pre[0..1] of max|Softmax - P| (the final identity).  Computed
+ * in panels of EQ4_PANEL columns (the softmax groups are the columns), so
+ * its memory is O(n) columns, not 6 n^2.  K = X^+ X is the rank step's
+ * enclosure; when the first panel does not fit under tol with it (its
+ * gamma_k radius grows like n^2 u times the weights), K is enclosed again by
+ * split products, once, and the trace restarts. */
 static int trace_eq4(ac_t1_result *res, double *pre, const ac_mat *X, const ac_mat *Wt,
-                     const ac_mat *P, size_t dk, const ac_imat *YX, ac_err *err)
+                     const ac_mat *P, size_t dk, ac_imat *YX, double tol, ac_err *err)
 {
-    size_t n = X->cols, N = n * n;
-    double *llo = malloc(N * sizeof(double)), *lhi = malloc(N * sizeof(double));
-    double *plo = NULL, *phi = NULL;
-    ac_imat S = {0}, K = {0};
-    const ac_imat *Kp = NULL;
-    int st = AC_OK;
-    if (!llo || !lhi) {
-        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
-        goto out;
+    size_t d = X->rows, n = X->cols, w0 = n < EQ4_PANEL ? n : EQ4_PANEL;
+    size_t r = ac_head_live_rows(&res->Wk, &res->Wq); /* <= n: Wk = [X^+; 0] */
+    ac_imat K = {0};
+    const ac_imat *Kp;
+    eq4_panel b = {0};
+    eq4_acc acc = {0, 0, 0, 0, 1};
+    int st, split = 0;
+    /* K = Wk X = [X^+ X; 0]: its first r rows, already enclosed by the rank step */
+    if (YX && YX->mid && YX->rows == n && YX->cols == n && r <= n) {
+        K = (ac_imat){r, n, YX->mid, YX->rad};
+        Kp = &K;
+    } else {
+        ac_mat Wkr = {r, d, res->Wk.data};
+        ac_imat Xi = ac_imat_view(X), Wki = ac_imat_view(&Wkr);
+        if ((st = ac_imat_init(&K, r, n, 1, err)) ||
+            (st = ac_imat_mul(&K, AC_NOTRANS, &Wki, AC_NOTRANS, &Xi, err)))
+            goto out;
+        Kp = &K;
     }
-    /* Wk = [X^+; 0]: Wk X = [X^+ X; 0], already enclosed by the rank step */
-    if (YX && YX->mid && YX->rows == n && YX->cols == n) {
-        if (dk == n)
-            Kp = YX;
-        else if ((st = ac_imat_init(&K, dk, n, 1, err)) == AC_OK) {
-            memcpy(K.mid, YX->mid, n * n * sizeof(double));
-            memcpy(K.rad, YX->rad, n * n * sizeof(double));
-            Kp = &K;
-        } else
+    if ((st = eq4_alloc(&b, r, n, w0, err)))
+        goto out;
+    ac_colnorms_up(b.xn, X->data, d, n, n, 0);
+    ac_rownorms_up(b.wn, res->Wq.data, r, d, d);
+    if (r == n)
+        ac_nearid_norms(b.kn, Kp);
+    /* panel 0 first: it decides which enclosure of K the trace uses */
+    if ((st = eq4_panel_run(&b, &acc, Kp, r, X, &res->Wq, Wt, P, dk, 0, w0, err)))
+        goto out;
+    if (r == n && r > 0 && !(acc.phi <= tol)) {
+        /* the first panel does not fit: a tighter K, and start again.  The
+         * rank step's YX encloses the same product X^+ X (Wk's first n rows
+         * are that Y): the tighter enclosure overwrites it in place */
+        if (K.mid == (YX ? YX->mid : NULL) && YX->rad) {
+            if ((st = split_k(YX, &res->Wk, r, X, w0, err)))
+                goto out;
+            K = (ac_imat){r, n, YX->mid, YX->rad};
+        } else {
+            if (K.mid == (YX ? YX->mid : NULL))
+                K = (ac_imat){0};
+            else
+                ac_imat_free(&K);
+            if ((st = ac_imat_init(&K, r, n, 1, err)) || (st = split_k(&K, &res->Wk, r, X, w0, err)))
+                goto out;
+        }
+        Kp = &K;
+        ac_nearid_norms(b.kn, &K);
+        acc = (eq4_acc){0, 0, 0, 0, 1};
+        split = 1;
+        if ((st = eq4_panel_run(&b, &acc, Kp, r, X, &res->Wq, Wt, P, dk, 0, w0, err)))
             goto out;
     }
-    if ((st = ac_head_logits_stage0(llo, lhi, &S, X, &res->Wk, &res->Wq, Kp, err)))
+    if ((st = eq4_rest(&b, &acc, Kp, r, X, &res->Wq, Wt, P, dk, w0, err)))
         goto out;
-    double e4 = ac_imat_maxdev_up(&S, Wt->data, 0);
-    double e4lo = 0;
-    for (size_t i = 0; i < N; i++) {
-        double dlo = fmax(ac_sub_dn(ac_imat_lo(&S, i), Wt->data[i]),
-                          ac_sub_dn(Wt->data[i], ac_imat_hi(&S, i)));
-        if (dlo > e4lo)
-            e4lo = dlo;
-    }
-    ac_t1_add_step(res, "paper 1, eq. (4): X'Wk'WqX = Wk~'Wq~", "max|(Wk X)'(Wq X) - Wkq~|", e4lo, e4,
-                   AC_STAGE_DOUBLE, 53, "X^+ cancels X: the logits are the chosen Wkq~ (paper 1, eq. (4))");
-    /* stage 0 of the final identity from the same logits (the softmax bounds
-     * overwrite nothing: separate buffers) */
-    plo = malloc(N * sizeof(double));
-    phi = malloc(N * sizeof(double));
-    if (!plo || !phi) {
-        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
-        goto out;
-    }
-    if (ac_head_softmax_enclose(plo, phi, llo, lhi, n))
-        ac_head_maxdev_from_bounds(plo, phi, P->data, N, &pre[0], &pre[1]);
-    else {
-        pre[0] = 0;
-        pre[1] = INFINITY;
-    }
+    ac_t1_add_step(res, "paper 1, eq. (4): X'Wk'WqX = Wk~'Wq~", "max|(Wk X)'(Wq X) - Wkq~|",
+                   acc.e4lo, acc.e4, AC_STAGE_DOUBLE, 53,
+                   split ? "X^+ cancels X: the logits are the chosen Wkq~ (paper 1, eq. (4)); "
+                           "X^+ X by split products"
+                         : "X^+ cancels X: the logits are the chosen Wkq~ (paper 1, eq. (4))");
+    /* stage 0 of the final identity from the same logits */
+    pre[0] = acc.ok ? acc.plo : 0;
+    pre[1] = acc.ok ? acc.phi : INFINITY;
 out:
-    free(plo);
-    free(phi);
-    free(llo);
-    free(lhi);
-    ac_imat_free(&K);
-    ac_imat_free(&S);
+    eq4_free(&b);
+    if (K.mid != (YX ? YX->mid : NULL))
+        ac_imat_free(&K);
     return st;
 }
 
@@ -125,48 +346,51 @@ static int trace_eq7(ac_t1_result *res, const ac_mat *Wt, const double *d0, size
     double s_lo = ac_div_dn(1.0, ac_sqrt_up((double)dk)),
            s_hi = ac_div_up(1.0, ac_sqrt_dn((double)dk));
     double e7 = 0, e7lo = 0;
-    double *el = malloc(n * sizeof(double)), *eh = malloc(n * sizeof(double));
-    double *xa = malloc(n * sizeof(double)), *xb = malloc(n * sizeof(double));
-    double *tmp = malloc(n * sizeof(double));
-    int st = AC_OK;
-    if (!el || !eh || !xa || !xb || !tmp) {
-        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
-        goto out;
-    }
-    for (size_t j = 0; j < n; j++) {
-        for (size_t i = 0; i < n; i++) {
-            double w = Wt->data[i * n + j];
-            xa[i] = w >= 0 ? ac_mul_dn(w, s_lo) : ac_mul_dn(w, s_hi);
-            xb[i] = w >= 0 ? ac_mul_up(w, s_hi) : ac_mul_up(w, s_lo);
+    int oom = 0;
+    /* columns shared out over the OpenMP threads; maxima combine exactly */
+#ifdef _OPENMP
+#pragma omp parallel reduction(max : e7, e7lo, oom)
+#endif
+    {
+        double *el = malloc((n ? 5 * n : 1) * sizeof(double));
+        double *eh = el + n, *xa = eh + n, *xb = xa + n, *tmp = xb + n;
+        oom = !el;
+#ifdef _OPENMP
+#pragma omp for schedule(static)
+#endif
+        for (size_t j = 0; j < n; j++) {
+            if (!el)
+                continue;
+            for (size_t i = 0; i < n; i++) {
+                double w = Wt->data[i * n + j];
+                xa[i] = w >= 0 ? ac_mul_dn(w, s_lo) : ac_mul_dn(w, s_hi);
+                xb[i] = w >= 0 ? ac_mul_up(w, s_hi) : ac_mul_up(w, s_lo);
+            }
+            ac_exp_enclose_shift(xa, xb, n, el, eh, tmp);
+            double sl, sh, t;
+            ac_sum_enclose(el, n, 1, &sl, &t);
+            ac_sum_enclose(eh, n, 1, &t, &sh);
+            double dj = d0 ? d0[j] : 1.0;
+            double rl = ac_sub_dn(ac_div_dn(sl, dj), 1.0), rh = ac_sub_up(ac_div_up(sh, dj), 1.0);
+            double m = fmax(fabs(rl), fabs(rh));
+            if (m > e7)
+                e7 = m;
+            double ml = (rl > 0) ? rl : ((rh < 0) ? -rh : 0);
+            if (ml > e7lo)
+                e7lo = ml;
         }
-        ac_exp_enclose_array(xa, n, el, tmp);
-        ac_exp_enclose_array(xb, n, tmp, eh);
-        double sl, sh, t;
-        ac_sum_enclose(el, n, 1, &sl, &t);
-        ac_sum_enclose(eh, n, 1, &t, &sh);
-        double dj = d0 ? d0[j] : 1.0;
-        double rl = ac_sub_dn(ac_div_dn(sl, dj), 1.0), rh = ac_sub_up(ac_div_up(sh, dj), 1.0);
-        double m = fmax(fabs(rl), fabs(rh));
-        if (m > e7)
-            e7 = m;
-        double ml = (rl > 0) ? rl : ((rh < 0) ? -rh : 0);
-        if (ml > e7lo)
-            e7lo = ml;
+        free(el);
     }
+    if (oom)
+        return ac_err_set(err, AC_EINTERNAL, "out of memory");
     ac_t1_add_step(res, "paper 1, eq. (7): 1'exp(Wkq~/sqrt(dk)) = 1'D0",
                    "max_j |1'exp(Wkq~/sqrt(dk))_j / D0_jj - 1|", e7lo, e7, AC_STAGE_DOUBLE, 53,
                    "the softmax normaliser D equals D0, so Softmax(Wkq~/sqrt(dk)) = P D0 D0^-1 = P");
-out:
-    free(el);
-    free(eh);
-    free(xa);
-    free(xb);
-    free(tmp);
-    return st;
+    return AC_OK;
 }
 
 int ac_t1_route_construct(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X,
-                          const ac_mat *P, ac_mat *Y, const ac_imat *YX, const ac_t1_opts *o,
+                          const ac_mat *P, ac_mat *Y, ac_imat *YX, const ac_t1_opts *o,
                           ac_err *err)
 {
     size_t n = X->cols, dk = res->dk;
@@ -184,7 +408,7 @@ int ac_t1_route_construct(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X
     if (o->want_weights) {
         if ((!Y->data && (st = ac_approx_pinv(Y, X, 0.0, err))) || /* rank exact, QR gave up */
             (st = construct_weights(res, &Wt, Y, P, o->d0, dk, err)) ||
-            (st = trace_eq4(res, pre, X, &Wt, P, dk, YX, err)) ||
+            (st = trace_eq4(res, pre, X, &Wt, P, dk, YX, o->tol, err)) ||
             (st = trace_eq7(res, &Wt, o->d0, dk, err)) ||
             (st = ac_t1_certify_weights(&res->weights_cert, X, &res->Wk, &res->Wq, P, pre, o,
                                         err))) {

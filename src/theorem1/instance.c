@@ -10,11 +10,11 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include <mpfr.h>
 
 #include "attncheck/interval.h"
 #include "attncheck/rng.h"
 #include "attncheck/theorem1.h"
+#include "core/sum_exact.h"
 #include "theorem1/t1_impl.h"
 
 double ac_t1_colsum_tol(size_t n)
@@ -123,44 +123,13 @@ void ac_t1_normalize(ac_mat *P)
     }
 }
 
-/* Is the exact sum of column j of P equal to 1?  MPFR's sum is correctly
- * rounded in each direction, so both roundings are 1 iff the sum is. */
-static int column_sums_to_one(const ac_mat *P, size_t j)
-{
-    size_t n = P->rows;
-    mpfr_t *v = malloc(n * sizeof(mpfr_t));
-    mpfr_ptr *tab = malloc(n * sizeof(mpfr_ptr));
-    mpfr_t lo, hi;
-    int one = 0;
-    if (!v || !tab) {
-        free(v);
-        free(tab);
-        return 0;
-    }
-    for (size_t i = 0; i < n; i++) {
-        mpfr_init2(v[i], 53);
-        mpfr_set_d(v[i], AC_MAT(P, i, j), MPFR_RNDN); /* exact */
-        tab[i] = v[i];
-    }
-    mpfr_inits2(53, lo, hi, (mpfr_ptr)0);
-    mpfr_sum(lo, tab, n, MPFR_RNDD);
-    mpfr_sum(hi, tab, n, MPFR_RNDU);
-    one = mpfr_cmp_ui(lo, 1) == 0 && mpfr_cmp_ui(hi, 1) == 0;
-    mpfr_clears(lo, hi, (mpfr_ptr)0);
-    for (size_t i = 0; i < n; i++)
-        mpfr_clear(v[i]);
-    free(v);
-    free(tab);
-    return one;
-}
-
 double ac_t1_normalisation_gap(const ac_mat *P)
 {
     size_t n = P->rows;
     double gap = 0;
     for (size_t j = 0; j < n; j++) {
         double lo, hi;
-        if (column_sums_to_one(P, j))
+        if (ac_sum_is_exactly(P->data + j, n, n, 1.0))
             continue; /* this column is its own normalisation */
         ac_sum_enclose(P->data + j, n, n, &lo, &hi);
         /* |1 - 1/s| over s in [lo, hi] */

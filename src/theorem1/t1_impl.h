@@ -83,9 +83,11 @@ int t1_factor_logits(ac_mat *Wk, ac_mat *Wq, const ac_mat *T, const ac_mat *Xp, 
                      ac_err *err);
 
 /* Route CONSTRUCT, rank X = n <= dk (construct.c): paper 1, Theorem 1.  Y is
- * X^+ when known (computed here otherwise), YX its certified product. */
+ * X^+ when known (computed here otherwise), YX its certified product (which
+ * may be replaced by a tighter enclosure of the same product, split
+ * products, when the trace of eq. (4) needs one). */
 int ac_t1_route_construct(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X,
-                          const ac_mat *P, ac_mat *Y, const ac_imat *YX, const ac_t1_opts *o,
+                          const ac_mat *P, ac_mat *Y, ac_imat *YX, const ac_t1_opts *o,
                           ac_err *err);
 
 /* Route DECIDE, every other certified rank (decide.c): the exact criterion,

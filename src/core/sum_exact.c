@@ -1,0 +1,70 @@
+/* sum_exact.c — is a sum of doubles exactly a given double? (core/sum_exact.h)
+ *
+ * Every finite double is m 2^(q - 1074) with integers 0 <= m < 2^53 and
+ * 0 <= q <= 2046 (q = 0 for subnormals, q = biased exponent - 1 otherwise),
+ * so every sum of doubles is an integer multiple of 2^-1074 below 2^2099 in
+ * magnitude times the number of terms.  The accumulator holds that integer
+ * in limbs of 32 bits (each an int64, so carries wait): m 2^(q mod 32) has at
+ * most 84 bits and goes into the three limbs from q / 32 on, each part below
+ * 2^32.  Carries are propagated every 2^29 terms and at the end (floor
+ * division by 2^32 with arithmetic shifts), which leaves every limb but the
+ * top one in [0, 2^32): that representation is unique, so the sum is zero
+ * iff every limb is.  No rounding happens anywhere: the answer is exact.
+ */
+#include <config.h>
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "core/sum_exact.h"
+
+#define LIMBS 72 /* 2^(32 * 72) > 2^2099 times any count of terms below 2^64 */
+
+static void carry(int64_t *acc)
+{
+    for (int i = 0; i < LIMBS - 1; i++) {
+        int64_t c = acc[i] >> 32; /* floor(acc / 2^32): arithmetic shift */
+        acc[i] -= (int64_t)((uint64_t)c << 32);
+        acc[i + 1] += c;
+    }
+}
+
+/* acc += s x (s = +1 or -1); 0 if x is not finite. */
+static int add(int64_t *acc, double x, int s)
+{
+    uint64_t u;
+    memcpy(&u, &x, sizeof u);
+    uint64_t E = (u >> 52) & 0x7ff, m = u & ((UINT64_C(1) << 52) - 1);
+    if (E == 0x7ff)
+        return 0;
+    if (E != 0)
+        m |= UINT64_C(1) << 52;
+    if (u >> 63)
+        s = -s;
+    unsigned q = E ? (unsigned)E - 1 : 0, l = q / 32, sh = q % 32;
+    unsigned __int128 v = (unsigned __int128)m << sh; /* < 2^84 */
+    acc[l] += s * (int64_t)(uint64_t)(v & 0xffffffffu);
+    acc[l + 1] += s * (int64_t)(uint64_t)((v >> 32) & 0xffffffffu);
+    acc[l + 2] += s * (int64_t)(uint64_t)(v >> 64);
+    return 1;
+}
+
+int ac_sum_is_exactly(const double *x, size_t n, size_t stride, double target)
+{
+    int64_t acc[LIMBS];
+    memset(acc, 0, sizeof acc);
+    if (!add(acc, target, -1))
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        if (!add(acc, x[i * stride], 1))
+            return 0;
+        if ((i & ((1u << 29) - 1)) == (1u << 29) - 1)
+            carry(acc);
+    }
+    carry(acc);
+    for (int i = 0; i < LIMBS; i++)
+        if (acc[i] != 0)
+            return 0;
+    return 1;
+}

@@ -1,0 +1,13 @@
+/* sum_exact.h — exact comparison of a sum of doubles with a double, by a
+ * fixed-point accumulator over the whole exponent range (no rounding at
+ * all).  Internal. */
+#ifndef AC_CORE_SUM_EXACT_H
+#define AC_CORE_SUM_EXACT_H
+
+#include <stddef.h>
+
+/* 1 if the exact sum x_0 + x_stride + ... (n terms) equals target, 0
+ * otherwise (also when an input is not finite). */
+int ac_sum_is_exactly(const double *x, size_t n, size_t stride, double target);
+
+#endif /* AC_CORE_SUM_EXACT_H */
