@@ -379,7 +379,11 @@ static int train_one(stu_row *w, size_t j, const char *dir, const stu_run *r, co
     int st;
     memset(&tr, 0, sizeof tr);
     ac_train_config_default(&c, AC_TASK_TEACHER);
-    snprintf(c.teacher_dir, sizeof c.teacher_dir, "%s", dir);
+    size_t dl = strlen(dir);
+    if (dl >= sizeof c.teacher_dir)
+        return ac_err_set(err, AC_EUSAGE, "%.64s...: teacher directory name longer than %zu bytes",
+                          dir, sizeof c.teacher_dir - 1);
+    memcpy(c.teacher_dir, dir, dl + 1);
     c.teacher_stack = 'V';
     c.seq = a->n;
     c.batch = a->batch;
