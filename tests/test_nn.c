@@ -291,6 +291,36 @@ START_TEST(test_attention_fused_blas)
 }
 END_TEST
 
+/* The causal row blocks on BLAS (attn_fused.h) against the references:
+ * sequence lengths below, at and across the block size, head sizes off
+ * every tile grid. */
+static void causal_fwd(double *out, double *att, const double *qkv, size_t B, size_t T, size_t H,
+                       size_t S, int causal, const size_t *klen)
+{
+    ck_assert(causal && !klen);
+    nn_attention_forward_causal_blas(out, att, qkv, B, T, H, S);
+}
+
+static void causal_bwd(double *dqkv, double *scratch, const double *dout, const double *qkv,
+                       const double *att, size_t B, size_t T, size_t H, size_t S, int causal)
+{
+    ck_assert(causal);
+    nn_attention_backward_causal_blas(dqkv, scratch, dout, qkv, att, B, T, H, S);
+}
+
+START_TEST(test_attention_causal_blocks)
+{
+    test_rng r;
+    test_rng_init(&r, 33);
+    const size_t Ts[] = {1, 2, AC_NN_CAUSAL_BLOCK - 1, AC_NN_CAUSAL_BLOCK, AC_NN_CAUSAL_BLOCK + 1,
+                         2 * AC_NN_CAUSAL_BLOCK + 5, 64, 70};
+    const size_t Ss[] = {1, 3, 16, 64};
+    for (size_t i = 0; i < sizeof Ts / sizeof *Ts; i++)
+        for (size_t j = 0; j < sizeof Ss / sizeof *Ss; j++)
+            check_attention(&r, causal_fwd, causal_bwd, 2, Ts[i], 2, Ss[j], 1);
+}
+END_TEST
+
 /* Padding masks (ListOps' len): the fused forward and the BLAS forward
  * agree to rounding on every key length, and masked keys get weight 0. */
 START_TEST(test_attention_fused_mask)
@@ -945,6 +975,7 @@ int main(void)
     tcase_add_test(tc, test_attention_vs_ref);
     tcase_add_test(tc, test_attention_fused_blas);
     tcase_add_test(tc, test_attention_fused_mask);
+    tcase_add_test(tc, test_attention_causal_blocks);
     tcase_add_test(tc, test_fd_linear);
     tcase_add_test(tc, test_fd_layernorm);
     tcase_add_test(tc, test_gelu);
