@@ -894,6 +894,62 @@ START_TEST(test_adamw)
 }
 END_TEST
 
+/* The AdamW step against its scalar formula, bit for bit, on tensors of
+ * odd sizes (vector body and scalar tail), over several steps, with decay
+ * on some tensors and clipping; with 1 and 3 threads where OpenMP is on. */
+START_TEST(test_adamw_vector)
+{
+    ac_nn_config c = base_tf();
+    c.vocab = 13;
+    c.width = 90; /* about 1.6e5 parameters: above the threshold of the parallel loop */
+    c.ffn = 271;
+    c.max_seq = 9;
+    test_rng r;
+    test_rng_init(&r, 41);
+    for (int th = 1; th <= 3; th += 2) {
+#ifdef _OPENMP
+        int saved = omp_get_max_threads();
+        omp_set_num_threads(th);
+#endif
+        ac_nn_model m;
+        ck_assert(ac_nn_model_init(&m, &c, 1, 9, NULL) == AC_OK);
+        size_t n = m.nparams;
+        ck_assert(n > 65536);
+        double *p = vec(n), *mm = vec(n), *vv = vec(n);
+        gauss(&r, m.params, n, 1);
+        memcpy(p, m.params, n * sizeof *p);
+        memset(mm, 0, n * sizeof *mm);
+        memset(vv, 0, n * sizeof *vv);
+        ac_nn_adamw o = {3e-3, 0.9, 0.999, 1e-8, 0.05};
+        for (long t = 1; t <= 3; t++) {
+            gauss(&r, m.grads, n, t == 2 ? 1e-6 : 1.0);
+            double gs = t == 3 ? 0.25 : 1.0;
+            ac_nn_adamw_step(&m, &o, t, gs);
+            double c1 = 1.0 - pow(o.beta1, (double)t), c2 = 1.0 - pow(o.beta2, (double)t);
+            for (size_t k = 0; k < m.ntensors; k++) {
+                const ac_nn_tensor *T = &m.tensors[k];
+                double decay = T->decay ? 1.0 - o.lr * o.weight_decay : 1.0;
+                for (size_t i = T->offset; i < T->offset + T->size; i++) {
+                    double gi = m.grads[i] * gs;
+                    mm[i] = o.beta1 * mm[i] + (1.0 - o.beta1) * gi;
+                    vv[i] = o.beta2 * vv[i] + (1.0 - o.beta2) * gi * gi;
+                    p[i] = p[i] * decay - o.lr * (mm[i] / c1) / (sqrt(vv[i] / c2) + o.eps);
+                }
+            }
+            ck_assert_msg(memcmp(p, m.params, n * sizeof *p) == 0 &&
+                              memcmp(mm, m.m, n * sizeof *mm) == 0 &&
+                              memcmp(vv, m.v, n * sizeof *vv) == 0,
+                          "AdamW step %ld differs from its formula (%d threads)", t, th);
+        }
+        free(p), free(mm), free(vv);
+        ac_nn_model_free(&m);
+#ifdef _OPENMP
+        omp_set_num_threads(saved);
+#endif
+    }
+}
+END_TEST
+
 START_TEST(test_errors)
 {
     ac_nn_config c = base_tf();
@@ -989,6 +1045,7 @@ int main(void)
     tcase_add_test(tm, test_fd_models);
     tcase_add_test(tm, test_threads_deterministic);
     tcase_add_test(tm, test_adamw);
+    tcase_add_test(tm, test_adamw_vector);
     tcase_add_test(tm, test_errors);
     tcase_add_test(tm, test_tensor_table);
     suite_add_tcase(s, tm);
