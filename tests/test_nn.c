@@ -291,6 +291,39 @@ START_TEST(test_attention_fused_blas)
 }
 END_TEST
 
+/* The vector softmax row (softmax_fused.c) against its scalar twin on
+ * every length 1..130 (vector body and every masked tail), on rows of
+ * moderate, huge and tiny spreads, and on rows where every entry but the
+ * maximum underflows: each entry within (len + 8) u relative (the sums
+ * differ only by association) plus the smallest normal; lanes past len
+ * untouched. */
+START_TEST(test_softmax_row)
+{
+    test_rng r;
+    test_rng_init(&r, 34);
+    const double spreads[] = {1.0, 30.0, 1e-12, 2000.0};
+    double a[140], b[140];
+    for (size_t sp = 0; sp < sizeof spreads / sizeof *spreads; sp++)
+        for (size_t len = 1; len <= 130; len++) {
+            gauss(&r, a, 140, spreads[sp]);
+            a[len / 2] += sp == 3 ? 1e4 : 0.0;
+            memcpy(b, a, sizeof a);
+            nn_softmax_row(a, len);
+            nn_softmax_row_ref(b, len);
+            double tol = (double)(len + 8) * U, sum = 0;
+            for (size_t j = 0; j < len; j++) {
+                ck_assert_msg(fabs(a[j] - b[j]) <= tol * b[j] + DBL_MIN,
+                              "softmax len %zu spread %g entry %zu: %.17g vs %.17g", len,
+                              spreads[sp], j, a[j], b[j]);
+                sum += a[j];
+            }
+            ck_assert(fabs(sum - 1.0) <= 2 * tol);
+            for (size_t j = len; j < 140; j++)
+                ck_assert(memcmp(&a[j], &b[j], sizeof a[j]) == 0);
+        }
+}
+END_TEST
+
 /* The causal row blocks on BLAS (attn_fused.h) against the references:
  * sequence lengths below, at and across the block size, head sizes off
  * every tile grid. */
@@ -1032,6 +1065,7 @@ int main(void)
     tcase_add_test(tc, test_attention_fused_blas);
     tcase_add_test(tc, test_attention_fused_mask);
     tcase_add_test(tc, test_attention_causal_blocks);
+    tcase_add_test(tc, test_softmax_row);
     tcase_add_test(tc, test_fd_linear);
     tcase_add_test(tc, test_fd_layernorm);
     tcase_add_test(tc, test_gelu);

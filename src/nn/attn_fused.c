@@ -133,7 +133,7 @@ static void fwd_head(double *out, size_t ldo, double *a, const double *q, const 
                  T - j0 < NC ? T - j0 : NC);
         for (size_t t = t0; t < t0 + mr; t++) {
             size_t len = row_len(t, T, kl, causal);
-            ac_softmax_row(a + t * T, len);
+            nn_softmax_row(a + t * T, len);
             if (len < T)
                 memset(a + t * T + len, 0, (T - len) * sizeof *a);
         }
@@ -276,7 +276,7 @@ void nn_attention_forward_causal_blas(double *out, double *att, const double *qk
                             (blasint)S, scale, q + r0 * ld, (blasint)ld, k, (blasint)ld, 0.0,
                             a + r0 * T, (blasint)T);
                 for (size_t t = r0; t < r1; t++) {
-                    ac_softmax_row(a + t * T, t + 1);
+                    nn_softmax_row(a + t * T, t + 1);
                     memset(a + t * T + t + 1, 0, (T - t - 1) * sizeof *a);
                 }
                 /* out[r0:r1] = att[r0:r1, 0:r1] V[0:r1] */

@@ -36,6 +36,12 @@ void nn_attention_backward_blas(double *dqkv, double *scratch, const double *dou
                                 const double *qkv, const double *att, size_t B, size_t T,
                                 size_t H, size_t S, int causal);
 
+/* The softmax of a[0 .. len-1] in place (softmax_fused.c): AVX-512 with
+ * masked tails, exp lane by lane as core/exp_kernel.h; the reference twin
+ * nn_softmax_row_ref is the scalar kernel in index order. */
+void nn_softmax_row(double *a, size_t len);
+void nn_softmax_row_ref(double *a, size_t len);
+
 /* Causal attention on BLAS in row blocks of AC_NN_CAUSAL_BLOCK tokens
  * (attn_fused.c): the products skip the blocks above the diagonal; same
  * contract as the two functions above with causal = 1 and no key mask. */

@@ -6,6 +6,7 @@ src_libattncheck_la_SOURCES += \
 	src/nn/layers.c \
 	src/nn/attn_fused.h \
 	src/nn/attn_fused.c \
+	src/nn/softmax_fused.c \
 	src/nn/model.c \
 	src/nn/forward.c \
 	src/nn/backward.c \
