@@ -324,6 +324,47 @@ START_TEST(test_softmax_row)
 }
 END_TEST
 
+/* The vector softmax backward row against its twin (index-order dot
+ * product) on every length 1..130 and padding n - len of 0..9: each entry
+ * within |a_j| |scale| (len + 8) u sum_i |a_i d_i| (association of the dot
+ * product) + 4u |scale a_j (d_j - s)|; zeros exactly from len to n; lanes
+ * past n untouched. */
+START_TEST(test_softmax_backward_row)
+{
+    test_rng r;
+    test_rng_init(&r, 35);
+    double a[150], d[150], e[150];
+    for (size_t len = 1; len <= 130; len++) {
+        size_t n = len + len % 10;
+        double scale = len % 3 ? 0.125 : 1.0;
+        gauss(&r, a, 150, 1.0);
+        for (size_t j = 0; j < 150; j++)
+            a[j] = fabs(a[j]) / (double)len;
+        gauss(&r, d, 150, len % 2 ? 1.0 : 1e3);
+        memcpy(e, d, sizeof d);
+        double sad = 0, s = 0;
+        for (size_t j = 0; j < len; j++) {
+            sad += fabs(a[j] * d[j]);
+            s += a[j] * d[j];
+        }
+        nn_softmax_backward_row(d, a, len, n, scale);
+        double dd[150];
+        memcpy(dd, e, sizeof e);
+        nn_softmax_backward_row_ref(e, a, len, n, scale);
+        for (size_t j = 0; j < len; j++) {
+            double tol = fabs(a[j] * scale) * (double)(len + 8) * U * sad +
+                         4 * U * fabs(scale * a[j] * (dd[j] - s));
+            ck_assert_msg(fabs(d[j] - e[j]) <= tol + DBL_MIN, "len %zu entry %zu: %g vs %g", len,
+                          j, d[j], e[j]);
+        }
+        for (size_t j = len; j < n; j++)
+            ck_assert(d[j] == 0.0 && e[j] == 0.0);
+        for (size_t j = n; j < 150; j++)
+            ck_assert(memcmp(&d[j], &dd[j], sizeof d[j]) == 0);
+    }
+}
+END_TEST
+
 /* The causal row blocks on BLAS (attn_fused.h) against the references:
  * sequence lengths below, at and across the block size, head sizes off
  * every tile grid. */
@@ -1066,6 +1107,7 @@ int main(void)
     tcase_add_test(tc, test_attention_fused_mask);
     tcase_add_test(tc, test_attention_causal_blocks);
     tcase_add_test(tc, test_softmax_row);
+    tcase_add_test(tc, test_softmax_backward_row);
     tcase_add_test(tc, test_fd_linear);
     tcase_add_test(tc, test_fd_layernorm);
     tcase_add_test(tc, test_gelu);

@@ -181,17 +181,8 @@ static void bwd_head(double *dq, double *dk, double *dv, const double *dy, size_
                  T - j0 < NC ? T - j0 : NC);
         /* att = softmax(pre): dpre = att (datt - att . datt); the 1/sqrt(S)
          * of pre = Q K^T / sqrt(S) is folded in */
-        for (size_t t = t0; t < t0 + mr; t++) {
-            size_t len = causal ? t + 1 : T;
-            const double *r = a + t * T;
-            double *d = dp + t * T, dot = 0;
-            for (size_t j = 0; j < len; j++)
-                dot += r[j] * d[j];
-            for (size_t j = 0; j < len; j++)
-                d[j] = r[j] * (d[j] - dot) * scale;
-            for (size_t j = len; j < T; j++)
-                d[j] = 0;
-        }
+        for (size_t t = t0; t < t0 + mr; t++)
+            nn_softmax_backward_row(dp + t * T, a + t * T, causal ? t + 1 : T, T, scale);
         /* dq_t = sum_j dpre[t,j] k_j */
         for (size_t c0 = 0; c0 < S; c0 += NC)
             tile(dq + t0 * ld + c0, ld, dp + t0 * T, T, 1, k + c0, ld, 0, lmax, 1.0, mr, NC);
@@ -235,21 +226,6 @@ void nn_attention_backward_fused(double *dqkv, double *scratch, const double *do
  * zeroed by the softmax / its backward (att and dpre are exactly 0 there),
  * so every result is a sum of the same nonzero terms as the dense path, in
  * the order of BLAS on the sizes, which depend only on T and S. */
-
-/* d[0:len] = att (d - att . d) over the first len entries, 0 up to n
- * (the rows of ac_nn_softmax_backward) */
-static void softmax_backward_row(double *d, const double *a, size_t len, size_t n)
-{
-    double s = 0;
-#pragma omp simd reduction(+ : s)
-    for (size_t j = 0; j < len; j++)
-        s += a[j] * d[j];
-#pragma omp simd
-    for (size_t j = 0; j < len; j++)
-        d[j] = a[j] * (d[j] - s);
-    for (size_t j = len; j < n; j++)
-        d[j] = 0;
-}
 
 static size_t blk_end(size_t r0, size_t T)
 {
@@ -309,7 +285,7 @@ void nn_attention_backward_causal_blas(double *dqkv, double *scratch, const doub
                             scratch + r0 * T, (blasint)T);
                 /* att = softmax(pre) row by row (zeroes columns past t) */
                 for (size_t t = r0; t < r1; t++)
-                    softmax_backward_row(scratch + t * T, a + t * T, t + 1, T);
+                    nn_softmax_backward_row(scratch + t * T, a + t * T, t + 1, T, 1.0);
                 /* pre = Q K^T / sqrt(S): dQ[r0:r1] = dpre[r0:r1, 0:r1] K[0:r1] / sqrt(S) */
                 cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)S,
                             (blasint)r1, scale, scratch + r0 * T, (blasint)T, k, (blasint)ld, 0.0,

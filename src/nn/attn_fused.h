@@ -41,6 +41,11 @@ void nn_attention_backward_blas(double *dqkv, double *scratch, const double *dou
  * nn_softmax_row_ref is the scalar kernel in index order. */
 void nn_softmax_row(double *a, size_t len);
 void nn_softmax_row_ref(double *a, size_t len);
+/* d[j] = scale att[j] (d[j] - sum_i att[i] d[i]) for j < len, 0 for
+ * len <= j < n: the backward of a softmax row (dot product in vector lane
+ * sums; the twin sums in index order). */
+void nn_softmax_backward_row(double *d, const double *a, size_t len, size_t n, double scale);
+void nn_softmax_backward_row_ref(double *d, const double *a, size_t len, size_t n, double scale);
 
 /* Causal attention on BLAS in row blocks of AC_NN_CAUSAL_BLOCK tokens
  * (attn_fused.c): the products skip the blocks above the diagonal; same

@@ -15,7 +15,13 @@
  * order depends only on len, never on threads.  The reference twin is
  * nn_softmax_row_ref (the scalar kernel in index order); tests/test_nn.c
  * checks one against the other on every length 1..130 and on rows with
- * -inf-like and huge spreads. */
+ * -inf-like and huge spreads.
+ *
+ * nn_softmax_backward_row: d = scale a (d - a . d) on the first len
+ * entries, 0 up to n; the dot product in 8 lane sums (a loop whose sum
+ * runs in index order cannot use the vector adds: it was a chain of
+ * dependent scalar additions, the largest single cost of the fused
+ * backward); per entry the same operations as the twin. */
 #include <config.h>
 
 #include <math.h>
@@ -38,6 +44,17 @@ void nn_softmax_row_ref(double *a, size_t len)
     double inv = 1.0 / s;
     for (size_t j = 0; j < len; j++)
         a[j] *= inv;
+}
+
+void nn_softmax_backward_row_ref(double *d, const double *a, size_t len, size_t n, double scale)
+{
+    double s = 0;
+    for (size_t j = 0; j < len; j++)
+        s += a[j] * d[j];
+    for (size_t j = 0; j < len; j++)
+        d[j] = a[j] * (d[j] - s) * scale;
+    for (size_t j = len; j < n; j++)
+        d[j] = 0;
 }
 
 #if defined(__AVX512F__) && defined(__FMA__)
@@ -112,11 +129,38 @@ void nn_softmax_row(double *a, size_t len)
     }
 }
 
+void nn_softmax_backward_row(double *d, const double *a, size_t len, size_t n, double scale)
+{
+    __m512d vs = _mm512_setzero_pd();
+    for (size_t j = 0; j < len; j += 8) {
+        __mmask8 k = tail_mask(j, len);
+        vs = _mm512_add_pd(vs, _mm512_mul_pd(_mm512_maskz_loadu_pd(k, a + j),
+                                             _mm512_maskz_loadu_pd(k, d + j)));
+    }
+    double l[8];
+    _mm512_storeu_pd(l, vs);
+    double s = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+    __m512d sv = _mm512_set1_pd(s), sc = _mm512_set1_pd(scale);
+    for (size_t j = 0; j < len; j += 8) {
+        __mmask8 k = tail_mask(j, len);
+        __m512d x = _mm512_sub_pd(_mm512_maskz_loadu_pd(k, d + j), sv);
+        x = _mm512_mul_pd(_mm512_mul_pd(_mm512_maskz_loadu_pd(k, a + j), x), sc);
+        _mm512_mask_storeu_pd(d + j, k, x);
+    }
+    if (n > len)
+        memset(d + len, 0, (n - len) * sizeof *d);
+}
+
 #else
 
 void nn_softmax_row(double *a, size_t len)
 {
     nn_softmax_row_ref(a, len);
+}
+
+void nn_softmax_backward_row(double *d, const double *a, size_t len, size_t n, double scale)
+{
+    nn_softmax_backward_row_ref(d, a, len, n, scale);
 }
 
 #endif
