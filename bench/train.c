@@ -6,13 +6,18 @@
  *               [--batch B] [--steps N] [--warmup W] [--threads K] [--ln pre|post]
  *
  * Prints one line: "attncheck tokens_per_s X step_ms Y params P threads K
- * loss L gflops G": G = the step's matrix-product flops (forward 2 m n k
- * per product, backward twice that; attention counted dense, T^2 per head,
- * as a dgemm implementation computes it) / step time.
+ * loss L gflops G cpu_ms Z": G = the step's matrix-product flops (forward
+ * 2 m n k per product, backward twice that; attention counted dense, T^2
+ * per head, as a dgemm implementation computes it, although the causal
+ * paths skip most of the masked half) / step time; Z = the process's CPU
+ * time per step (all threads, clock_gettime(CLOCK_PROCESS_CPUTIME_ID)),
+ * which a loaded machine inflates much less than the wall clock.
  *
- *   bench/train --peak    prints "dgemm_peak_gflops X": the best of 5
- *                         single-threaded 512^3 dgemms (wall clock), the
- *                         machine's dgemm peak under the same load.
+ *   bench/train --peak    prints "dgemm_peak_gflops X cpu_gflops Y": the
+ *                         best of 5 single-threaded 512^3 dgemms by the
+ *                         wall clock (X, the machine's dgemm peak under
+ *                         the same load) and by the calling thread's
+ *                         CPU time (Y, the rate while it runs).
  */
 #include <config.h>
 
@@ -41,6 +46,19 @@ static size_t arg_size(const char *s)
     return (size_t)v;
 }
 
+/* CPU time of the process (all threads) or of the calling thread */
+static double cpu_clock(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static double cpu_seconds(void)
+{
+    return cpu_clock(CLOCK_PROCESS_CPUTIME_ID);
+}
+
 static int dgemm_peak(void)
 {
     size_t n = 512;
@@ -50,15 +68,19 @@ static int dgemm_peak(void)
     for (size_t i = 0; i < 3 * n * n; i++)
         a[i] = (double)(i % 97) / 97.0 - 0.5;
     ac_blas_set_threads(1);
-    double best = 1e30;
+    double best = 1e30, bestc = 1e30;
     for (int r = 0; r < 5; r++) {
-        double t = ac_seconds();
+        /* the calling thread's CPU time: idle OpenBLAS workers may spin */
+        double t = ac_seconds(), c = cpu_clock(CLOCK_THREAD_CPUTIME_ID);
         cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)n, (blasint)n, (blasint)n,
                     1.0, a, (blasint)n, a + n * n, (blasint)n, 0.0, a + 2 * n * n, (blasint)n);
         t = ac_seconds() - t;
+        c = cpu_clock(CLOCK_THREAD_CPUTIME_ID) - c;
         best = t < best ? t : best;
+        bestc = c < bestc ? c : bestc;
     }
-    printf("dgemm_peak_gflops %.2f\n", 2.0 * (double)n * (double)n * (double)n / best * 1e-9);
+    double fl = 2.0 * (double)n * (double)n * (double)n;
+    printf("dgemm_peak_gflops %.2f cpu_gflops %.2f\n", fl / best * 1e-9, fl / bestc * 1e-9);
     free(a);
     return 0;
 }
@@ -135,10 +157,12 @@ int main(int argc, char **argv)
     }
     ac_nn_batch b = {B, c.max_seq, tok, NULL, tgt, NULL, NULL};
     ac_nn_adamw o = {1e-3, 0.9, 0.999, 1e-8, 0.0};
-    double t0 = 0, loss = 0;
+    double t0 = 0, c0 = 0, loss = 0;
     for (size_t s = 0; s < warm + steps; s++) {
-        if (s == warm)
+        if (s == warm) {
             t0 = ac_seconds();
+            c0 = cpu_seconds();
+        }
         ac_nn_stats st;
         if (ac_nn_forward(&m, &b, &st, &err)) {
             fprintf(stderr, "bench/train: %s\n", err.msg);
@@ -151,14 +175,16 @@ int main(int argc, char **argv)
         loss = st.loss;
     }
     double dt = (ac_seconds() - t0) / (double)steps;
+    double dc = (cpu_seconds() - c0) / (double)steps;
     /* matrix-product flops of one forward: per layer qkv, projection, FFN;
      * attention scores and weighted sum per (sequence, head); the LM head */
     double T = (double)c.max_seq, C = (double)c.width, D = (double)m.D, F = (double)c.ffn;
     double fwd = (double)c.layers * (2.0 * (double)N * (C * 3 * D + D * C + 2 * C * F) +
                                      4.0 * (double)B * (double)c.heads * T * T * (double)m.S) +
                  2.0 * (double)N * C * (double)c.vocab;
-    printf("attncheck tokens_per_s %.0f step_ms %.2f params %zu threads %d loss %.6f gflops %.2f\n",
-           (double)N / dt, dt * 1e3, m.nparams, threads, loss, 3.0 * fwd / dt * 1e-9);
+    printf("attncheck tokens_per_s %.0f step_ms %.2f params %zu threads %d loss %.6f gflops %.2f "
+           "cpu_ms %.2f\n",
+           (double)N / dt, dt * 1e3, m.nparams, threads, loss, 3.0 * fwd / dt * 1e-9, dc * 1e3);
     ac_nn_model_free(&m);
     free(tok);
     free(tgt);

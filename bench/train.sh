@@ -21,7 +21,8 @@
 # setting's run.  GF/s: the matrix-product flops of a step (bench/train.c:
 # dense attention, backward twice the forward) per second at attncheck's
 # best setting, beside the single-threaded dgemm peak (512^3, best of 5)
-# measured at the start and at the end of the same run.
+# measured at the start and at the end of the same run (by the wall clock,
+# and by CPU time, which a loaded machine inflates less).
 # Environment: BENCH_BIN (the C driver, default ./bench/train),
 # PYTHON3 (default /usr/bin/python3).
 set -u
@@ -63,8 +64,8 @@ median() {
     sort -n "$tmp/m" | awk '{t[NR] = $1; r[NR] = $2} END {m = int((NR + 1) / 2); print t[m], r[m]}'
 }
 
-peak() { "$C" --peak | awk '{print $2}'; }
-echo "dgemm peak (1 thread, 512^3, best of 5) at the start: $(peak) GFLOP/s; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+peak() { "$C" --peak | awk '{printf "%s GFLOP/s (wall clock; by CPU time %s)", $2, ($4 == "" ? "-" : $4)}'; }
+echo "dgemm peak (1 thread, 512^3, best of 5) at the start: $(peak); load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "attncheck train benchmark: median of $R runs per setting; $(nproc) cores; OpenBLAS core for PyTorch: ${core:-default}"
 echo "(timings on a shared machine are noisy; tokens/s = batch x seq / step time)"
 printf '%-9s %9s %9s %9s %9s %9s %7s %7s %7s %7s %7s\n' "" "C" "C" "torch" "torch" "torch" "best" "1-core" "C" "torch" "C"
@@ -95,6 +96,6 @@ for cfg in B2 B2-fixed large; do
         "${t1% *}" "${t2% *}" "$ratio" "$ratio1" "$(awk -v k="$bcm" 'BEGIN {print k / 1024}')" \
         "$(awk -v k="$btm" 'BEGIN {print k / 1024}')" "$gf"
 done
-echo "dgemm peak at the end: $(peak) GFLOP/s; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "dgemm peak at the end: $(peak); load: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "tokens/s; best ratio = best attncheck setting / best PyTorch setting; 1-core ratio = attncheck"
 echo "1 thread / PyTorch on one core; MiB = peak RSS of the best settings"

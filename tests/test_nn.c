@@ -2,7 +2,8 @@
  *
  * Oracles:
  *   - ac_nn_exp against MPFR's correctly rounded exp;
- *   - every optimised kernel against its naive _ref twin, with the bound
+ *   - every optimised kernel against its naive _ref twin (the attention
+ *     kernels and softmax rows: test_nn_attn.c), with the bound
  *     gamma_k sum |a||b| of the dot products involved (k the reduction
  *     length, Higham ASNA 3.5);
  *   - every backward against central finite differences of the forward
@@ -32,7 +33,6 @@
 
 #include "attncheck/blas.h"
 #include "attncheck/nn.h"
-#include "nn/attn_fused.h"
 #include "attncheck/rng.h"
 #include "testutil.h"
 
@@ -192,134 +192,6 @@ START_TEST(test_linear_vs_ref)
         free(x), free(w), free(b), free(o1), free(o2), free(tol), free(dx1), free(dx2);
         free(dw1), free(dw2), free(db1), free(db2), free(tw);
     }
-}
-END_TEST
-
-typedef void (*attn_fwd_fn)(double *, double *, const double *, size_t, size_t, size_t, size_t,
-                            int, const size_t *);
-typedef void (*attn_bwd_fn)(double *, double *, const double *, const double *, const double *,
-                            size_t, size_t, size_t, size_t, int);
-
-static void public_fwd(double *out, double *att, const double *qkv, size_t B, size_t T, size_t H,
-                       size_t S, int causal, const size_t *klen)
-{
-    (void)klen;
-    ac_nn_attention_forward(out, att, qkv, B, T, H, S, causal);
-}
-
-/* The attention kernels fwd / bwd against the naive references on one
- * shape, with tolerances from the error bounds in the comments (padding
- * masks: test_attention_fused_mask). */
-static void check_attention(test_rng *r, attn_fwd_fn fwd, attn_bwd_fn bwd, size_t B, size_t T,
-                            size_t H, size_t S, int causal)
-{
-    size_t D = H * S, N = B * T;
-    double *qkv = vec(N * 3 * D), *o1 = vec(N * D), *o2 = vec(N * D);
-    double *a1 = vec(B * H * T * T), *a2 = vec(B * H * T * T);
-    double *dout = vec(N * D), *dq1 = vec(N * 3 * D), *dq2 = vec(N * 3 * D);
-    double *scr = vec(T * T);
-    gauss(r, qkv, N * 3 * D, 1);
-    gauss(r, dout, N * D, 1);
-    fwd(o1, a1, qkv, B, T, H, S, causal, NULL);
-    ac_nn_attention_forward_ref(o2, a2, qkv, B, T, H, S, causal);
-    /* logits: error <= gamma_S sum|q||k|/sqrt(S) <= (S+2) u L, L = max
-     * sum|q||k|/sqrt(S); exp within 2u (test above) or libm's 1u;
-     * a softmax entry then within (2 (S+2) L + T + 8) u relative */
-    double L = 0, vmax = 0;
-    for (size_t i = 0; i < N * 3 * D; i++)
-        vmax = fabs(qkv[i]) > vmax ? fabs(qkv[i]) : vmax;
-    L = vmax * vmax * sqrt((double)S);
-    double ta = (2.0 * (double)(S + 2) * L + (double)T + 8.0) * U;
-    size_t bad = 0;
-    for (size_t i = 0; i < B * H * T * T; i++)
-        bad += !(fabs(a1[i] - a2[i]) <= ta * fabs(a2[i]) + DBL_MIN);
-    ck_assert_msg(bad == 0, "attention probabilities, shape %zu %zu %zu %zu", B, T, H, S);
-    /* out = att V: each of T terms off by ta relative, plus gamma_T */
-    double to = ((double)T * ta + (double)(T + 2) * U) * vmax * 2;
-    bad = 0;
-    for (size_t i = 0; i < N * D; i++)
-        bad += !(fabs(o1[i] - o2[i]) <= to);
-    ck_assert_msg(bad == 0, "attention output, shape %zu %zu %zu %zu", B, T, H, S);
-    /* backward: gradients are sums of T S products of the inputs,
-     * their relative errors bounded as above; normwise check */
-    bwd(dq1, scr, dout, qkv, a1, B, T, H, S, causal);
-    ac_nn_attention_backward_ref(dq2, dout, qkv, a2, B, T, H, S, causal);
-    double gmax = 0, dmax = 0;
-    for (size_t i = 0; i < N * 3 * D; i++) {
-        gmax = fabs(dq2[i]) > gmax ? fabs(dq2[i]) : gmax;
-        dmax = fabs(dq1[i] - dq2[i]) > dmax ? fabs(dq1[i] - dq2[i]) : dmax;
-    }
-    double tb = 4.0 * (double)(T + S + 4) * ta * (vmax * vmax * (double)(T + S) + 1);
-    ck_assert_msg(dmax <= tb * (gmax + 1), "attention backward, shape %zu %zu %zu %zu: %g > %g",
-                  B, T, H, S, dmax, tb * (gmax + 1));
-    free(qkv), free(o1), free(o2), free(a1), free(a2), free(dout), free(dq1), free(dq2);
-    free(scr);
-}
-
-START_TEST(test_attention_vs_ref)
-{
-    test_rng r;
-    test_rng_init(&r, 3);
-    static const size_t shapes[][4] = {{1, 1, 1, 1}, {2, 5, 3, 4}, {3, 64, 4, 16}, {2, 17, 2, 9},
-                                       {1, 40, 1, 64}, {2, 33, 2, 32}, {1, 3, 2, 16}};
-    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
-        for (int causal = 0; causal < 2; causal++)
-            check_attention(&r, public_fwd, ac_nn_attention_backward, shapes[s][0], shapes[s][1],
-                            shapes[s][2], shapes[s][3], causal);
-}
-END_TEST
-
-/* Both implementations behind ac_nn_attention_* (attn_fused.h): the
- * register-tiled kernels and the per-head dgemms, each against the
- * references, on the head sizes the fused kernels take (multiples of the
- * tile width) and sequence lengths off the tile grid. */
-START_TEST(test_attention_fused_blas)
-{
-    test_rng r;
-    test_rng_init(&r, 31);
-    static const size_t shapes[][4] = {{2, 64, 4, 16}, {1, 37, 2, 16}, {2, 6, 1, 16},
-                                       {1, 50, 2, 32}, {1, 64, 1, 64}, {1, 1, 1, 16}};
-    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
-        for (int causal = 0; causal < 2; causal++) {
-            size_t B = shapes[s][0], T = shapes[s][1], H = shapes[s][2], S = shapes[s][3];
-            if (nn_attn_fused_fits(T, S))
-                check_attention(&r, nn_attention_forward_fused, nn_attention_backward_fused, B, T,
-                                H, S, causal);
-            check_attention(&r, nn_attention_forward_blas, nn_attention_backward_blas, B, T, H, S,
-                            causal);
-        }
-}
-END_TEST
-
-/* Padding masks (ListOps' len): the fused forward and the BLAS forward
- * agree to rounding on every key length, and masked keys get weight 0. */
-START_TEST(test_attention_fused_mask)
-{
-    test_rng r;
-    test_rng_init(&r, 32);
-    size_t B = 4, T = 21, H = 2, S = 16, D = H * S, N = B * T;
-    if (!nn_attn_fused_fits(T, S))
-        return; /* no vector FMA on this machine: one path only */
-    size_t klen[4] = {1, 7, 20, 21};
-    double *qkv = vec(N * 3 * D), *o1 = vec(N * D), *o2 = vec(N * D);
-    double *a1 = vec(B * H * T * T), *a2 = vec(B * H * T * T);
-    gauss(&r, qkv, N * 3 * D, 1);
-    for (int causal = 0; causal < 2; causal++) {
-        nn_attention_forward_fused(o1, a1, qkv, B, T, H, S, causal, klen);
-        nn_attention_forward_blas(o2, a2, qkv, B, T, H, S, causal, klen);
-        for (size_t b = 0; b < B; b++)
-            for (size_t h = 0; h < H; h++)
-                for (size_t t = 0; t < T; t++)
-                    for (size_t j = 0; j < T; j++) {
-                        size_t i = ((b * H + h) * T + t) * T + j;
-                        ck_assert(fabs(a1[i] - a2[i]) <= 1e-13);
-                        if (j >= klen[b] || (causal && j > t))
-                            ck_assert(a1[i] == 0.0);
-                    }
-        for (size_t i = 0; i < N * D; i++)
-            ck_assert(fabs(o1[i] - o2[i]) <= 1e-12);
-    }
-    free(qkv), free(o1), free(o2), free(a1), free(a2);
 }
 END_TEST
 
@@ -864,6 +736,62 @@ START_TEST(test_adamw)
 }
 END_TEST
 
+/* The AdamW step against its scalar formula, bit for bit, on tensors of
+ * odd sizes (vector body and scalar tail), over several steps, with decay
+ * on some tensors and clipping; with 1 and 3 threads where OpenMP is on. */
+START_TEST(test_adamw_vector)
+{
+    ac_nn_config c = base_tf();
+    c.vocab = 13;
+    c.width = 90; /* about 1.6e5 parameters: above the threshold of the parallel loop */
+    c.ffn = 271;
+    c.max_seq = 9;
+    test_rng r;
+    test_rng_init(&r, 41);
+    for (int th = 1; th <= 3; th += 2) {
+#ifdef _OPENMP
+        int saved = omp_get_max_threads();
+        omp_set_num_threads(th);
+#endif
+        ac_nn_model m;
+        ck_assert(ac_nn_model_init(&m, &c, 1, 9, NULL) == AC_OK);
+        size_t n = m.nparams;
+        ck_assert(n > 65536);
+        double *p = vec(n), *mm = vec(n), *vv = vec(n);
+        gauss(&r, m.params, n, 1);
+        memcpy(p, m.params, n * sizeof *p);
+        memset(mm, 0, n * sizeof *mm);
+        memset(vv, 0, n * sizeof *vv);
+        ac_nn_adamw o = {3e-3, 0.9, 0.999, 1e-8, 0.05};
+        for (long t = 1; t <= 3; t++) {
+            gauss(&r, m.grads, n, t == 2 ? 1e-6 : 1.0);
+            double gs = t == 3 ? 0.25 : 1.0;
+            ac_nn_adamw_step(&m, &o, t, gs);
+            double c1 = 1.0 - pow(o.beta1, (double)t), c2 = 1.0 - pow(o.beta2, (double)t);
+            for (size_t k = 0; k < m.ntensors; k++) {
+                const ac_nn_tensor *T = &m.tensors[k];
+                double decay = T->decay ? 1.0 - o.lr * o.weight_decay : 1.0;
+                for (size_t i = T->offset; i < T->offset + T->size; i++) {
+                    double gi = m.grads[i] * gs;
+                    mm[i] = o.beta1 * mm[i] + (1.0 - o.beta1) * gi;
+                    vv[i] = o.beta2 * vv[i] + (1.0 - o.beta2) * gi * gi;
+                    p[i] = p[i] * decay - o.lr * (mm[i] / c1) / (sqrt(vv[i] / c2) + o.eps);
+                }
+            }
+            ck_assert_msg(memcmp(p, m.params, n * sizeof *p) == 0 &&
+                              memcmp(mm, m.m, n * sizeof *mm) == 0 &&
+                              memcmp(vv, m.v, n * sizeof *vv) == 0,
+                          "AdamW step %ld differs from its formula (%d threads)", t, th);
+        }
+        free(p), free(mm), free(vv);
+        ac_nn_model_free(&m);
+#ifdef _OPENMP
+        omp_set_num_threads(saved);
+#endif
+    }
+}
+END_TEST
+
 START_TEST(test_errors)
 {
     ac_nn_config c = base_tf();
@@ -942,9 +870,6 @@ int main(void)
     tcase_add_test(tc, test_exp_accuracy);
     tcase_add_test(tc, test_exp_special);
     tcase_add_test(tc, test_linear_vs_ref);
-    tcase_add_test(tc, test_attention_vs_ref);
-    tcase_add_test(tc, test_attention_fused_blas);
-    tcase_add_test(tc, test_attention_fused_mask);
     tcase_add_test(tc, test_fd_linear);
     tcase_add_test(tc, test_fd_layernorm);
     tcase_add_test(tc, test_gelu);
@@ -958,6 +883,7 @@ int main(void)
     tcase_add_test(tm, test_fd_models);
     tcase_add_test(tm, test_threads_deterministic);
     tcase_add_test(tm, test_adamw);
+    tcase_add_test(tm, test_adamw_vector);
     tcase_add_test(tm, test_errors);
     tcase_add_test(tm, test_tensor_table);
     suite_add_tcase(s, tm);

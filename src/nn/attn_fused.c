@@ -22,6 +22,8 @@
 #include "attention/softmax.h"
 #include "core/exp_kernel.h"
 
+#include <cblas.h>
+
 #if defined(__AVX512F__)
 #include <immintrin.h>
 typedef __m512d vd;
@@ -131,7 +133,7 @@ static void fwd_head(double *out, size_t ldo, double *a, const double *q, const 
                  T - j0 < NC ? T - j0 : NC);
         for (size_t t = t0; t < t0 + mr; t++) {
             size_t len = row_len(t, T, kl, causal);
-            ac_softmax_row(a + t * T, len);
+            nn_softmax_row(a + t * T, len);
             if (len < T)
                 memset(a + t * T + len, 0, (T - len) * sizeof *a);
         }
@@ -179,17 +181,8 @@ static void bwd_head(double *dq, double *dk, double *dv, const double *dy, size_
                  T - j0 < NC ? T - j0 : NC);
         /* att = softmax(pre): dpre = att (datt - att . datt); the 1/sqrt(S)
          * of pre = Q K^T / sqrt(S) is folded in */
-        for (size_t t = t0; t < t0 + mr; t++) {
-            size_t len = causal ? t + 1 : T;
-            const double *r = a + t * T;
-            double *d = dp + t * T, dot = 0;
-            for (size_t j = 0; j < len; j++)
-                dot += r[j] * d[j];
-            for (size_t j = 0; j < len; j++)
-                d[j] = r[j] * (d[j] - dot) * scale;
-            for (size_t j = len; j < T; j++)
-                d[j] = 0;
-        }
+        for (size_t t = t0; t < t0 + mr; t++)
+            nn_softmax_backward_row(dp + t * T, a + t * T, causal ? t + 1 : T, T, scale);
         /* dq_t = sum_j dpre[t,j] k_j */
         for (size_t c0 = 0; c0 < S; c0 += NC)
             tile(dq + t0 * ld + c0, ld, dp + t0 * T, T, 1, k + c0, ld, 0, lmax, 1.0, mr, NC);
@@ -221,7 +214,99 @@ void nn_attention_backward_fused(double *dqkv, double *scratch, const double *do
         }
 }
 
-#else /* no vector fused multiply-add: the BLAS path everywhere */
+#endif /* VW */
+
+/* ---------------------------------------------------------------- causal blocks on BLAS
+ *
+ * Causal attention on BLAS in row blocks of AC_NN_CAUSAL_BLOCK: row block
+ * [r0, r1) sees keys [0, r1) only, key block [c0, c1) is seen by rows
+ * [c0, T) only, so the products skip the upper triangle of blocks above the
+ * diagonal (at T = 2 blocks 3/4 of the dense work, at 4 blocks 5/8).  The
+ * entries inside a diagonal block above the diagonal are computed and then
+ * zeroed by the softmax / its backward (att and dpre are exactly 0 there),
+ * so every result is a sum of the same nonzero terms as the dense path, in
+ * the order of BLAS on the sizes, which depend only on T and S. */
+
+static size_t blk_end(size_t r0, size_t T)
+{
+    return r0 + AC_NN_CAUSAL_BLOCK < T ? r0 + AC_NN_CAUSAL_BLOCK : T;
+}
+
+void nn_attention_forward_causal_blas(double *out, double *att, const double *qkv, size_t B,
+                                      size_t T, size_t H, size_t S)
+{
+    size_t D = H * S, ld = 3 * D;
+    double scale = 1.0 / sqrt((double)S);
+    if (T == 0 || S == 0) {
+        nn_attention_forward_blas(out, att, qkv, B, T, H, S, 1, NULL);
+        return;
+    }
+    for (size_t b = 0; b < B; b++)
+        for (size_t h = 0; h < H; h++) {
+            const double *q = qkv + b * T * ld + h * S, *k = q + D, *v = q + 2 * D;
+            double *a = att + (b * H + h) * T * T, *o = out + b * T * D + h * S;
+            for (size_t r0 = 0; r0 < T; r0 += AC_NN_CAUSAL_BLOCK) {
+                size_t r1 = blk_end(r0, T), m = r1 - r0;
+                /* pre[r0:r1, 0:r1] = Q[r0:r1] K[0:r1]^T / sqrt(S) */
+                cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)m, (blasint)r1,
+                            (blasint)S, scale, q + r0 * ld, (blasint)ld, k, (blasint)ld, 0.0,
+                            a + r0 * T, (blasint)T);
+                for (size_t t = r0; t < r1; t++) {
+                    nn_softmax_row(a + t * T, t + 1);
+                    memset(a + t * T + t + 1, 0, (T - t - 1) * sizeof *a);
+                }
+                /* out[r0:r1] = att[r0:r1, 0:r1] V[0:r1] */
+                cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)S,
+                            (blasint)r1, 1.0, a + r0 * T, (blasint)T, v, (blasint)ld, 0.0,
+                            o + r0 * D, (blasint)D);
+            }
+        }
+}
+
+void nn_attention_backward_causal_blas(double *dqkv, double *scratch, const double *dout,
+                                       const double *qkv, const double *att, size_t B, size_t T,
+                                       size_t H, size_t S)
+{
+    size_t D = H * S, ld = 3 * D;
+    double scale = 1.0 / sqrt((double)S);
+    if (T == 0 || S == 0)
+        return;
+    for (size_t b = 0; b < B; b++)
+        for (size_t h = 0; h < H; h++) {
+            const double *q = qkv + b * T * ld + h * S, *k = q + D, *v = q + 2 * D;
+            double *dq = dqkv + b * T * ld + h * S, *dk = dq + D, *dv = dq + 2 * D;
+            const double *a = att + (b * H + h) * T * T;
+            const double *dy = dout + b * T * D + h * S;
+            for (size_t r0 = 0; r0 < T; r0 += AC_NN_CAUSAL_BLOCK) {
+                size_t r1 = blk_end(r0, T), m = r1 - r0;
+                /* forward: y = att V, so datt[r0:r1, 0:r1] = dy[r0:r1] V[0:r1]^T */
+                cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)m, (blasint)r1,
+                            (blasint)S, 1.0, dy + r0 * D, (blasint)D, v, (blasint)ld, 0.0,
+                            scratch + r0 * T, (blasint)T);
+                /* att = softmax(pre) row by row (zeroes columns past t) */
+                for (size_t t = r0; t < r1; t++)
+                    nn_softmax_backward_row(scratch + t * T, a + t * T, t + 1, T, 1.0);
+                /* pre = Q K^T / sqrt(S): dQ[r0:r1] = dpre[r0:r1, 0:r1] K[0:r1] / sqrt(S) */
+                cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)m, (blasint)S,
+                            (blasint)r1, scale, scratch + r0 * T, (blasint)T, k, (blasint)ld, 0.0,
+                            dq + r0 * ld, (blasint)ld);
+            }
+            for (size_t c0 = 0; c0 < T; c0 += AC_NN_CAUSAL_BLOCK) {
+                size_t c1 = blk_end(c0, T), m = c1 - c0, n = T - c0;
+                /* dV[c0:c1] = att[c0:T, c0:c1]^T dy[c0:T] (att[t, j] = 0 for t < j) */
+                cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)m, (blasint)S,
+                            (blasint)n, 1.0, a + c0 * T + c0, (blasint)T, dy + c0 * D, (blasint)D,
+                            0.0, dv + c0 * ld, (blasint)ld);
+                /* dK[c0:c1] = dpre[c0:T, c0:c1]^T Q[c0:T] / sqrt(S) */
+                cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, (blasint)m, (blasint)S,
+                            (blasint)n, scale, scratch + c0 * T + c0, (blasint)T, q + c0 * ld,
+                            (blasint)ld, 0.0, dk + c0 * ld, (blasint)ld);
+            }
+        }
+}
+
+#ifndef VW
+/* no vector fused multiply-add: the BLAS path everywhere */
 
 int nn_attn_fused_fits(size_t T, size_t S)
 {

@@ -10,10 +10,11 @@
 #define AC_NN_FUSED_MAX_S 64
 #define AC_NN_FUSED_MAX_ST 8192
 /* the largest head sizes whose forward / backward take the fused path:
- * measured (bench/train.sh and CPU time per step, notes of issue 13), at
- * S = 64 (forward) and S = 32, 64 (backward) the per-head dgemms are as
- * fast or faster */
-#define AC_NN_FUSED_FWD_MAX_S 32
+ * measured (CPU time of the kernels at the bench/train.sh shapes, notes of
+ * issue 13), at S = 32 and 64 the causal blocks on BLAS below are faster
+ * (T = 64, S = 64: forward 9.2 -> 6.9 ms, backward 15.8 -> 10.8 ms per
+ * step); at S = 16 the fused kernels are (3.0 vs 3.2, 3.2 vs 3.4 ms) */
+#define AC_NN_FUSED_FWD_MAX_S 16
 #define AC_NN_FUSED_BWD_MAX_S 16
 
 /* Nonzero when the fused kernels handle T tokens and head size S. */
@@ -34,5 +35,27 @@ void nn_attention_forward_blas(double *out, double *att, const double *qkv, size
 void nn_attention_backward_blas(double *dqkv, double *scratch, const double *dout,
                                 const double *qkv, const double *att, size_t B, size_t T,
                                 size_t H, size_t S, int causal);
+
+/* The softmax of a[0 .. len-1] in place (softmax_fused.c): AVX-512 with
+ * masked tails, exp lane by lane as core/exp_kernel.h; the reference twin
+ * nn_softmax_row_ref is the scalar kernel in index order. */
+void nn_softmax_row(double *a, size_t len);
+void nn_softmax_row_ref(double *a, size_t len);
+/* d[j] = scale att[j] (d[j] - sum_i att[i] d[i]) for j < len, 0 for
+ * len <= j < n: the backward of a softmax row (dot product in vector lane
+ * sums; the twin sums in index order). */
+void nn_softmax_backward_row(double *d, const double *a, size_t len, size_t n, double scale);
+void nn_softmax_backward_row_ref(double *d, const double *a, size_t len, size_t n, double scale);
+
+/* Causal attention on BLAS in row blocks of AC_NN_CAUSAL_BLOCK tokens
+ * (attn_fused.c): the products skip the blocks above the diagonal; same
+ * contract as the two functions above with causal = 1 and no key mask. */
+/* 16: measured against 8, 32 and 64 at T = 64, S = 64 and T = 128, S = 32 */
+#define AC_NN_CAUSAL_BLOCK 16
+void nn_attention_forward_causal_blas(double *out, double *att, const double *qkv, size_t B,
+                                      size_t T, size_t H, size_t S);
+void nn_attention_backward_causal_blas(double *dqkv, double *scratch, const double *dout,
+                                       const double *qkv, const double *att, size_t B, size_t T,
+                                       size_t H, size_t S);
 
 #endif

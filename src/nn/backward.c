@@ -102,6 +102,33 @@ static void run_tasks(const ac_nn_model *m, task_list *L)
     L->n = 0;
 }
 
+/* out[j] = sum over the nr rows of x (row stride n) of x[r][j], in row
+ * order: a bias gradient's share of one chunk, taken while the chunk's
+ * gradient rows are still in cache (phase 2 adds the chunks in order). */
+static void col_sums(double *out, const double *x, size_t nr, size_t n)
+{
+    memset(out, 0, n * sizeof *out);
+    for (size_t r = 0; r < nr; r++) {
+        const double *xr = x + r * n;
+#pragma omp simd
+        for (size_t j = 0; j < n; j++)
+            out[j] += xr[j];
+    }
+}
+
+/* Offsets of the four bias gradients of a transformer layer in a chunk's
+ * row of w->bias_part (model.c sizes it 2C + F + 3D). */
+typedef struct {
+    size_t fcp, fc, proj, qkv, n;
+} bias_slots;
+
+static bias_slots layer_bias_slots(const ac_nn_model *m)
+{
+    size_t C = m->cfg.width, F = m->cfg.ffn, D = m->D;
+    bias_slots b = {0, C, C + F, 2 * C + F, 2 * C + F + 3 * D};
+    return b;
+}
+
 /* Head and final LayerNorm, phase 1, on one chunk: w->gout = d loss / d
  * (output of the last block). */
 static void tf_head_backward_chunk(ac_nn_model *m, size_t b0, size_t nb)
@@ -172,6 +199,8 @@ static void tf_layer_backward_chunk(ac_nn_model *m, size_t l, size_t chunk, size
     double *gln = w->gln + r0 * C, *gln1 = w->gln1 + r0 * C, *gf = w->gf + r0 * F;
     double *gatty = w->gatty + r0 * D, *gqkv = w->gqkv + r0 * 3 * D;
     double *scr = w->scratch + chunk * T * T;
+    bias_slots bs = layer_bias_slots(m);
+    double *bp = w->bias_part + chunk * bs.n;
     if (c->ln == AC_NN_LN_PRE) {
         /* res3 = res2 + gelu(fch) Wp^T + bp */
         ac_nn_linear_backward_input(gf, gout, LP(L_FCPW), nr, F, C, 0);
@@ -186,6 +215,7 @@ static void tf_layer_backward_chunk(ac_nn_model *m, size_t l, size_t chunk, size
         /* qkv = ln1 Wqkv^T + b, ln1 = LN1(x), and x also feeds res2 */
         ac_nn_linear_backward_input(gln1, gqkv, LP(L_QKVW), nr, C, 3 * D, 0);
         ac_nn_layernorm_backward(gx, gres2, gln1, x, LP(L_LN1W), m1, s1, nr, C);
+        col_sums(bp + bs.fcp, gout, nr, C);
     } else {
         /* out = LN2(res3): gln1 holds d res3 */
         ac_nn_layernorm_backward(gln1, NULL, gout, res3, LP(L_LN2W), m2, s2, nr, C);
@@ -203,7 +233,12 @@ static void tf_layer_backward_chunk(ac_nn_model *m, size_t l, size_t chunk, size
         /* qkv = x Wqkv^T + b */
         memcpy(gx, gres2, nr * C * sizeof *gx);
         ac_nn_linear_backward_input(gx, gqkv, LP(L_QKVW), nr, C, 3 * D, 1);
+        col_sums(bp + bs.fcp, gln1, nr, C);
     }
+    /* the biases of the two products and the attention's qkv */
+    col_sums(bp + bs.fc, gf, nr, F);
+    col_sums(bp + bs.proj, gres2, nr, C);
+    col_sums(bp + bs.qkv, gqkv, nr, 3 * D);
 #undef LP
 }
 
@@ -217,21 +252,36 @@ static void tf_layer_tasks(ac_nn_model *m, size_t l, task_list *L)
 #define LG(slot) GRD(m, i0 + (slot))
     const layer_acts *A = &w->layers[l];
     const double *x = layer_input(m, l);
+    /* the four linear biases come from the chunks' column sums (below) */
     if (c->ln == AC_NN_LN_PRE) {
-        push_linear(L, LG(L_FCPW), LG(L_FCPB), w->gout, A->fchg, N, F, C);
-        push_linear(L, LG(L_FCW), LG(L_FCB), w->gf, A->ln2, N, C, F);
+        push_linear(L, LG(L_FCPW), NULL, w->gout, A->fchg, N, F, C);
+        push_linear(L, LG(L_FCW), NULL, w->gf, A->ln2, N, C, F);
         push_ln(L, LG(L_LN2W), LG(L_LN2B), w->gln, A->res2, A->ln2_mean, A->ln2_rstd, N, C);
-        push_linear(L, LG(L_PROJW), LG(L_PROJB), w->gres2, A->atty, N, D, C);
-        push_linear(L, LG(L_QKVW), LG(L_QKVB), w->gqkv, A->ln1, N, C, 3 * D);
+        push_linear(L, LG(L_PROJW), NULL, w->gres2, A->atty, N, D, C);
+        push_linear(L, LG(L_QKVW), NULL, w->gqkv, A->ln1, N, C, 3 * D);
         push_ln(L, LG(L_LN1W), LG(L_LN1B), w->gln1, x, A->ln1_mean, A->ln1_rstd, N, C);
     } else {
         push_ln(L, LG(L_LN2W), LG(L_LN2B), w->gout, A->res3, A->ln2_mean, A->ln2_rstd, N, C);
-        push_linear(L, LG(L_FCPW), LG(L_FCPB), w->gln1, A->fchg, N, F, C);
-        push_linear(L, LG(L_FCW), LG(L_FCB), w->gf, A->ln1, N, C, F);
+        push_linear(L, LG(L_FCPW), NULL, w->gln1, A->fchg, N, F, C);
+        push_linear(L, LG(L_FCW), NULL, w->gf, A->ln1, N, C, F);
         push_ln(L, LG(L_LN1W), LG(L_LN1B), w->gln, A->res2, A->ln1_mean, A->ln1_rstd, N, C);
-        push_linear(L, LG(L_PROJW), LG(L_PROJB), w->gres2, A->atty, N, D, C);
-        push_linear(L, LG(L_QKVW), LG(L_QKVB), w->gqkv, x, N, C, 3 * D);
+        push_linear(L, LG(L_PROJW), NULL, w->gres2, A->atty, N, D, C);
+        push_linear(L, LG(L_QKVW), NULL, w->gqkv, x, N, C, 3 * D);
     }
+    /* bias gradients: the chunks' column sums added in chunk order (the cut
+     * into chunks depends only on B and T, never on threads) */
+    bias_slots bs = layer_bias_slots(m);
+    size_t nch = (w->B + w->spc - 1) / w->spc;
+    const size_t off[4] = {bs.fcp, bs.fc, bs.proj, bs.qkv}, len[4] = {C, F, C, 3 * D};
+    double *db[4] = {LG(L_FCPB), LG(L_FCB), LG(L_PROJB), LG(L_QKVB)};
+    for (size_t ch = 0; ch < nch; ch++)
+        for (int k = 0; k < 4; k++) {
+            const double *p = w->bias_part + ch * bs.n + off[k];
+            double *d = db[k];
+#pragma omp simd
+            for (size_t j = 0; j < len[k]; j++)
+                d[j] += p[j];
+        }
 #undef LG
 }
 

@@ -393,8 +393,13 @@ void ac_nn_scores_backward(double *dqk, size_t ldd, const double *dpre, const do
 void nn_attention_forward_len(double *out, double *att, const double *qkv, size_t B, size_t T,
                               size_t H, size_t S, int causal, const size_t *klen)
 {
+    int masked = 0;
+    for (size_t b = 0; klen && b < B; b++)
+        masked |= klen[b] >= 1 && klen[b] < T;
     if (T > 0 && nn_attn_fused_fits(T, S) && S <= AC_NN_FUSED_FWD_MAX_S)
         nn_attention_forward_fused(out, att, qkv, B, T, H, S, causal, klen);
+    else if (causal && !masked && T > AC_NN_CAUSAL_BLOCK)
+        nn_attention_forward_causal_blas(out, att, qkv, B, T, H, S);
     else
         nn_attention_forward_blas(out, att, qkv, B, T, H, S, causal, klen);
 }
@@ -469,6 +474,8 @@ void ac_nn_attention_backward(double *dqkv, double *scratch, const double *dout,
 {
     if (T > 0 && nn_attn_fused_fits(T, S) && S <= AC_NN_FUSED_BWD_MAX_S)
         nn_attention_backward_fused(dqkv, scratch, dout, qkv, att, B, T, H, S, causal);
+    else if (causal && T > AC_NN_CAUSAL_BLOCK)
+        nn_attention_backward_causal_blas(dqkv, scratch, dout, qkv, att, B, T, H, S);
     else
         nn_attention_backward_blas(dqkv, scratch, dout, qkv, att, B, T, H, S, causal);
 }

@@ -254,8 +254,13 @@ static int alloc_acts(ac_nn_model *m, ac_err *err)
     w->chunk_maxdev = calloc(w->nchunks_max, sizeof *w->chunk_maxdev);
     size_t nblocks = m->nparams / NORM_BLOCK + 1;
     w->norm_part = calloc(nblocks, sizeof *w->norm_part);
+    /* per chunk: the bias-gradient column sums of one transformer layer */
+    size_t nbias = c->arch == AC_NN_ARCH_TRANSFORMER ? 2 * C + F + 3 * D : 1, nbp;
+    if (!ac_size_mul(nbias, w->nchunks_max, &nbp))
+        return ac_err_set(err, AC_EUSAGE, "batch %zu x sequence %zu is too large for memory", B, T);
+    w->bias_part = calloc(nbp, sizeof *w->bias_part);
     if (!w->tokens || !w->targets || !w->len || !w->chunk_correct || !w->chunk_maxdev ||
-        !w->norm_part)
+        !w->norm_part || !w->bias_part)
         return ac_err_set(err, AC_EINTERNAL, "out of memory");
 
     /* forward activations */
@@ -371,6 +376,7 @@ void ac_nn_model_free(ac_nn_model *m)
         free(w->chunk_correct);
         free(w->chunk_maxdev);
         free(w->norm_part);
+        free(w->bias_part);
         free(w->tasks);
         free(w);
     }

@@ -197,6 +197,8 @@ struct ac_nn_work {
     double *gacts;
     double *gout, *gx, *gres2, *gln, *gln1, *gf, *gatty, *gqkv, *glnf, *gpool;
     double *scratch;          /* per chunk: T*T */
+    double *bias_part;        /* per chunk: column sums of one layer's bias gradients
+                               * (transformer: FCPB C, FCB F, PROJB C, QKVB 3D) */
     size_t nchunks_max;
     size_t *chunk_correct;
     double *chunk_maxdev;
