@@ -23,6 +23,7 @@
 #include "attncheck/linalg.h"
 #include "attncheck/theorem1.h"
 #include "core/ac_arb.h"
+#include "core/ball.h"
 #include "theorem1/t1_bounds.h"
 #include "theorem1/t1_stage0.h"
 #include "testutil.h"
