@@ -36,8 +36,9 @@
 
 /* Wt = Wkq~ = sqrt(dk) log(P D0) (paper 1, eq. (6)); Wk = [X^+; 0],
  * Wq = [Wt X^+; 0] (Wk~ = I, Wq~ = Wt in the paper's Wk = Wk~ X^+,
- * Wq = Wq~ X^+).  Y = X^+ (n x d) becomes Wk (its buffer, grown to dk rows:
- * no copy; *Y is empty afterwards).  Row-major, the first n rows of Wq are
+ * Wq = Wq~ X^+).  Y = X^+ (n x d) becomes Wk (its buffer when dk = n, no
+ * copy; a zeroed dk x d buffer holding it when dk > n; *Y is empty
+ * afterwards).  Row-major, the first n rows of Wq are
  * a prefix: the product is written there directly. */
 static int construct_weights(ac_t1_result *res, ac_mat *Wt, ac_mat *Y, const ac_mat *P,
                              const double *d0, size_t dk, ac_err *err)
@@ -68,10 +69,14 @@ static int construct_weights(ac_t1_result *res, ac_mat *Wt, ac_mat *Y, const ac_
                  res->Wq.data + i0 * d, d);
     }
     if (dk > n) {
-        double *g = realloc(Y->data, dk * d * sizeof(double));
+        /* a fresh zeroed buffer (dk x d fits: Wq of that size exists), not
+         * realloc + memset: the zero rows then stay untouched pages, which
+         * matters for tall X (d = 4096, n = 2, dk = d: 134 MB of zeros) */
+        double *g = calloc(dk * d, sizeof(double));
         if (!g)
             return ac_err_set(err, AC_EINTERNAL, "out of memory");
-        memset(g + n * d, 0, (dk - n) * d * sizeof(double));
+        memcpy(g, Y->data, n * d * sizeof(double));
+        free(Y->data);
         Y->data = g;
     }
     res->Wk = (ac_mat){dk, d, Y->data};
