@@ -24,111 +24,32 @@
 #include "attncheck/head.h"
 #include "attncheck/interval.h"
 #include "attncheck/linalg.h"
+#include "imat_oracle.h"
 #include "testutil.h"
-
-#define EXACT_PREC 4400 /* products of doubles span < 4300 bits: sums are exact */
-
-static long fails;
-#define SOFT(cond, ...)                                                                          \
-    do {                                                                                         \
-        if (!(cond) && fails++ == 0) {                                                           \
-            fprintf(stderr, __VA_ARGS__);                                                        \
-            fputc('\n', stderr);                                                                 \
-        }                                                                                        \
-    } while (0)
-
-enum { GAUSS, CANCEL, ROWSCALE, HUGE_, TINY, ZEROS, NCLASS };
-
-static void fill(int cls, double *A, double *B, size_t m, size_t k, size_t n, test_rng *r)
-{
-    for (size_t i = 0; i < m * k; i++)
-        A[i] = test_rng_gauss(r);
-    for (size_t i = 0; i < k * n; i++)
-        B[i] = test_rng_gauss(r);
-    if (cls == CANCEL && m == k) {
-        ac_mat Am = {m, k, A}, Y = {0};
-        if (ac_approx_pinv_fullcol(&Y, &Am, NULL) == AC_OK) { /* A = Y^-1 ~ rows of cancellation */
-            memcpy(A, Y.data, m * k * sizeof(double));
-            ac_mat_free(&Y);
-        }
-    } else if (cls == ROWSCALE) {
-        for (size_t i = 0; i < m; i++) {
-            double s = ldexp(1.0, (int)(test_rng_unif(r) * 600) - 300);
-            for (size_t l = 0; l < k; l++)
-                A[i * k + l] *= s * (l % 3 == 0 ? 1e-9 : 1.0);
-        }
-        for (size_t j = 0; j < n; j++) {
-            double s = ldexp(1.0, (int)(test_rng_unif(r) * 600) - 300);
-            for (size_t l = 0; l < k; l++)
-                B[l * n + j] *= s;
-        }
-    } else if (cls == HUGE_) {
-        for (size_t i = 0; i < m * k; i++)
-            A[i] *= 0x1p500;
-        for (size_t i = 0; i < k * n; i++)
-            B[i] *= (i % 2) ? 0x1p515 : 0x1p400;
-    } else if (cls == TINY) {
-        for (size_t i = 0; i < m * k; i++)
-            A[i] *= (i % 5) ? 0x1p-520 : 0x1p-1000;
-        for (size_t i = 0; i < k * n; i++)
-            B[i] *= 0x1p-530;
-    } else if (cls == ZEROS) {
-        for (size_t l = 0; l < k; l++)
-            A[l] = 0;
-        for (size_t l = 0; l < k; l++)
-            B[l * n + (n - 1)] = 0;
-    }
-}
-
-/* 1 if |exact - mid| <= rad for the Arb value exact (exact arithmetic). */
-static int contains(const arb_t exact, double mid, double rad)
-{
-    if (rad == INFINITY)
-        return 1;
-    if (!(rad >= 0) || !isfinite(mid))
-        return 0;
-    arb_t t;
-    arb_init(t);
-    arb_set_d(t, mid);
-    arb_sub(t, exact, t, EXACT_PREC);
-    arb_abs(t, t);
-    arb_t r;
-    arb_init(r);
-    arb_set_d(r, rad);
-    int ok = arb_le(t, r);
-    arb_clear(t);
-    arb_clear(r);
-    return ok;
-}
 
 /* ac_mul_cs on a column panel of B (leading dimension n > w), against Arb
  * and against its loop twin. */
 static void check_cs(int cls, size_t m, size_t k, size_t n, test_rng *r)
 {
     double *A = malloc((m * k + 1) * sizeof(double)), *B = malloc((k * n + 1) * sizeof(double));
-    fill(cls, A, B, m, k, n, r);
+    oracle_inputs(cls, ORACLE_CANCEL_A, A, B, m, k, n, r);
     size_t j0 = n > 2 ? 1 : 0, w = n - j0; /* a panel: columns j0.. with ldb = n */
     double *Cm = malloc((m * w + 1) * sizeof(double)), *Cr = malloc((m * w + 1) * sizeof(double));
     double *Tm = malloc((m * w + 1) * sizeof(double)), *Tr = malloc((m * w + 1) * sizeof(double));
     ck_assert_int_eq(ac_mul_cs(Cm, Cr, w, A, m, k, B + j0, k, w, n, NULL, NULL, 0, NULL), AC_OK);
     ck_assert_int_eq(ac_mul_cs(Tm, Tr, w, A, m, k, B + j0, k, w, n, NULL, NULL, 1, NULL), AC_OK);
-    arb_t s, a, b;
+    arb_t s;
     arb_init(s);
-    arb_init(a);
-    arb_init(b);
     size_t finite = 0;
     for (size_t i = 0; i < m; i++)
         for (size_t j = 0; j < w; j++) {
-            arb_zero(s);
-            for (size_t l = 0; l < k; l++) {
-                arb_set_d(a, A[i * k + l]);
-                arb_set_d(b, B[l * n + j0 + j]);
-                arb_addmul(s, a, b, EXACT_PREC);
-            }
+            oracle_entry(s, A, B + j0, k, n, i, j);
             size_t e = i * w + j;
-            SOFT(contains(s, Cm[e], Cr[e]), "class %d %zux%zux%zu: (%zu,%zu) [%a +- %a] misses A B",
-                 cls, m, k, n, i, j, Cm[e], Cr[e]);
-            SOFT(contains(s, Tm[e], Tr[e]), "class %d: loop twin (%zu,%zu) misses A B", cls, i, j);
+            SOFT(oracle_contains(s, Cm[e], Cr[e]),
+                 "class %d %zux%zux%zu: (%zu,%zu) [%a +- %a] misses A B", cls, m, k, n, i, j, Cm[e],
+                 Cr[e]);
+            SOFT(oracle_contains(s, Tm[e], Tr[e]), "class %d: loop twin (%zu,%zu) misses A B", cls,
+                 i, j);
             SOFT(memcmp(&Cr[e], &Tr[e], sizeof(double)) == 0 || (isinf(Cr[e]) && isinf(Tr[e])),
                  "class %d: twin radii differ at (%zu,%zu)", cls, i, j);
             finite += Cr[e] < INFINITY;
@@ -136,8 +57,6 @@ static void check_cs(int cls, size_t m, size_t k, size_t n, test_rng *r)
     if (cls != HUGE_)
         SOFT(finite == m * w, "class %d: %zu of %zu radii infinite", cls, m * w - finite, m * w);
     arb_clear(s);
-    arb_clear(a);
-    arb_clear(b);
     free(A);
     free(B);
     free(Cm);
@@ -150,7 +69,7 @@ START_TEST(test_cs_encloses)
 {
     test_rng r;
     test_rng_init(&r, test_seed_value + 31);
-    static const size_t sizes[][3] = {{1, 1, 1}, {3, 1, 4}, {5, 7, 3}, {17, 40, 9},
+    static const size_t sizes[][3] = {{1, 1, 1},    {3, 1, 4},   {5, 7, 3},  {17, 40, 9},
                                       {40, 40, 41}, {4, 300, 5}, {33, 33, 7}};
     fails = 0;
     for (int cls = 0; cls < NCLASS; cls++)
@@ -174,7 +93,8 @@ static void check_norm(const double *v, size_t cnt, size_t stride, double bound,
     arb_set_d(t, bound);
     SOFT(arb_le(s, t), "%s: bound %a below the norm", what, bound);
     double nv = arf_get_d(arb_midref(s), ARF_RND_NEAR);
-    SOFT(bound <= nv * (1 + 1e-12) + 0x1p-1000, "%s: bound %a not tight (norm %a)", what, bound, nv);
+    SOFT(bound <= nv * (1 + 1e-12) + 0x1p-1000, "%s: bound %a not tight (norm %a)", what, bound,
+         nv);
     arb_clear(s);
     arb_clear(t);
 }
@@ -188,7 +108,7 @@ START_TEST(test_norms)
         size_t m = 13, k = 11;
         double *A = malloc(m * k * sizeof(double)), *B = malloc(k * m * sizeof(double));
         double cn[13], rn[13];
-        fill(cls, A, B, m, k, m, &r);
+        oracle_inputs(cls, ORACLE_CANCEL_A, A, B, m, k, m, &r);
         ac_colnorms_up(cn, A, m, k, k, 0);
         ac_rownorms_up(rn, A, m, k, k);
         for (size_t j = 0; j < k; j++)
@@ -236,13 +156,13 @@ static void check_nearid(int cls, size_t n, size_t w, test_rng *r)
 {
     double *A = malloc(n * n * sizeof(double)), *B = malloc(n * n * sizeof(double));
     double *W = malloc(n * n * sizeof(double)), *X = malloc(n * w * sizeof(double));
-    fill(CANCEL, A, B, n, n, n, r);
+    oracle_inputs(CANCEL, ORACLE_CANCEL_A, A, B, n, n, n, r);
     ac_mat Am = {n, n, A}, Y = {0};
     if (ac_approx_pinv_fullcol(&Y, &Am, NULL) == AC_OK) {
         memcpy(B, Y.data, n * n * sizeof(double));
         ac_mat_free(&Y);
     }
-    fill(cls, W, X, n, n, w, r);
+    oracle_inputs(cls, ORACLE_CANCEL_A, W, X, n, n, w, r);
     ac_imat K = {0}, Q = {0}, C = {0}, T = {0}, G = {0};
     ac_mat Bm = {n, n, B};
     ac_imat Ai = ac_imat_view(&Am), Bi = ac_imat_view(&Bm);
@@ -280,11 +200,11 @@ static void check_nearid(int cls, size_t n, size_t w, test_rng *r)
                     arb_addmul(s, a, b, EXACT_PREC);
                 }
                 size_t e = i * w + j;
-                SOFT(contains(s, C.mid[e], C.rad[e]),
+                SOFT(oracle_contains(s, C.mid[e], C.rad[e]),
                      "class %d n %zu w %zu corner %d: (%zu,%zu) [%a +- %a] misses K^T Q", cls, n, w,
                      corner, i, j, C.mid[e], C.rad[e]);
-                SOFT(contains(s, T.mid[e], T.rad[e]), "class %d: loop twin misses at (%zu,%zu)",
-                     cls, i, j);
+                SOFT(oracle_contains(s, T.mid[e], T.rad[e]),
+                     "class %d: loop twin misses at (%zu,%zu)", cls, i, j);
                 SOFT(memcmp(&C.rad[e], &T.rad[e], sizeof(double)) == 0 ||
                          (isinf(C.rad[e]) && isinf(T.rad[e])),
                      "class %d: twin radii differ at (%zu,%zu)", cls, i, j);
@@ -447,7 +367,7 @@ START_TEST(test_sum_exact)
         }
         if (kind == 0 || kind == 2)
             for (size_t i = 0; i < n; i++)
-                x[i] /= s; /* sums to 1 up to rounding: 1 exactly or not */
+                x[i] /= s;        /* sums to 1 up to rounding: 1 exactly or not */
         if (kind == 3 && n > 1) { /* exactly 1 by construction: x_0 = 1 - rest, Sterbenz-free */
             for (size_t i = 1; i < n; i++)
                 x[i] = ldexp(1.0, -(int)(i % 40) - 12);

@@ -16,98 +16,14 @@
 #include "attncheck/head.h"
 #include "attncheck/interval.h"
 #include "attncheck/linalg.h"
+#include "imat_oracle.h"
 #include "testutil.h"
-
-#define EXACT_PREC 4400 /* products of doubles span < 4300 bits: sums are exact */
-
-static long fails;
-#define SOFT(cond, ...)                                                                          \
-    do {                                                                                         \
-        if (!(cond) && fails++ == 0) {                                                           \
-            fprintf(stderr, __VA_ARGS__);                                                        \
-            fputc('\n', stderr);                                                                 \
-        }                                                                                        \
-    } while (0)
-
-/* 1 if |exact (A B)_ij - mid| <= rad, decided in Arb at EXACT_PREC. */
-static int encloses(const double *A, const double *B, size_t k, size_t n, size_t i, size_t j,
-                    double mid, double rad)
-{
-    if (rad == INFINITY)
-        return 1;
-    if (!(rad >= 0) || !isfinite(mid))
-        return 0;
-    arb_t s, t, r;
-    arb_init(s);
-    arb_init(t);
-    arb_init(r);
-    for (size_t l = 0; l < k; l++) {
-        arb_set_d(t, A[i * k + l]);
-        arb_set_d(r, B[l * n + j]);
-        arb_addmul(s, t, r, EXACT_PREC);
-    }
-    arb_set_d(t, mid);
-    arb_sub(s, s, t, EXACT_PREC);
-    arb_abs(s, s);
-    arb_set_d(r, rad);
-    int ok = arb_le(s, r);
-    arb_clear(s);
-    arb_clear(t);
-    arb_clear(r);
-    return ok;
-}
-
-/* Fill A (m x k), B (k x n) for a class of inputs. */
-enum { GAUSS, CANCEL, ROWSCALE, HUGE_, TINY, ZEROS, NCLASS };
-
-static void make_inputs(int cls, double *A, double *B, size_t m, size_t k, size_t n, test_rng *r)
-{
-    for (size_t i = 0; i < m * k; i++)
-        A[i] = test_rng_gauss(r);
-    for (size_t i = 0; i < k * n; i++)
-        B[i] = test_rng_gauss(r);
-    if (cls == CANCEL && m == k && k == n) {
-        /* B = an approximate inverse of A: A B = I up to ~cond u, all of it
-         * cancellation in every entry */
-        ac_mat Am = {m, k, A}, Y = {0};
-        if (ac_approx_pinv_fullcol(&Y, &Am, NULL) == AC_OK) {
-            memcpy(B, Y.data, k * n * sizeof(double));
-            ac_mat_free(&Y);
-        }
-    } else if (cls == ROWSCALE) {
-        for (size_t i = 0; i < m; i++) {
-            double s = ldexp(1.0, (int)(test_rng_unif(r) * 600) - 300);
-            for (size_t l = 0; l < k; l++)
-                A[i * k + l] *= s * (l % 3 == 0 ? 1e-9 : 1.0); /* and inside the row */
-        }
-        for (size_t j = 0; j < n; j++) {
-            double s = ldexp(1.0, (int)(test_rng_unif(r) * 600) - 300);
-            for (size_t l = 0; l < k; l++)
-                B[l * n + j] *= s;
-        }
-    } else if (cls == HUGE_) {
-        for (size_t i = 0; i < m * k; i++)
-            A[i] *= 0x1p500;
-        for (size_t i = 0; i < k * n; i++)
-            B[i] *= (i % 2) ? 0x1p515 : 0x1p400; /* some entries near overflow */
-    } else if (cls == TINY) {
-        for (size_t i = 0; i < m * k; i++)
-            A[i] *= (i % 5) ? 0x1p-520 : 0x1p-1000;
-        for (size_t i = 0; i < k * n; i++)
-            B[i] *= 0x1p-530;
-    } else if (cls == ZEROS) {
-        for (size_t l = 0; l < k; l++)
-            A[l] = 0; /* row 0 of A */
-        for (size_t l = 0; l < k; l++)
-            B[l * n + (n - 1)] = 0; /* last column of B */
-    }
-}
 
 static void check_case(int cls, size_t m, size_t k, size_t n, test_rng *r)
 {
     double *A = malloc((m * k + 1) * sizeof(double)), *B = malloc((k * n + 1) * sizeof(double));
     ac_imat C = {0}, Cr = {0}, G = {0};
-    make_inputs(cls, A, B, m, k, n, r);
+    oracle_inputs(cls, ORACLE_CANCEL_B, A, B, m, k, n, r);
     ac_mat Am = {m, k, A}, Bm = {k, n, B};
     ck_assert_int_eq(ac_imat_init(&C, m, n, 1, NULL), AC_OK);
     ck_assert_int_eq(ac_imat_init(&Cr, m, n, 1, NULL), AC_OK);
@@ -123,10 +39,10 @@ static void check_case(int cls, size_t m, size_t k, size_t n, test_rng *r)
     for (size_t i = 0; i < m; i++)
         for (size_t j = 0; j < n; j++) {
             size_t e = i * n + j;
-            SOFT(encloses(A, B, k, n, i, j, C.mid[e], C.rad[e]),
-                 "class %d %zux%zux%zu: split entry (%zu,%zu) [%a +- %a] misses A B", cls, m, k,
-                 n, i, j, C.mid[e], C.rad[e]);
-            SOFT(encloses(A, B, k, n, i, j, Cr.mid[e], Cr.rad[e]),
+            SOFT(oracle_encloses(A, B, k, n, i, j, C.mid[e], C.rad[e]),
+                 "class %d %zux%zux%zu: split entry (%zu,%zu) [%a +- %a] misses A B", cls, m, k, n,
+                 i, j, C.mid[e], C.rad[e]);
+            SOFT(oracle_encloses(A, B, k, n, i, j, Cr.mid[e], Cr.rad[e]),
                  "class %d: loop twin entry (%zu,%zu) misses A B", cls, i, j);
             /* the twins enclose the same number: their intervals meet */
             if (C.rad[e] < INFINITY && Cr.rad[e] < INFINITY)
@@ -153,7 +69,7 @@ START_TEST(test_split_encloses)
 {
     test_rng r;
     test_rng_init(&r, test_seed_value + 11);
-    static const size_t sizes[][3] = {{1, 1, 1}, {3, 1, 4}, {5, 7, 3}, {17, 40, 9},
+    static const size_t sizes[][3] = {{1, 1, 1},    {3, 1, 4},   {5, 7, 3},   {17, 40, 9},
                                       {40, 40, 40}, {4, 300, 5}, {130, 20, 6}};
     fails = 0;
     for (int cls = 0; cls < NCLASS; cls++)
@@ -198,7 +114,7 @@ START_TEST(test_split_threads)
     test_rng r;
     test_rng_init(&r, test_seed_value + 12);
     double *A = malloc(m * k * sizeof(double)), *B = malloc(k * n * sizeof(double));
-    make_inputs(GAUSS, A, B, m, k, n, &r);
+    oracle_inputs(GAUSS, ORACLE_CANCEL_B, A, B, m, k, n, &r);
     ac_mat Am = {m, k, A}, Bm = {k, n, B};
     ac_imat C1 = {0}, C2 = {0};
     ck_assert_int_eq(ac_imat_init(&C1, m, n, 1, NULL), AC_OK);
@@ -229,7 +145,7 @@ START_TEST(test_imat_mul_panels)
     double *A = malloc(m * k * sizeof(double)), *At = malloc(m * k * sizeof(double));
     double *Ar = malloc(m * k * sizeof(double)), *Art = malloc(m * k * sizeof(double));
     double *B = malloc(k * n * sizeof(double)), *Bt = malloc(k * n * sizeof(double));
-    make_inputs(GAUSS, A, B, m, k, n, &r);
+    oracle_inputs(GAUSS, ORACLE_CANCEL_B, A, B, m, k, n, &r);
     for (size_t l = 0; l < k; l++)
         for (size_t j = 0; j < n; j++)
             Bt[j * k + l] = B[l * n + j];
@@ -242,25 +158,27 @@ START_TEST(test_imat_mul_panels)
     for (int ta = 0; ta < 2; ta++)
         for (int wr = 0; wr < 2; wr++)
             for (int tb = 0; tb < 2; tb++) {
-            ac_imat Ai = {ta ? k : m, ta ? m : k, ta ? At : A, wr ? (ta ? Art : Ar) : NULL};
-            ac_mat Bm = {tb ? n : k, tb ? k : n, tb ? Bt : B};
-            ac_imat Bi = ac_imat_view(&Bm), C = {0};
-            ck_assert_int_eq(ac_imat_init(&C, m, n, 1, NULL), AC_OK);
-            ck_assert_int_eq(ac_imat_mul(&C, ta ? AC_TRANS : AC_NOTRANS, &Ai,
-                                         tb ? AC_TRANS : AC_NOTRANS, &Bi, NULL),
-                             AC_OK);
-            for (size_t i = 0; i < m; i++)
-                for (size_t j = 0; j < n; j++) {
-                    double rad = C.rad[i * n + j];
-                    if (wr) /* every A' in A: the radius covers the midpoint's box */
-                        SOFT(rad >= 1e-3 * (i % 3 ? 0 : 1) * fabs(B[j]) * 0.999 && rad < INFINITY,
-                             "ta %d: radius %g misses A_r", ta, rad);
-                    if ((i + j) % 5 == 0 || j % 512 < 2 || i % 256 < 2) /* a sample: Arb is slow */
-                        SOFT(encloses(A, B, k, n, i, j, C.mid[i * n + j], rad),
-                         "ta %d wr %d tb %d: (%zu,%zu) not enclosed", ta, wr, tb, i, j);
-                }
-            ac_imat_free(&C);
-        }
+                ac_imat Ai = {ta ? k : m, ta ? m : k, ta ? At : A, wr ? (ta ? Art : Ar) : NULL};
+                ac_mat Bm = {tb ? n : k, tb ? k : n, tb ? Bt : B};
+                ac_imat Bi = ac_imat_view(&Bm), C = {0};
+                ck_assert_int_eq(ac_imat_init(&C, m, n, 1, NULL), AC_OK);
+                ck_assert_int_eq(ac_imat_mul(&C, ta ? AC_TRANS : AC_NOTRANS, &Ai,
+                                             tb ? AC_TRANS : AC_NOTRANS, &Bi, NULL),
+                                 AC_OK);
+                for (size_t i = 0; i < m; i++)
+                    for (size_t j = 0; j < n; j++) {
+                        double rad = C.rad[i * n + j];
+                        if (wr) /* every A' in A: the radius covers the midpoint's box */
+                            SOFT(rad >= 1e-3 * (i % 3 ? 0 : 1) * fabs(B[j]) * 0.999 &&
+                                     rad < INFINITY,
+                                 "ta %d: radius %g misses A_r", ta, rad);
+                        if ((i + j) % 5 == 0 || j % 512 < 2 ||
+                            i % 256 < 2) /* a sample: Arb is slow */
+                            SOFT(oracle_encloses(A, B, k, n, i, j, C.mid[i * n + j], rad),
+                                 "ta %d wr %d tb %d: (%zu,%zu) not enclosed", ta, wr, tb, i, j);
+                    }
+                ac_imat_free(&C);
+            }
     ck_assert_msg(fails == 0, "%ld failed checks (first printed above)", fails);
     free(A);
     free(At);
@@ -277,8 +195,8 @@ END_TEST
  * Wt = sqrt(n) log P, so the logits are Wt up to rounding; cond scales one
  * column of X (sigma_min(X) small makes the weights large), wscale scales X
  * down and the weights up by the same power of two. */
-static void t1_head(ac_mat *X, ac_mat *Wk, ac_mat *Wq, ac_mat *P, size_t n, double cond,
-                    int wexp, test_rng *r)
+static void t1_head(ac_mat *X, ac_mat *Wk, ac_mat *Wq, ac_mat *P, size_t n, double cond, int wexp,
+                    test_rng *r)
 {
     ac_mat Wt = {0};
     ck_assert_int_eq(ac_mat_init(X, n, n, NULL), AC_OK);
@@ -309,9 +227,12 @@ START_TEST(test_head_split_stage)
 {
     test_rng r;
     test_rng_init(&r, test_seed_value + 13);
-    static const struct { size_t n; double cond; int wexp, pad; } cases[] = {
-        {6, 1, 0, 0},     {20, 1e3, 0, 0},   {33, 1e6, 0, 0}, {24, 10, 400, 0},
-        {24, 10, -400, 0}, {48, 1e4, 30, 0}, {9, 10, 0, 20},  {12, 1e3, 0, 1}};
+    static const struct {
+        size_t n;
+        double cond;
+        int wexp, pad;
+    } cases[] = {{6, 1, 0, 0},      {20, 1e3, 0, 0},  {33, 1e6, 0, 0}, {24, 10, 400, 0},
+                 {24, 10, -400, 0}, {48, 1e4, 30, 0}, {9, 10, 0, 20},  {12, 1e3, 0, 1}};
     for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
         ac_mat X = {0}, Wk = {0}, Wq = {0}, P = {0};
         t1_head(&X, &Wk, &Wq, &P, cases[c].n, cases[c].cond, cases[c].wexp, &r);

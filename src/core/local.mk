@@ -26,12 +26,12 @@ src_libattncheck_la_SOURCES += \
 # unit tests of this module
 check_PROGRAMS += tests/test_imat_split tests/test_interval tests/test_verdict tests/test_linalg tests/test_rng tests/test_rng_block tests/test_blas
 UNIT_TESTS += tests/test_imat_split tests/test_interval tests/test_verdict tests/test_linalg tests/test_rng tests/test_rng_block tests/test_blas
-tests_test_imat_split_SOURCES = tests/test_imat_split.c tests/testutil.h
+tests_test_imat_split_SOURCES = tests/test_imat_split.c tests/imat_oracle.h tests/testutil.h
 tests_test_imat_split_CFLAGS = $(TEST_CFLAGS)
 tests_test_imat_split_LDADD = $(TEST_LIBS)
 check_PROGRAMS += tests/test_imat_cs
 UNIT_TESTS += tests/test_imat_cs
-tests_test_imat_cs_SOURCES = tests/test_imat_cs.c tests/testutil.h
+tests_test_imat_cs_SOURCES = tests/test_imat_cs.c tests/imat_oracle.h tests/testutil.h
 tests_test_imat_cs_CFLAGS = $(TEST_CFLAGS)
 tests_test_imat_cs_LDADD = $(TEST_LIBS)
 tests_test_interval_SOURCES = tests/test_interval.c tests/testutil.h
