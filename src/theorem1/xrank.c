@@ -23,6 +23,7 @@
 
 #include "attncheck/linalg.h"
 #include "attncheck/theorem1.h"
+#include "core/linalg_lu.h"
 #include "theorem1/t1_impl.h"
 
 /* ---- scaling by powers of two ---------------------------------------------- */
@@ -110,7 +111,10 @@ static int rank_left_inverse(ac_t1_result *res, ac_mat *Y, ac_imat *YX, const ac
         A = &Xt;
     }
     ac_mat *Yp = (d >= n) ? Y : &Yt;
-    if (ac_approx_pinv_fullcol(Yp, A, NULL) != AC_OK) {
+    /* square X: the LU inverse in fixed panels over the OpenMP threads (the
+     * same bits for any thread count); LAPACK's LU and QR if it fails */
+    if ((d != n || ac_inverse_lu_panels(Yp, A, 0, NULL) != AC_OK) &&
+        ac_approx_pinv_fullcol(Yp, A, NULL) != AC_OK) {
         ac_mat_free(Yp);
         st = AC_OK; /* rank deficient or LAPACK gave up: the exact routes follow */
         goto out;
