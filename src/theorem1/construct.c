@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <cblas.h>
+
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -448,12 +450,26 @@ out:
 
 /* ---- weights from the family K Pi log(P) Pi (doc/mathematics.md §3.5) ---- */
 
+/* The SVD of X cut to the certified rank r: the r largest singular triplets,
+ * stopping at a zero one and, when rel > 0, at one below rel * sigma_1 (a
+ * numerical rank, which keeps the weights of an ill-conditioned X bounded).
+ * Returns how many are kept. */
+static size_t pinv_keep(const double *sx, size_t r, size_t p, double rel)
+{
+    size_t k = 0;
+    while (k < r && k < p && sx[k] > 0 && !(rel > 0 && sx[k] < rel * sx[0]))
+        k++;
+    return k;
+}
+
 /* X^+ (n x d, allocated here) and, when Pi is not NULL, Pi = X^+ X (n x n)
- * from an SVD of X with the certified rank r: the r largest singular
- * triplets, stopping at a zero one and, when rel > 0, at one below
- * rel * sigma_1 (a numerical rank, which keeps the weights of an
- * ill-conditioned X bounded). */
-int t1_pinv(ac_mat *Xp, ac_mat *Pi, const ac_mat *X, size_t r, double rel, ac_err *err)
+ * from an SVD of X with the certified rank r (pinv_keep):
+ *   X^+ = (S_k^-1 V_k^T)^T U_k^T   (one dgemm),
+ *   Pi  = V_k V_k^T                (one dsyrk, mirrored).
+ * Approximations only: whatever is built from them is certified afterwards.
+ * ref != 0: the same sums in plain loops (the reference twin). */
+static int pinv_run(ac_mat *Xp, ac_mat *Pi, const ac_mat *X, size_t r, double rel, int ref,
+                    ac_err *err)
 {
     size_t d = X->rows, n = X->cols, p = d < n ? d : n;
     ac_mat Ux = {0}, Vx = {0};
@@ -464,23 +480,48 @@ int t1_pinv(ac_mat *Xp, ac_mat *Pi, const ac_mat *X, size_t r, double rel, ac_er
     if ((st = ac_approx_svd(X, &Ux, sx, &Vx, err)) || (st = ac_mat_init(Xp, n, d, err)) ||
         (Pi && (st = ac_mat_init(Pi, n, n, err))))
         goto out;
-    for (size_t k = 0; k < r && k < p; k++) {
-        if (!(sx[k] > 0) || (rel > 0 && sx[k] < rel * sx[0]))
-            break;
-        for (size_t i = 0; i < n; i++) {
-            double v = AC_MAT(&Vx, k, i);
-            for (size_t j = 0; j < d; j++)
-                AC_MAT(Xp, i, j) += v * AC_MAT(&Ux, j, k) / sx[k];
-            if (Pi)
-                for (size_t j = 0; j < n; j++)
-                    AC_MAT(Pi, i, j) += v * AC_MAT(&Vx, k, j);
-        }
+    size_t kk = pinv_keep(sx, r, p, rel);
+    if (ref) {
+        for (size_t k = 0; k < kk; k++)
+            for (size_t i = 0; i < n; i++) {
+                double v = AC_MAT(&Vx, k, i);
+                for (size_t j = 0; j < d; j++)
+                    AC_MAT(Xp, i, j) += v * AC_MAT(&Ux, j, k) / sx[k];
+                if (Pi)
+                    for (size_t j = 0; j < n; j++)
+                        AC_MAT(Pi, i, j) += v * AC_MAT(&Vx, k, j);
+            }
+        goto out;
     }
+    if (kk == 0)
+        goto out;
+    if (Pi) { /* Pi = V_k V_k^T, before Vx's rows are scaled */
+        cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)n, (int)kk, 1.0, Vx.data, (int)n,
+                    0.0, Pi->data, (int)n);
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < i; j++)
+                AC_MAT(Pi, i, j) = AC_MAT(Pi, j, i);
+    }
+    for (size_t k = 0; k < kk; k++)
+        for (size_t i = 0; i < n; i++)
+            AC_MAT(&Vx, k, i) /= sx[k];
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasTrans, (int)n, (int)d, (int)kk, 1.0, Vx.data,
+                (int)n, Ux.data, (int)p, 0.0, Xp->data, (int)d);
 out:
     free(sx);
     ac_mat_free(&Ux);
     ac_mat_free(&Vx);
     return st;
+}
+
+int t1_pinv(ac_mat *Xp, ac_mat *Pi, const ac_mat *X, size_t r, double rel, ac_err *err)
+{
+    return pinv_run(Xp, Pi, X, r, rel, 0, err);
+}
+
+int t1_pinv_ref(ac_mat *Xp, ac_mat *Pi, const ac_mat *X, size_t r, double rel, ac_err *err)
+{
+    return pinv_run(Xp, Pi, X, r, rel, 1, err);
 }
 
 /* T = K Pi L Pi, L = log P, K = I - g g'/(g'g), g = Pi 1 (K = I when g = 0);
