@@ -35,6 +35,7 @@
 
 #define EQ4_PANEL 128 /* columns of the logits traced at a time */
 #define WQ_BLOCK 256  /* rows of Wq formed per BLAS call */
+#define EQ4_BOUND_MARGIN 2 /* S without a product when it fits under tol / this */
 
 /* Wt = Wkq~ = sqrt(dk) log(P D0) (paper 1, eq. (6)); Wk = [X^+; 0],
  * Wq = [Wt X^+; 0] (Wk~ = I, Wq~ = Wt in the paper's Wk = Wk~ X^+,
@@ -130,22 +131,30 @@ typedef struct {
     int ok;
 } eq4_acc;
 
-/* One panel (columns j0..j0+w-1) of trace_eq4: Q = Wq X and S = K^T Q by the
- * norm-bounded products (doc/mathematics.md §2.3), the deviation of S from
- * Wt, the logits S / sqrt(dk), their softmax bounds and the deviation from P. */
+/* How S = K^T Q is enclosed in a panel of trace_eq4. */
+enum {
+    EQ4_BOUND,  /* S = Q + (K - I)^T Q by norms, no product (r = n only) */
+    EQ4_PRODUCT /* one dgemm K^T Q, radius by norms */
+};
+
+/* One panel (columns j0..j0+w-1) of trace_eq4: Q = Wq X (skipped when
+ * have_q: b->Q already holds it) and S = K^T Q by the norm-bounded products
+ * (doc/mathematics.md §2.3), the deviation of S from Wt, the logits
+ * S / sqrt(dk), their softmax bounds and the deviation from P. */
 static int eq4_panel_run(eq4_panel *b, eq4_acc *acc, const ac_imat *Kp, size_t r,
                          const ac_mat *X, const ac_mat *Wq, const ac_mat *Wt, const ac_mat *P,
-                         size_t dk, size_t j0, size_t w, ac_err *err)
+                         size_t dk, size_t j0, size_t w, int mode, int have_q, ac_err *err)
 {
     size_t d = X->rows, n = X->cols;
     double s_lo = ac_div_dn(1.0, ac_sqrt_up((double)dk));
     double s_hi = ac_div_up(1.0, ac_sqrt_dn((double)dk));
     int st;
     b->Q.cols = b->S.cols = w;
-    if ((st = ac_mul_cs(b->Q.mid, b->Q.rad, w, Wq->data, r, d, X->data + j0, d, w, n, b->wn,
-                        b->xn + j0, 0, err)) ||
-        (st = r == n ? ac_imat_mul_tn_nearid(&b->S, Kp, b->kn, &b->Q, 0, err)
-                     : ac_imat_mul(&b->S, AC_TRANS, Kp, AC_NOTRANS, &b->Q, err)))
+    if ((!have_q && (st = ac_mul_cs(b->Q.mid, b->Q.rad, w, Wq->data, r, d, X->data + j0, d, w, n,
+                                    b->wn, b->xn + j0, 0, err))) ||
+        (st = mode == EQ4_BOUND ? ac_imat_tn_nearid_bound(&b->S, b->kn, &b->Q, err)
+              : r == n          ? ac_imat_mul_tn_nearid(&b->S, Kp, b->kn, &b->Q, 0, err)
+                                : ac_imat_mul(&b->S, AC_TRANS, Kp, AC_NOTRANS, &b->Q, err)))
         return st;
     for (size_t i = 0; i < n; i++)
         for (size_t j = 0; j < w; j++) {
@@ -174,7 +183,7 @@ static int eq4_panel_run(eq4_panel *b, eq4_acc *acc, const ac_imat *Kp, size_t r
  * thread count. */
 static int eq4_rest(eq4_panel *b0, eq4_acc *acc, const ac_imat *Kp, size_t r, const ac_mat *X,
                     const ac_mat *Wq, const ac_mat *Wt, const ac_mat *P, size_t dk, size_t w0,
-                    ac_err *err)
+                    int mode, ac_err *err)
 {
     size_t n = X->cols, np = (n + w0 - 1) / w0;
     int nt = 1;
@@ -214,7 +223,7 @@ static int eq4_rest(eq4_panel *b0, eq4_acc *acc, const ac_imat *Kp, size_t r, co
 #endif
         size_t j0 = p * w0, w = n - j0 < w0 ? n - j0 : w0;
         if (!sts[t])
-            sts[t] = eq4_panel_run(&bs[t], &as[t], Kp, r, X, Wq, Wt, P, dk, j0, w, NULL);
+            sts[t] = eq4_panel_run(&bs[t], &as[t], Kp, r, X, Wq, Wt, P, dk, j0, w, mode, 0, NULL);
     }
     for (int t = 0; t < nt; t++) {
         if (sts[t] && !st)
@@ -269,9 +278,12 @@ static int split_k(ac_imat *K, const ac_mat *Wk, size_t r, const ac_mat *X, size
  * enclosure pre[0..1] of max|Softmax - P| (the final identity).  Computed
  * in panels of EQ4_PANEL columns (the softmax groups are the columns), so
  * its memory is O(n) columns, not 6 n^2.  K = X^+ X is the rank step's
- * enclosure; when the first panel does not fit under tol with it (its
- * gamma_k radius grows like n^2 u times the weights), K is enclosed again by
- * split products, once, and the trace restarts. */
+ * enclosure.  The first panel chooses, in this order: S = Q + (K - I)^T Q
+ * bounded by norms, no product, if that fits under tol / EQ4_BOUND_MARGIN;
+ * else the product K^T Q if that fits under tol; else (its gamma_k radius
+ * grows like n^2 u times the weights) K is enclosed again by split
+ * products, once, and the trace restarts with the product.  The choice
+ * depends on the data only, never on the thread count. */
 static int trace_eq4(ac_t1_result *res, double *pre, const ac_mat *X, const ac_mat *Wt,
                      const ac_mat *P, size_t dk, ac_imat *YX, double tol, ac_err *err)
 {
@@ -300,10 +312,24 @@ static int trace_eq4(ac_t1_result *res, double *pre, const ac_mat *X, const ac_m
     ac_rownorms_up(b.wn, res->Wq.data, r, d, d);
     if (r == n)
         ac_nearid_norms(b.kn, Kp);
-    /* panel 0 first: it decides which enclosure of K the trace uses */
-    if ((st = eq4_panel_run(&b, &acc, Kp, r, X, &res->Wq, Wt, P, dk, 0, w0, err)))
+    /* panel 0 first: it decides how S = K^T Q is enclosed.  With r = n, by
+     * norms without a product when that fits under tol / EQ4_BOUND_MARGIN
+     * (K's midpoint is then about as close to I as its radius is wide),
+     * else by the product K^T Q */
+    int mode = EQ4_PRODUCT, have_q = 0;
+    if (r == n && r > 0) {
+        if ((st = eq4_panel_run(&b, &acc, Kp, r, X, &res->Wq, Wt, P, dk, 0, w0, EQ4_BOUND, 0,
+                                err)))
+            goto out;
+        if (acc.phi <= tol / EQ4_BOUND_MARGIN)
+            mode = EQ4_BOUND;
+        acc = (eq4_acc){0, 0, 0, 0, 1};
+        have_q = 1;
+    }
+    if (mode == EQ4_PRODUCT &&
+        (st = eq4_panel_run(&b, &acc, Kp, r, X, &res->Wq, Wt, P, dk, 0, w0, mode, have_q, err)))
         goto out;
-    if (r == n && r > 0 && !(acc.phi <= tol)) {
+    if (mode == EQ4_PRODUCT && r == n && r > 0 && !(acc.phi <= tol)) {
         /* the first panel does not fit: a tighter K, and start again.  The
          * rank step's YX encloses the same product X^+ X (Wk's first n rows
          * are that Y): the tighter enclosure overwrites it in place */
@@ -323,16 +349,19 @@ static int trace_eq4(ac_t1_result *res, double *pre, const ac_mat *X, const ac_m
         ac_nearid_norms(b.kn, &K);
         acc = (eq4_acc){0, 0, 0, 0, 1};
         split = 1;
-        if ((st = eq4_panel_run(&b, &acc, Kp, r, X, &res->Wq, Wt, P, dk, 0, w0, err)))
+        if ((st = eq4_panel_run(&b, &acc, Kp, r, X, &res->Wq, Wt, P, dk, 0, w0, mode, 1, err)))
             goto out;
     }
-    if ((st = eq4_rest(&b, &acc, Kp, r, X, &res->Wq, Wt, P, dk, w0, err)))
+    if ((st = eq4_rest(&b, &acc, Kp, r, X, &res->Wq, Wt, P, dk, w0, mode, err)))
         goto out;
     ac_t1_add_step(res, "paper 1, eq. (4): X'Wk'WqX = Wk~'Wq~", "max|(Wk X)'(Wq X) - Wkq~|",
                    acc.e4lo, acc.e4, AC_STAGE_DOUBLE, 53,
                    split ? "X^+ cancels X: the logits are the chosen Wkq~ (paper 1, eq. (4)); "
                            "X^+ X by split products"
-                         : "X^+ cancels X: the logits are the chosen Wkq~ (paper 1, eq. (4))");
+                   : mode == EQ4_BOUND
+                       ? "X^+ cancels X: the logits are the chosen Wkq~ (paper 1, eq. (4)); "
+                         "(X^+ X - I)'(Wq X) bounded by norms"
+                       : "X^+ cancels X: the logits are the chosen Wkq~ (paper 1, eq. (4))");
     /* stage 0 of the final identity from the same logits */
     pre[0] = acc.ok ? acc.plo : 0;
     pre[1] = acc.ok ? acc.phi : INFINITY;
