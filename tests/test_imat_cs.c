@@ -412,6 +412,14 @@ START_TEST(test_sum_exact)
         ck_assert_int_eq(ac_sum_is_exactly(x, n, 1, t), mpfr_sum_is(x, n, t));
         /* strided, and the largest finite doubles */
         ck_assert_int_eq(ac_sum_is_exactly(x, n / 2, 2, t), mpfr_sum_is_strided(x, n / 2, t));
+        /* by columns, row by row: x as (n/2) x 2 and as (n/3) x 3 (ld 3, 2 columns) */
+        int out[3] = {-1, -1, -1};
+        ck_assert(ac_sum_is_exactly_cols(x, n / 2, 2, 2, t, out));
+        ck_assert_int_eq(out[0], mpfr_sum_is_strided(x, n / 2, t));
+        ck_assert_int_eq(out[1], mpfr_sum_is_strided(x + 1, n / 2, t));
+        ck_assert(ac_sum_is_exactly_cols(x, n / 3, 2, 3, t, out) && out[2] == -1);
+        for (int c = 0; c < 2; c++)
+            ck_assert_int_eq(out[c], ac_sum_is_exactly(x + c, n / 3, 3, t));
     }
     double big[3] = {DBL_MAX, DBL_MAX, -DBL_MAX}, sub[2] = {0x1p-1074, 0x1p-1074};
     ck_assert(ac_sum_is_exactly(big, 3, 1, DBL_MAX));
@@ -421,6 +429,9 @@ START_TEST(test_sum_exact)
     ck_assert(ac_sum_is_exactly(sub, 0, 1, 0.0));
     sub[1] = NAN;
     ck_assert(!ac_sum_is_exactly(sub, 2, 1, 0x1p-1073));
+    int o2[2];
+    ck_assert(ac_sum_is_exactly_cols(sub, 1, 2, 2, 0x1p-1074, o2) && o2[0] == 1 && o2[1] == 0);
+    ck_assert(ac_sum_is_exactly_cols(big, 1, 2, 1, INFINITY, o2) && o2[0] == 0 && o2[1] == 0);
 }
 END_TEST
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "attncheck/linalg.h"
+#include "attncheck/theorem1.h"
 #include "theorem1/t1_impl.h"
 #include "testutil.h"
 
@@ -82,6 +83,34 @@ START_TEST(test_pinv_twin)
 }
 END_TEST
 
+/* t1_normalisation_gap_rows gives the bits of ac_t1_normalisation_gap:
+ * columns normalised in double (some sum to exactly 1, some do not), some
+ * made exact on purpose, widths around the block of 64 columns. */
+START_TEST(test_normgap_rows)
+{
+    test_rng g;
+    test_rng_init(&g, 42);
+    static const size_t ns[] = {1, 2, 17, 63, 64, 65, 130, 200};
+    for (size_t t = 0; t < sizeof ns / sizeof *ns; t++)
+        for (int kind = 0; kind < 3; kind++) {
+            size_t n = ns[t];
+            ac_mat P = {0};
+            ck_assert(ac_mat_init(&P, n, n, NULL) == AC_OK);
+            for (size_t i = 0; i < n * n; i++)
+                P.data[i] = kind == 2 ? ldexp(test_rng_unif(&g) + 0.01, -(int)(i % 40))
+                                      : test_rng_unif(&g) + 1e-3;
+            ac_t1_normalize(&P);
+            if (kind == 1) /* every third column exactly 1/n-free: powers of two summing to 1 */
+                for (size_t j = 0; j < n; j += 3)
+                    for (size_t i = 0; i < n; i++)
+                        AC_MAT(&P, i, j) = i + 1 < n ? ldexp(1.0, -(int)(i + 1)) : ldexp(1.0, -(int)(n - 1));
+            double a = t1_normalisation_gap_rows(&P), b = ac_t1_normalisation_gap(&P);
+            ck_assert_msg(!memcmp(&a, &b, sizeof a), "n = %zu kind %d: %a vs %a", n, kind, a, b);
+            ac_mat_free(&P);
+        }
+}
+END_TEST
+
 int main(void)
 {
     test_seed_init();
@@ -89,6 +118,7 @@ int main(void)
     TCase *tc = tcase_create("core");
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_pinv_twin);
+    tcase_add_test(tc, test_normgap_rows);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

@@ -6,6 +6,7 @@ src_libattncheck_la_SOURCES += \
 	src/theorem1/t1_impl.h \
 	src/theorem1/instance.c \
 	src/theorem1/construct.c \
+	src/theorem1/t1_normgap.c \
 	src/theorem1/xrank.c \
 	src/theorem1/exact.c \
 	src/theorem1/decide.c \

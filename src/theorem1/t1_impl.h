@@ -79,6 +79,9 @@ int ac_t1_construct_family(ac_t1_result *res, const ac_mat *X, const ac_mat *P, 
  * rel * sigma_1); and Wk, Wq of size dk whose logits are the rank-dk
  * truncation of T, Wk = S^(1/2) U' X^+, Wq = sqrt(dk) S^(1/2) V' X^+. */
 int t1_pinv(ac_mat *Xp, ac_mat *Pi, const ac_mat *X, size_t r, double rel, ac_err *err);
+/* ac_t1_normalisation_gap(P), the same bits, read row by row over the
+ * OpenMP threads (t1_normgap.c) */
+double t1_normalisation_gap_rows(const ac_mat *P);
 /* the same from plain loops (t1_pinv's reference twin, tests/test_t1_pinv.c) */
 int t1_pinv_ref(ac_mat *Xp, ac_mat *Pi, const ac_mat *X, size_t r, double rel, ac_err *err);
 int t1_factor_logits(ac_mat *Wk, ac_mat *Wq, const ac_mat *T, const ac_mat *Xp, size_t dk,
