@@ -8,7 +8,8 @@
  *   1. Right-looking blocked LU, Pi A = L U: for each block of LU_NB columns,
  *      the panel is factored by LAPACK (dgetrf, single-threaded), then every
  *      other column range of LU_W columns gets the panel's row interchanges
- *      and, right of the panel, U12 = L11^-1 A12 and A22 -= L21 U12.
+ *      and, right of the panel, U12 = L11^-1 A12 and A22 -= L21 U12; the
+ *      range holding the next panel factors it as soon as it is updated.
  *   2. M = U^-1 L^-1 by ranges of LU_W columns: column j of L^-1 is zero
  *      above row j, so the range starting at c0 solves with L only on rows
  *      c0.., then with U on all rows.
@@ -34,8 +35,11 @@
 #include "attncheck/blas.h"
 #include "core/linalg_lu.h"
 
-#define LU_NB 64  /* columns per panel factorisation */
-#define LU_W 128  /* columns per task of the updates and of the inverse */
+#ifndef LU_NB
+#define LU_NB 128 /* columns per panel factorisation */
+#endif
+#define LU_W LU_NB /* columns per task of the updates and of the inverse (the
+                    * look-ahead needs the first task to be the next panel) */
 
 /* ---- reference twin: textbook elimination, plain loops ------------------- */
 
@@ -101,42 +105,56 @@ out:
 
 /* ---- the panel route ------------------------------------------------------ */
 
+/* Factor the panel of columns k0.. (LU_NB of them or what is left) of the
+ * column-major n x n A, rows k0..n: LAPACK's dgetrf, pivots made global.
+ * Returns LAPACK's info, shifted to a global column when > 0. */
+static lapack_int panel_factor(double *A, size_t n, size_t k0, lapack_int *ipiv)
+{
+    size_t kb = n - k0 < LU_NB ? n - k0 : LU_NB;
+    lapack_int info = LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, (lapack_int)(n - k0), (lapack_int)kb,
+                                          A + k0 + k0 * n, (lapack_int)n, ipiv + k0);
+    for (size_t i = k0; i < k0 + kb; i++)
+        ipiv[i] += (lapack_int)k0;
+    return info > 0 ? info + (lapack_int)k0 : info;
+}
+
 /* Step 1 on the column-major n x n A (lda n): Pi A = L U in place, ipiv
  * 1-based as LAPACK's.  Returns the LAPACK info of the first singular
- * panel (> 0), else 0. */
+ * panel (> 0), else 0.  Look-ahead: the task that updates the columns of
+ * the next panel (the first task, LU_W = LU_NB) factors that panel right
+ * away, while the other tasks update the rest. */
 static lapack_int lu_blocked(double *A, size_t n, lapack_int *ipiv)
 {
-    for (size_t k0 = 0; k0 < n; k0 += LU_NB) {
-        size_t kb = n - k0 < LU_NB ? n - k0 : LU_NB;
-        lapack_int info = LAPACKE_dgetrf_work(LAPACK_COL_MAJOR, (lapack_int)(n - k0),
-                                              (lapack_int)kb, A + k0 + k0 * n, (lapack_int)n,
-                                              ipiv + k0);
-        if (info != 0)
-            return info < 0 ? info : info + (lapack_int)k0;
-        for (size_t i = k0; i < k0 + kb; i++)
-            ipiv[i] += (lapack_int)k0;
-        size_t nl = (k0 + LU_W - 1) / LU_W, r0 = k0 + kb, nr = (n - r0 + LU_W - 1) / LU_W;
-        /* tasks: the column ranges left of the panel (interchanges only) and
-         * right of it (interchanges, U12, the trailing update) */
+    lapack_int info = n ? panel_factor(A, n, 0, ipiv) : 0;
+    for (size_t k0 = 0; k0 < n && info == 0; k0 += LU_NB) {
+        size_t kb = n - k0 < LU_NB ? n - k0 : LU_NB, r0 = k0 + kb;
+        size_t nr = (n - r0 + LU_W - 1) / LU_W, nl = (k0 + LU_W - 1) / LU_W;
+        lapack_int next = 0;
+        /* tasks: the column ranges right of the panel (interchanges, U12,
+         * the trailing update; the first one then factors the next panel),
+         * then those left of it (interchanges only) */
 #ifdef _OPENMP
 #pragma omp parallel for schedule(dynamic, 1) if (nl + nr > 1 && !omp_in_parallel())
 #endif
-        for (size_t t = 0; t < nl + nr; t++) {
-            size_t c0 = t < nl ? t * LU_W : r0 + (t - nl) * LU_W;
-            size_t end = t < nl ? k0 : n, w = end - c0 < LU_W ? end - c0 : LU_W;
+        for (size_t t = 0; t < nr + nl; t++) {
+            int right = t < nr;
+            size_t c0 = right ? r0 + t * LU_W : (t - nr) * LU_W;
+            size_t end = right ? n : k0, w = end - c0 < LU_W ? end - c0 : LU_W;
             LAPACKE_dlaswp_work(LAPACK_COL_MAJOR, (lapack_int)w, A + c0 * n, (lapack_int)n,
                                 (lapack_int)(k0 + 1), (lapack_int)(k0 + kb), ipiv, 1);
-            if (t < nl)
+            if (!right)
                 continue;
             cblas_dtrsm(CblasColMajor, CblasLeft, CblasLower, CblasNoTrans, CblasUnit, (int)kb,
                         (int)w, 1.0, A + k0 + k0 * n, (int)n, A + k0 + c0 * n, (int)n);
-            if (n > r0)
-                cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)(n - r0), (int)w,
-                            (int)kb, -1.0, A + r0 + k0 * n, (int)n, A + k0 + c0 * n, (int)n, 1.0,
-                            A + r0 + c0 * n, (int)n);
+            cblas_dgemm(CblasColMajor, CblasNoTrans, CblasNoTrans, (int)(n - r0), (int)w, (int)kb,
+                        -1.0, A + r0 + k0 * n, (int)n, A + k0 + c0 * n, (int)n, 1.0,
+                        A + r0 + c0 * n, (int)n);
+            if (t == 0)
+                next = panel_factor(A, n, r0, ipiv);
         }
+        info = next;
     }
-    return 0;
+    return info;
 }
 
 /* Steps 2 and 3: Y (column-major n x n) = A^-1 from the factors in A. */
