@@ -204,7 +204,7 @@ int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1
      * verdict and the written weights (doc/mathematics.md §7) */
     int threads = ac_blas_get_threads();
     ac_blas_set_threads(1);
-    st = check_scaled(res, &basis, X, &Xs, P, o, err);
+    st = check_scaled(res, &basis, X, Xs.data ? &Xs : X, P, o, err);
     ac_blas_set_threads(threads);
     if (!st)
         decide_verdict(res, &basis, o->tol, t_start);

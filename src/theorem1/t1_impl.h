@@ -60,7 +60,8 @@ int ac_t1_certify_rank(ac_t1_result *res, ac_mat *Y, ac_imat *YX, size_t **piv_o
 #define AC_T1_SCALE_FREE 64
 
 /* Xs = 2^s X with max|Xs| in [1/2, 1) when X's scale is extreme and the
- * scaling is exact (else s = 0, Xs = X) (xrank.c). */
+ * scaling is exact; else s = 0 and Xs is left empty (data NULL, no copy:
+ * the caller uses X itself) (xrank.c). */
 int ac_t1_scale_pow2(ac_mat *Xs, int *s, const ac_mat *X, ac_err *err);
 
 /* Weights of size dk from the family of the exact criterion

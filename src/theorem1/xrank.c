@@ -62,12 +62,14 @@ int ac_t1_scale_pow2(ac_mat *Xs, int *s_out, const ac_mat *X, ac_err *err)
         s = 0;
     if (s != 0 && !scale_is_exact(X->data, len, 1, s))
         s = 0; /* entries span more than the exponent range: keep X as it is */
+    *s_out = s;
+    *Xs = (ac_mat){0};
+    if (s == 0)
+        return AC_OK; /* X itself: no copy (n^2 doubles fewer at the peak) */
     if ((st = ac_mat_copy(Xs, X, err)))
         return st;
-    if (s != 0)
-        for (size_t i = 0; i < len; i++)
-            Xs->data[i] = ldexp(Xs->data[i], s);
-    *s_out = s;
+    for (size_t i = 0; i < len; i++)
+        Xs->data[i] = ldexp(Xs->data[i], s);
     return AC_OK;
 }
 
