@@ -136,7 +136,7 @@ void ac_exp_enclose(double x, double *lo, double *hi)
 void ac_exp_enclose_array(const double *x, size_t n, double *lo, double *hi)
 {
     const double shifter = 0x1.8p52;
-    int bad = 0;
+    uint64_t rmax = 0;
     for (size_t i = 0; i < n; i++) {
         double xc = x[i];
         xc = xc == xc ? xc : 0.0; /* NaN: recomputed below */
@@ -147,7 +147,11 @@ void ac_exp_enclose_array(const double *x, size_t n, double *lo, double *hi)
         double t2 = kd * LN2_LO;
         double r = r1 - t2;
         double ar = fabs(r);
-        bad |= ar > 0.36;
+        /* the largest |r| by its bits (ar >= 0: the same order), an integer
+         * maximum, so that the loop vectorises */
+        uint64_t ab;
+        memcpy(&ab, &ar, sizeof ab);
+        rmax = ab > rmax ? ab : rmax;
         double er = AC_U * (fabs(r1) + fabs(t2) + ar) * 1.0001 + fabs(kd) * 0x1p-86;
         /* Horner, unrolled (the same operations as in ac_exp_enclose) */
         double p = exp_coef[15];
@@ -173,7 +177,9 @@ void ac_exp_enclose_array(const double *x, size_t n, double *lo, double *hi)
         lo[i] = (p * (1.0 - 2.0 * rho)) * sc;
         hi[i] = (p * (1.0 + 2.0 * rho)) * sc;
     }
-    if (bad) {
+    double amax;
+    memcpy(&amax, &rmax, sizeof amax);
+    if (!(amax <= 0.36)) {
         for (size_t i = 0; i < n; i++)
             ac_exp_enclose(x[i], &lo[i], &hi[i]);
         return;
@@ -192,21 +198,17 @@ void ac_exp_enclose_shift(const double *a, const double *b, size_t n, double *El
                           double *tmp)
 {
     ac_exp_enclose_array(a, n, El, tmp);
-    int wide = 0;
+    /* selects only, so that the loop vectorises; the wide entries are
+     * marked +inf and recomputed below (an entry already +inf stays so) */
     for (size_t i = 0; i < n; i++) {
         double t = ac_sub_up(b[i], a[i]);
-        int ok = t >= 0 && t <= 0x1p-10;
         double f = ac_add_up(1.0, ac_add_up(t, ac_mul_up(t, t)));
-        Eh[i] = ok ? ac_mul_up(tmp[i], f) : INFINITY;
-        wide |= !ok;
+        Eh[i] = (t >= 0 && t <= 0x1p-10) ? ac_mul_up(tmp[i], f) : INFINITY;
     }
-    if (wide)
-        for (size_t i = 0; i < n; i++) {
-            double t = ac_sub_up(b[i], a[i]);
-            if (!(t >= 0 && t <= 0x1p-10)) {
-                double l;
-                ac_exp_enclose(b[i], &l, &Eh[i]);
-            }
+    for (size_t i = 0; i < n; i++)
+        if (!(Eh[i] < INFINITY)) {
+            double l;
+            ac_exp_enclose(b[i], &l, &Eh[i]);
         }
 }
 
