@@ -15,6 +15,7 @@
 #include <config.h>
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -137,6 +138,44 @@ enum {
     EQ4_PRODUCT /* one dgemm K^T Q, radius by norms */
 };
 
+/* One row of a panel of trace_eq4: the logit bounds ll, lh of S / sqrt(dk)
+ * (1/sqrt(dk) in [s_lo, s_hi]) and the running maxima, on the bits of
+ * non-negative doubles (the same order as the values), of
+ * e4 = up|S - Wt| (NaN: +inf) and e4lo = the certain part of |S - Wt|
+ * (NaN ignored, at least 0): integer maxima, so that the loop vectorises. */
+static void eq4_row(const double *restrict sm, const double *restrict sr,
+                    const double *restrict wt, size_t w, double s_lo, double s_hi,
+                    double *restrict ll, double *restrict lh, uint64_t *m4_io,
+                    uint64_t *m4lo_io)
+{
+    uint64_t m4 = *m4_io, m4lo = *m4lo_io;
+    /* two passes over the row (in L1), one integer maximum each: gcc 12
+     * vectorises one such reduction per loop */
+    for (size_t j = 0; j < w; j++) {
+        double t = wt[j], a = ac_sub_dn(sm[j], sr[j]), c = ac_add_up(sm[j], sr[j]);
+        double dup = ac_add_up(ac_up(fabs(sm[j] - t)), sr[j]);
+        dup = dup == dup ? dup : INFINITY;
+        uint64_t bd;
+        memcpy(&bd, &dup, sizeof bd);
+        m4 = bd > m4 ? bd : m4;
+        ll[j] = a >= 0 ? ac_mul_dn(a, s_lo) : ac_mul_dn(a, s_hi);
+        lh[j] = c >= 0 ? ac_mul_up(c, s_hi) : ac_mul_up(c, s_lo);
+    }
+    for (size_t j = 0; j < w; j++) {
+        double t = wt[j], a = ac_sub_dn(sm[j], sr[j]), c = ac_add_up(sm[j], sr[j]);
+        double x = ac_sub_dn(a, t), y = ac_sub_dn(t, c);
+        double z = y == y ? y : x; /* fmax(x, y), then at least 0 (NaN: 0) */
+        z = x > z ? x : z;
+        z = z == z ? z : 0;
+        uint64_t bz;
+        memcpy(&bz, &z, sizeof bz);
+        bz &= ~(uint64_t)((int64_t)bz >> 63); /* a negative z (sign bit set) counts as 0 */
+        m4lo = bz > m4lo ? bz : m4lo;
+    }
+    *m4_io = m4;
+    *m4lo_io = m4lo;
+}
+
 /* One panel (columns j0..j0+w-1) of trace_eq4: Q = Wq X (skipped when
  * have_q: b->Q already holds it) and S = K^T Q by the norm-bounded products
  * (doc/mathematics.md §2.3), the deviation of S from Wt, the logits
@@ -150,22 +189,23 @@ static int eq4_panel_run(eq4_panel *b, eq4_acc *acc, const ac_imat *Kp, size_t r
     double s_hi = ac_div_up(1.0, ac_sqrt_dn((double)dk));
     int st;
     b->Q.cols = b->S.cols = w;
+    /* without a product, S's midpoint is Q's: shared, not copied */
+    ac_imat Sv = {n, w, mode == EQ4_BOUND ? b->Q.mid : b->S.mid, b->S.rad};
     if ((!have_q && (st = ac_mul_cs(b->Q.mid, b->Q.rad, w, Wq->data, r, d, X->data + j0, d, w, n,
                                     b->wn, b->xn + j0, 0, err))) ||
-        (st = mode == EQ4_BOUND ? ac_imat_tn_nearid_bound(&b->S, b->kn, &b->Q, err)
+        (st = mode == EQ4_BOUND ? ac_imat_tn_nearid_bound(&Sv, b->kn, &b->Q, err)
               : r == n          ? ac_imat_mul_tn_nearid(&b->S, Kp, b->kn, &b->Q, 0, err)
                                 : ac_imat_mul(&b->S, AC_TRANS, Kp, AC_NOTRANS, &b->Q, err)))
         return st;
+    uint64_t m4 = 0, m4lo = 0;
     for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < w; j++) {
-            size_t k = i * w + j;
-            double t = Wt->data[i * n + j0 + j], a = ac_imat_lo(&b->S, k), c = ac_imat_hi(&b->S, k);
-            double dup = ac_add_up(ac_up(fabs(b->S.mid[k] - t)), b->S.rad[k]);
-            acc->e4 = !(dup <= acc->e4) ? (dup == dup ? dup : INFINITY) : acc->e4;
-            acc->e4lo = fmax(acc->e4lo, fmax(ac_sub_dn(a, t), ac_sub_dn(t, c)));
-            b->llo[k] = a >= 0 ? ac_mul_dn(a, s_lo) : ac_mul_dn(a, s_hi);
-            b->lhi[k] = c >= 0 ? ac_mul_up(c, s_hi) : ac_mul_up(c, s_lo);
-        }
+        eq4_row(Sv.mid + i * w, Sv.rad + i * w, Wt->data + i * n + j0, w, s_lo, s_hi,
+                b->llo + i * w, b->lhi + i * w, &m4, &m4lo);
+    double e4, e4lo;
+    memcpy(&e4, &m4, sizeof e4);
+    memcpy(&e4lo, &m4lo, sizeof e4lo);
+    acc->e4 = !(e4 <= acc->e4) ? e4 : acc->e4;
+    acc->e4lo = fmax(acc->e4lo, e4lo);
     acc->ok &= ac_softmax_col_enclose(b->llo, b->lhi, n, w, b->plo, b->phi);
     for (size_t i = 0; i < n; i++) {
         double l, h;
