@@ -314,30 +314,73 @@ typedef struct {
     double m, ql, s;
 } cli_part;
 
+/* One row segment of E (w entries, the diagonal at position dg, or none
+ * when dg >= w): the largest entry bound up(|m - delta|) + r (NaN: +inf) and
+ * the largest certain part dn(|m - delta|) - r (NaN or negative: 0), as the
+ * bits of non-negative doubles (the same order as the values): integer
+ * maxima, one per loop, so that the loops vectorise. */
+static void cli_row_max(const double *restrict mi, const double *restrict ri, size_t w,
+                        size_t dg, uint64_t *mb, uint64_t *qb)
+{
+    uint64_t m = *mb, q = *qb;
+    for (size_t j = 0; j < w; j++) {
+        double c = fabs(mi[j] - (j == dg ? 1.0 : 0.0));
+        double v = ac_add_up(ac_up(c), ri[j]);
+        v = v == v ? v : INFINITY;
+        uint64_t b;
+        memcpy(&b, &v, sizeof b);
+        m = b > m ? b : m;
+    }
+    for (size_t j = 0; j < w; j++) {
+        double c = fabs(mi[j] - (j == dg ? 1.0 : 0.0));
+        double dl = ac_sub_dn(ac_dn(c), ri[j]);
+        dl = dl == dl ? dl : 0;
+        uint64_t b;
+        memcpy(&b, &dl, sizeof b);
+        b &= ~(uint64_t)((int64_t)b >> 63); /* negative: 0 */
+        q = b > q ? b : q;
+    }
+    *mb = m;
+    *qb = q;
+}
+
+/* acc[l] += (entry bound * sc)^2 over the entries j = l mod 8 of a row
+ * segment: eight fixed partial sums, so that the loop vectorises. */
+static void cli_row_sumsq(const double *restrict mi, const double *restrict ri, size_t w,
+                          size_t dg, double sc, double *restrict acc)
+{
+    size_t j = 0;
+    for (; j + 8 <= w; j += 8)
+        for (size_t l = 0; l < 8; l++) {
+            double c = fabs(mi[j + l] - (j + l == dg ? 1.0 : 0.0));
+            double t = ac_add_up(ac_up(c), ri[j + l]) * sc;
+            acc[l] += t * t;
+        }
+    for (; j < w; j++) {
+        double c = fabs(mi[j] - (j == dg ? 1.0 : 0.0));
+        double t = ac_add_up(ac_up(c), ri[j]) * sc;
+        acc[j % 8] += t * t;
+    }
+}
+
 static void cli_scan(cli_part *pt, const ac_imat *YX, size_t j0, size_t w, double sc)
 {
     size_t n = YX->cols;
-    double m = 0, ql = 0, s = 0;
+    uint64_t mb = 0, qb = 0;
+    double acc[8] = {0};
     for (size_t i = 0; i < YX->rows; i++) {
         const double *mi = YX->mid + i * n + j0, *ri = YX->rad + i * n + j0;
-        for (size_t j = 0; j < w; j++) {
-            double b = (i == j0 + j) ? 1.0 : 0.0, c = fabs(mi[j] - b);
-            double v = ac_add_up(ac_up(c), ri[j]);
-            if (sc > 0) {
-                double t = v * sc;
-                s += t * t;
-                continue;
-            }
-            m = v > m ? v : (v == v ? m : INFINITY);
-            double dl = ac_sub_dn(ac_dn(c), ri[j]);
-            ql = dl > ql ? dl : ql;
-        }
+        size_t dg = (i >= j0 && i < j0 + w) ? i - j0 : w;
+        if (sc > 0)
+            cli_row_sumsq(mi, ri, w, dg, sc, acc);
+        else
+            cli_row_max(mi, ri, w, dg, &mb, &qb);
     }
     if (sc > 0)
-        pt->s = s;
+        pt->s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
     else {
-        pt->m = m;
-        pt->ql = ql;
+        memcpy(&pt->m, &mb, sizeof mb);
+        memcpy(&pt->ql, &qb, sizeof qb);
     }
 }
 
