@@ -362,8 +362,9 @@ static int trace_eq4(ac_t1_result *res, double *pre, const ac_mat *X, const ac_m
                                 err)))
             goto out;
         if (acc.phi <= tol / EQ4_BOUND_MARGIN)
-            mode = EQ4_BOUND;
-        acc = (eq4_acc){0, 0, 0, 0, 1};
+            mode = EQ4_BOUND; /* panel 0 is done: acc keeps its maxima */
+        else
+            acc = (eq4_acc){0, 0, 0, 0, 1}; /* panel 0 again, with the product */
         have_q = 1;
     }
     if (mode == EQ4_PRODUCT &&
