@@ -29,6 +29,9 @@ check() {
 check decide --n 128 --d 32 --dk 8 --seed 3
 check construct --n 96 --d 96 --seed 2
 check nminus1 --n 40 --d 48 --dk 39 --seed 5
-# a tol that the rank step's enclosure of X^+ X cannot meet: split products, 5 panels
+# a tol that the rank step's enclosure of X^+ X cannot meet: split products, 5 panels;
+# also the rank step's LU inverse in 10 panels and its certificate in 5 column ranges
 check split --n 600 --d 600 --tol 1e-13 --seed 4
+# the default tol at n = 300: S = Q + (K - I)'Q by norms, 3 panels
+check bound --n 300 --d 300 --seed 6
 exit $fail

@@ -176,6 +176,22 @@ static void check_nearid(int cls, size_t n, size_t w, test_rng *r)
     ck_assert_int_eq(ac_imat_mul_tn_nearid(&T, &K, NULL, &Q, 1, NULL), AC_OK);
     ck_assert_int_eq(ac_imat_init(&G, n, w, 1, NULL), AC_OK);
     ck_assert_int_eq(ac_imat_mul(&G, AC_TRANS, &K, AC_NOTRANS, &Q, NULL), AC_OK);
+    /* the product-free bound Q + (K - I)^T Q, once into its own midpoint
+     * buffer and once sharing Q's */
+    ac_imat D = {0}, D2 = {0};
+    double *kn = malloc(2 * n * sizeof(double));
+    ac_nearid_norms(kn, &K);
+    ck_assert_int_eq(ac_imat_init(&D, n, w, 1, NULL), AC_OK);
+    ck_assert_int_eq(ac_imat_tn_nearid_bound(&D, kn, &Q, NULL), AC_OK);
+    ck_assert_int_eq(ac_imat_init(&D2, n, w, 1, NULL), AC_OK);
+    free(D2.mid);
+    D2.mid = Q.mid;
+    ck_assert_int_eq(ac_imat_tn_nearid_bound(&D2, kn, &Q, NULL), AC_OK);
+    ck_assert(!memcmp(D.mid, Q.mid, n * w * sizeof(double)) &&
+              !memcmp(D.rad, D2.rad, n * w * sizeof(double)));
+    D2.mid = NULL;
+    ac_imat_free(&D2);
+    free(kn);
     arb_t s, a, b, t;
     arb_init(s);
     arb_init(a);
@@ -205,6 +221,9 @@ static void check_nearid(int cls, size_t n, size_t w, test_rng *r)
                      corner, i, j, C.mid[e], C.rad[e]);
                 SOFT(oracle_contains(s, T.mid[e], T.rad[e]),
                      "class %d: loop twin misses at (%zu,%zu)", cls, i, j);
+                SOFT(oracle_contains(s, D.mid[e], D.rad[e]),
+                     "class %d n %zu w %zu corner %d: bound (%zu,%zu) [%a +- %a] misses K^T Q",
+                     cls, n, w, corner, i, j, D.mid[e], D.rad[e]);
                 SOFT(memcmp(&C.rad[e], &T.rad[e], sizeof(double)) == 0 ||
                          (isinf(C.rad[e]) && isinf(T.rad[e])),
                      "class %d: twin radii differ at (%zu,%zu)", cls, i, j);
@@ -223,6 +242,7 @@ static void check_nearid(int cls, size_t n, size_t w, test_rng *r)
     ac_imat_free(&C);
     ac_imat_free(&T);
     ac_imat_free(&G);
+    ac_imat_free(&D);
     free(A);
     free(B);
     free(W);
@@ -247,6 +267,14 @@ START_TEST(test_nearid_encloses)
     ck_assert(fabs(C.mid[0] - 1) < 1e-12 && C.rad[0] >= 0.104);
     ck_assert(fabs(C.mid[1] + 30) < 1e-12 && C.rad[1] >= 8.0);
     ck_assert_int_eq(ac_imat_mul_tn_nearid(&C, &Q, NULL, &Q, 0, NULL), AC_EUSAGE);
+    /* the product-free bound: midpoint Q, and the radius covers (K - I)^T Q
+     * (entry 1: -30 - (-4) = -26, entry 0: 1 - 1 = 0) plus Kr's part */
+    double kn[4];
+    ac_nearid_norms(kn, &K);
+    ck_assert_int_eq(ac_imat_tn_nearid_bound(&C, kn, &Q, NULL), AC_OK);
+    ck_assert(C.mid[0] == 1 && C.mid[1] == -4 && C.rad[1] >= 26 + 8 && C.rad[0] >= 0.104);
+    ac_imat Cw = {1, 1, C.mid, C.rad};
+    ck_assert_int_eq(ac_imat_tn_nearid_bound(&Cw, kn, &Q, NULL), AC_EUSAGE);
     ac_imat_free(&C);
     ck_assert_msg(fails == 0, "%ld failed checks (first printed above)", fails);
 }
@@ -384,6 +412,14 @@ START_TEST(test_sum_exact)
         ck_assert_int_eq(ac_sum_is_exactly(x, n, 1, t), mpfr_sum_is(x, n, t));
         /* strided, and the largest finite doubles */
         ck_assert_int_eq(ac_sum_is_exactly(x, n / 2, 2, t), mpfr_sum_is_strided(x, n / 2, t));
+        /* by columns, row by row: x as (n/2) x 2 and as (n/3) x 3 (ld 3, 2 columns) */
+        int out[3] = {-1, -1, -1};
+        ck_assert(ac_sum_is_exactly_cols(x, n / 2, 2, 2, t, out));
+        ck_assert_int_eq(out[0], mpfr_sum_is_strided(x, n / 2, t));
+        ck_assert_int_eq(out[1], mpfr_sum_is_strided(x + 1, n / 2, t));
+        ck_assert(ac_sum_is_exactly_cols(x, n / 3, 2, 3, t, out) && out[2] == -1);
+        for (int c = 0; c < 2; c++)
+            ck_assert_int_eq(out[c], ac_sum_is_exactly(x + c, n / 3, 3, t));
     }
     double big[3] = {DBL_MAX, DBL_MAX, -DBL_MAX}, sub[2] = {0x1p-1074, 0x1p-1074};
     ck_assert(ac_sum_is_exactly(big, 3, 1, DBL_MAX));
@@ -393,6 +429,9 @@ START_TEST(test_sum_exact)
     ck_assert(ac_sum_is_exactly(sub, 0, 1, 0.0));
     sub[1] = NAN;
     ck_assert(!ac_sum_is_exactly(sub, 2, 1, 0x1p-1073));
+    int o2[2];
+    ck_assert(ac_sum_is_exactly_cols(sub, 1, 2, 2, 0x1p-1074, o2) && o2[0] == 1 && o2[1] == 0);
+    ck_assert(ac_sum_is_exactly_cols(big, 1, 2, 1, INFINITY, o2) && o2[0] == 0 && o2[1] == 0);
 }
 END_TEST
 

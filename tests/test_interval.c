@@ -407,6 +407,122 @@ END_TEST
 
 /* ---- softmax enclosure ---------------------------------------------------- */
 
+/* The reference twin of ac_softmax_col_enclose: one column at a time, as
+ * the library computed it before the blocked, row-by-row version. */
+static int smx_ref(const double *lo, const double *hi, size_t n, size_t m,
+                           double *plo, double *phi)
+{
+    int ok = 1;
+    size_t nn = n ? n : 1;
+    double *El = malloc(nn * sizeof(double)), *Eh = malloc(nn * sizeof(double));
+    double *Al = malloc(nn * sizeof(double)), *Ah = malloc(nn * sizeof(double));
+    double *T = malloc(nn * sizeof(double));
+    if (!El || !Eh || !Al || !Ah || !T) {
+        free(El);
+        free(Eh);
+        free(Al);
+        free(Ah);
+        free(T);
+        for (size_t i = 0; i < n * m; i++) {
+            plo[i] = 0.0;
+            phi[i] = 1.0;
+        }
+        return 0;
+    }
+    for (size_t j = 0; j < m; j++) {
+        double mx = -INFINITY;
+        int bad = 0;
+        for (size_t i = 0; i < n; i++) {
+            double a = lo[i * m + j], b = hi[i * m + j];
+            if (!isfinite(a) || !isfinite(b) || a > b)
+                bad = 1;
+            if (b > mx)
+                mx = b;
+        }
+        if (bad) {
+            ok = 0;
+            for (size_t i = 0; i < n; i++) {
+                plo[i * m + j] = 0.0;
+                phi[i * m + j] = 1.0;
+            }
+            continue;
+        }
+        /* E-_i <= exp(lo_i - mx), E+_i >= exp(hi_i - mx); the shift cancels
+         * in the ratios, so any mx works as long as the bounds are rigorous. */
+        for (size_t i = 0; i < n; i++) {
+            Al[i] = ac_sub_dn(lo[i * m + j], mx);
+            Ah[i] = ac_sub_up(hi[i * m + j], mx);
+        }
+        ac_exp_enclose_shift(Al, Ah, n, El, Eh, T);
+        double sl, sh, tmp;
+        ac_sum_enclose(El, n, 1, &sl, &tmp);   /* sl <= sum E-_k */
+        ac_sum_enclose(Eh, n, 1, &tmp, &sh);   /* sh >= sum E+_k */
+        for (size_t i = 0; i < n; i++) {
+            /* sum_{k != i} E+_k <= sh - E+_i; sum_{k != i} E-_k >= sl - E-_i */
+            double oh = ac_sub_up(sh, Eh[i]);
+            double ol = ac_sub_dn(sl, El[i]);
+            if (ol < 0)
+                ol = 0;
+            double pl = ac_div_dn(El[i], ac_add_up(El[i], oh));
+            double den = ac_add_dn(Eh[i], ol);
+            double ph = den > 0 ? ac_div_up(Eh[i], den) : 1.0;
+            if (!(pl >= 0))
+                pl = 0;
+            if (!(ph <= 1))
+                ph = 1;
+            plo[i * m + j] = pl;
+            phi[i * m + j] = ph;
+        }
+    }
+    free(El);
+    free(Eh);
+    free(Al);
+    free(Ah);
+    free(T);
+    return ok;
+}
+
+/* The blocked version gives the twin's bits: blocks of 64 columns crossed,
+ * wide and point intervals, bad columns (NaN, +-inf, lo > hi) among good. */
+START_TEST(test_softmax_enclose_twin)
+{
+    test_rng r;
+    test_rng_init(&r, 8);
+    static const size_t shapes[][2] = {{1, 1}, {2, 63}, {50, 64}, {7, 65}, {33, 130}, {3, 200}, {120, 9}};
+    for (size_t t = 0; t < sizeof shapes / sizeof *shapes; t++)
+        for (int kind = 0; kind < 3; kind++) {
+            size_t n = shapes[t][0], m = shapes[t][1];
+            double *lo = malloc(6 * n * m * sizeof(double));
+            double *hi = lo + n * m, *a = hi + n * m, *b = a + n * m, *c = b + n * m, *d = c + n * m;
+            for (size_t i = 0; i < n * m; i++) {
+                double x = 8 * test_rng_gauss(&r);
+                double w = kind == 0 ? 0 : ldexp(test_rng_unif(&r), -(int)(test_rng_u64(&r) % 40));
+                lo[i] = x - w;
+                hi[i] = x + w;
+            }
+            if (kind == 2) /* bad entries in a few columns */
+                for (size_t j = 0; j < m; j += 5) {
+                    size_t i = (size_t)(test_rng_u64(&r) % n);
+                    int e = (int)(j / 5 % 4);
+                    if (e == 0)
+                        lo[i * m + j] = NAN;
+                    else if (e == 1)
+                        hi[i * m + j] = INFINITY;
+                    else if (e == 2)
+                        lo[i * m + j] = -INFINITY;
+                    else
+                        lo[i * m + j] = hi[i * m + j] + 1;
+                }
+            int o1 = smx_ref(lo, hi, n, m, a, b), o2 = ac_softmax_col_enclose(lo, hi, n, m, c, d);
+            ck_assert_int_eq(o1, o2);
+            ck_assert_msg(!memcmp(a, c, n * m * sizeof(double)) && !memcmp(b, d, n * m * sizeof(double)),
+                          "%zu x %zu kind %d: blocked softmax enclosure differs from the twin", n, m, kind);
+            free(lo);
+        }
+}
+END_TEST
+
+
 START_TEST(test_softmax_enclose)
 {
     test_rng r;
@@ -481,6 +597,7 @@ int main(void)
     tcase_add_test(tc, test_imat_mul_encloses);
     tcase_add_test(tc, test_imat_mul_tight);
     tcase_add_test(tc, test_softmax_enclose);
+    tcase_add_test(tc, test_softmax_enclose_twin);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

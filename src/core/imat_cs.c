@@ -235,3 +235,38 @@ int ac_imat_mul_tn_nearid(ac_imat *C, const ac_imat *K, const double *kn, const 
     free(own);
     return AC_OK;
 }
+
+int ac_imat_tn_nearid_bound(ac_imat *C, const double *kn, const ac_imat *Q, ac_err *err)
+{
+    size_t n = Q->rows, w = Q->cols;
+    if (C->rows != n || C->cols != w || !C->rad || C->rad == Q->rad)
+        return ac_err_set(err, AC_EUSAGE, "near-identity bound: %zux%zu -> %zux%zu do not match",
+                          Q->rows, Q->cols, C->rows, C->cols);
+    if (n == 0 || w == 0)
+        return AC_OK;
+    double *B = malloc((n * w + w) * sizeof(double));
+    if (!B)
+        return ac_err_set(err, AC_EINTERNAL, "out of memory in an interval product");
+    double *f = B + n * w;
+    /* |K'^T Q' - Q'|_ij = |((K' - I)^T Q')_ij| <= sum_l (|Km - I| + Kr)_li (|Qm| + Qr)_lj
+     * <= (||(|Km - I|)_:,i|| + ||Kr_:,i||) ||(|Qm| + Qr)_:,j||  (Cauchy–Schwarz),
+     * and |Q'_ij - Qm_ij| <= Qr_ij */
+    for (size_t i = 0; i < n * w; i++) {
+        double q = fabs(Q->mid[i]);
+        B[i] = Q->rad ? ac_add_up(q, Q->rad[i]) : q;
+    }
+    ac_colnorms_up(f, B, n, w, w, 0);
+    if (C->mid != Q->mid)
+        memcpy(C->mid, Q->mid, n * w * sizeof(double));
+    for (size_t i = 0; i < n; i++) {
+        double e = ac_add_up(kn[i], kn[n + i]);
+        for (size_t j = 0; j < w; j++) {
+            size_t k = i * w + j;
+            double r = ac_mul_up(e, f[j]);
+            r = Q->rad ? ac_add_up(Q->rad[k], r) : r;
+            C->rad[k] = isfinite(Q->mid[k]) ? rad_ok(r) : INFINITY;
+        }
+    }
+    free(B);
+    return AC_OK;
+}

@@ -41,4 +41,14 @@ void ac_nearid_norms(double *kn, const ac_imat *K);
 int ac_imat_mul_tn_nearid(ac_imat *C, const ac_imat *K, const double *kn, const ac_imat *Q,
                           int ref, ac_err *err);
 
+/* C (n x w, with a radius) encloses K^T Q for every K in K and Q in Q
+ * without a product: K^T Q = Q + (K - I)^T Q, so
+ *   Cm = Qm,  Cr = Qr + (e_i + kr_i) f_j   (rounded up),
+ *   e, kr from kn (ac_nearid_norms of K),  f_j >= ||(|Qm| + Qr)_:,j||_2
+ * (doc/mathematics.md §2.3, "Near-identity factors without a product").
+ * O(n w); as tight as ac_imat_mul_tn_nearid when K's midpoint is no
+ * farther from I than its radius is wide.  Cm may be Qm itself (C->mid ==
+ * Q->mid: only the radius is written). */
+int ac_imat_tn_nearid_bound(ac_imat *C, const double *kn, const ac_imat *Q, ac_err *err);
+
 #endif /* AC_CORE_IMAT_CS_H */

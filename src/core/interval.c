@@ -136,7 +136,7 @@ void ac_exp_enclose(double x, double *lo, double *hi)
 void ac_exp_enclose_array(const double *x, size_t n, double *lo, double *hi)
 {
     const double shifter = 0x1.8p52;
-    int bad = 0;
+    uint64_t rmax = 0;
     for (size_t i = 0; i < n; i++) {
         double xc = x[i];
         xc = xc == xc ? xc : 0.0; /* NaN: recomputed below */
@@ -147,7 +147,11 @@ void ac_exp_enclose_array(const double *x, size_t n, double *lo, double *hi)
         double t2 = kd * LN2_LO;
         double r = r1 - t2;
         double ar = fabs(r);
-        bad |= ar > 0.36;
+        /* the largest |r| by its bits (ar >= 0: the same order), an integer
+         * maximum, so that the loop vectorises */
+        uint64_t ab;
+        memcpy(&ab, &ar, sizeof ab);
+        rmax = ab > rmax ? ab : rmax;
         double er = AC_U * (fabs(r1) + fabs(t2) + ar) * 1.0001 + fabs(kd) * 0x1p-86;
         /* Horner, unrolled (the same operations as in ac_exp_enclose) */
         double p = exp_coef[15];
@@ -173,7 +177,9 @@ void ac_exp_enclose_array(const double *x, size_t n, double *lo, double *hi)
         lo[i] = (p * (1.0 - 2.0 * rho)) * sc;
         hi[i] = (p * (1.0 + 2.0 * rho)) * sc;
     }
-    if (bad) {
+    double amax;
+    memcpy(&amax, &rmax, sizeof amax);
+    if (!(amax <= 0.36)) {
         for (size_t i = 0; i < n; i++)
             ac_exp_enclose(x[i], &lo[i], &hi[i]);
         return;
@@ -192,34 +198,24 @@ void ac_exp_enclose_shift(const double *a, const double *b, size_t n, double *El
                           double *tmp)
 {
     ac_exp_enclose_array(a, n, El, tmp);
-    int wide = 0;
+    /* selects only, so that the loop vectorises; the wide entries are
+     * marked +inf and recomputed below (an entry already +inf stays so) */
     for (size_t i = 0; i < n; i++) {
         double t = ac_sub_up(b[i], a[i]);
-        int ok = t >= 0 && t <= 0x1p-10;
         double f = ac_add_up(1.0, ac_add_up(t, ac_mul_up(t, t)));
-        Eh[i] = ok ? ac_mul_up(tmp[i], f) : INFINITY;
-        wide |= !ok;
+        Eh[i] = (t >= 0 && t <= 0x1p-10) ? ac_mul_up(tmp[i], f) : INFINITY;
     }
-    if (wide)
-        for (size_t i = 0; i < n; i++) {
-            double t = ac_sub_up(b[i], a[i]);
-            if (!(t >= 0 && t <= 0x1p-10)) {
-                double l;
-                ac_exp_enclose(b[i], &l, &Eh[i]);
-            }
+    for (size_t i = 0; i < n; i++)
+        if (!(Eh[i] < INFINITY)) {
+            double l;
+            ac_exp_enclose(b[i], &l, &Eh[i]);
         }
 }
 
-int ac_sum_enclose(const double *x, size_t n, size_t stride, double *lo, double *hi)
+/* ac_sum_enclose from its two sums s = fl(sum x_i) and a = fl(sum |x_i|),
+ * both formed by recursive summation over the n terms in order. */
+static int sum_enclose_from(double s, double a, size_t n, double *lo, double *hi)
 {
-    /* |fl(s) - s| <= gamma_{n-1} sum|x_i| (Higham (4.4)); sum|x_i| <=
-     * fl(sum|x_i|)/(1 - gamma_{n-1}) since that sum has non-negative terms. */
-    double s = 0.0, a = 0.0;
-    for (size_t i = 0; i < n; i++) {
-        double v = x[i * stride];
-        s += v;
-        a += fabs(v);
-    }
     if (!isfinite(s) || !isfinite(a)) {
         *lo = -INFINITY;
         *hi = INFINITY;
@@ -234,6 +230,19 @@ int ac_sum_enclose(const double *x, size_t n, size_t stride, double *lo, double 
     *lo = ac_sub_dn(s, err);
     *hi = ac_add_up(s, err);
     return 1;
+}
+
+int ac_sum_enclose(const double *x, size_t n, size_t stride, double *lo, double *hi)
+{
+    /* |fl(s) - s| <= gamma_{n-1} sum|x_i| (Higham (4.4)); sum|x_i| <=
+     * fl(sum|x_i|)/(1 - gamma_{n-1}) since that sum has non-negative terms. */
+    double s = 0.0, a = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double v = x[i * stride];
+        s += v;
+        a += fabs(v);
+    }
+    return sum_enclose_from(s, a, n, lo, hi);
 }
 
 double ac_norm2_up(const double *x, size_t n)
@@ -482,75 +491,85 @@ double ac_imat_fro_dev_up(const ac_imat *A, const double *B, int identity)
     return ldexp(ac_sqrt_up(bound), e) * (1.0 + 2 * AC_U) + AC_ETA;
 }
 
+#define SMX_COLS 64 /* softmax columns enclosed together, read row by row */
+
 int ac_softmax_col_enclose(const double *lo, const double *hi, size_t n, size_t m,
                            double *plo, double *phi)
 {
+    /* Blocks of up to SMX_COLS columns, each read row by row (contiguous,
+     * vectorised across the columns); per column the same operations in
+     * the same order as one column at a time: the exps entry by entry, the
+     * sums over i in order, the same final formulas, so the same bits. */
     int ok = 1;
-    size_t nn = n ? n : 1;
-    double *El = malloc(nn * sizeof(double)), *Eh = malloc(nn * sizeof(double));
-    double *Al = malloc(nn * sizeof(double)), *Ah = malloc(nn * sizeof(double));
-    double *T = malloc(nn * sizeof(double));
-    if (!El || !Eh || !Al || !Ah || !T) {
-        free(El);
-        free(Eh);
-        free(Al);
-        free(Ah);
-        free(T);
+    size_t B = m < SMX_COLS ? m : SMX_COLS, nb = n * B;
+    double *buf = malloc((5 * nb + 6 * B + 1) * sizeof(double));
+    if (!buf) {
         for (size_t i = 0; i < n * m; i++) {
             plo[i] = 0.0;
             phi[i] = 1.0;
         }
         return 0;
     }
-    for (size_t j = 0; j < m; j++) {
-        double mx = -INFINITY;
-        int bad = 0;
-        for (size_t i = 0; i < n; i++) {
-            double a = lo[i * m + j], b = hi[i * m + j];
-            if (!isfinite(a) || !isfinite(b) || a > b)
-                bad = 1;
-            if (b > mx)
-                mx = b;
+    double *Al = buf, *Ah = Al + nb, *El = Ah + nb, *Eh = El + nb, *T = Eh + nb;
+    double *mx = T + nb, *sl = mx + B, *al = sl + B, *sh = al + B, *ah = sh + B, *bad = ah + B;
+    for (size_t j0 = 0; j0 < m; j0 += B) {
+        size_t w = m - j0 < B ? m - j0 : B;
+        for (size_t j = 0; j < w; j++) {
+            mx[j] = -INFINITY;
+            bad[j] = 0;
+            sl[j] = al[j] = sh[j] = ah[j] = 0;
         }
-        if (bad) {
-            ok = 0;
-            for (size_t i = 0; i < n; i++) {
-                plo[i * m + j] = 0.0;
-                phi[i * m + j] = 1.0;
+        for (size_t i = 0; i < n; i++) {
+            const double *l = lo + i * m + j0, *h = hi + i * m + j0;
+            for (size_t j = 0; j < w; j++) {
+                double a = l[j], b = h[j];
+                bad[j] = (!isfinite(a) || !isfinite(b) || a > b) ? 1.0 : bad[j];
+                mx[j] = b > mx[j] ? b : mx[j];
             }
-            continue;
         }
         /* E-_i <= exp(lo_i - mx), E+_i >= exp(hi_i - mx); the shift cancels
-         * in the ratios, so any mx works as long as the bounds are rigorous. */
+         * in the ratios, so any mx works as long as the bounds are rigorous.
+         * A column with a bad entry gets exp(0) (harmless) and [0, 1] below. */
         for (size_t i = 0; i < n; i++) {
-            Al[i] = ac_sub_dn(lo[i * m + j], mx);
-            Ah[i] = ac_sub_up(hi[i * m + j], mx);
+            const double *l = lo + i * m + j0, *h = hi + i * m + j0;
+            for (size_t j = 0; j < w; j++) {
+                Al[i * w + j] = bad[j] != 0 ? 0.0 : ac_sub_dn(l[j], mx[j]);
+                Ah[i * w + j] = bad[j] != 0 ? 0.0 : ac_sub_up(h[j], mx[j]);
+            }
         }
-        ac_exp_enclose_shift(Al, Ah, n, El, Eh, T);
-        double sl, sh, tmp;
-        ac_sum_enclose(El, n, 1, &sl, &tmp);   /* sl <= sum E-_k */
-        ac_sum_enclose(Eh, n, 1, &tmp, &sh);   /* sh >= sum E+_k */
+        ac_exp_enclose_shift(Al, Ah, n * w, El, Eh, T);
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < w; j++) {
+                double el = El[i * w + j], eh = Eh[i * w + j];
+                sl[j] += el;
+                al[j] += fabs(el);
+                sh[j] += eh;
+                ah[j] += fabs(eh);
+            }
+        for (size_t j = 0; j < w; j++) {
+            double t;
+            sum_enclose_from(sl[j], al[j], n, &sl[j], &t); /* sl <= sum E-_k */
+            sum_enclose_from(sh[j], ah[j], n, &t, &sh[j]); /* sh >= sum E+_k */
+            ok &= bad[j] == 0;
+        }
         for (size_t i = 0; i < n; i++) {
-            /* sum_{k != i} E+_k <= sh - E+_i; sum_{k != i} E-_k >= sl - E-_i */
-            double oh = ac_sub_up(sh, Eh[i]);
-            double ol = ac_sub_dn(sl, El[i]);
-            if (ol < 0)
-                ol = 0;
-            double pl = ac_div_dn(El[i], ac_add_up(El[i], oh));
-            double den = ac_add_dn(Eh[i], ol);
-            double ph = den > 0 ? ac_div_up(Eh[i], den) : 1.0;
-            if (!(pl >= 0))
-                pl = 0;
-            if (!(ph <= 1))
-                ph = 1;
-            plo[i * m + j] = pl;
-            phi[i * m + j] = ph;
+            const double *el = El + i * w, *eh = Eh + i * w;
+            double *pl_ = plo + i * m + j0, *ph_ = phi + i * m + j0;
+            for (size_t j = 0; j < w; j++) {
+                /* sum_{k != i} E+_k <= sh - E+_i; sum_{k != i} E-_k >= sl - E-_i */
+                double oh = ac_sub_up(sh[j], eh[j]);
+                double ol = ac_sub_dn(sl[j], el[j]);
+                ol = ol < 0 ? 0 : ol;
+                double pl = ac_div_dn(el[j], ac_add_up(el[j], oh));
+                double den = ac_add_dn(eh[j], ol);
+                double ph = den > 0 ? ac_div_up(eh[j], den) : 1.0;
+                pl = pl >= 0 ? pl : 0;
+                ph = ph <= 1 ? ph : 1;
+                pl_[j] = bad[j] != 0 ? 0.0 : pl;
+                ph_[j] = bad[j] != 0 ? 1.0 : ph;
+            }
         }
     }
-    free(El);
-    free(Eh);
-    free(Al);
-    free(Ah);
-    free(T);
+    free(buf);
     return ok;
 }

@@ -8,6 +8,9 @@
 #include <string.h>
 
 #include <cblas.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 #include <lapacke.h>
 #include <flint/nmod_mat.h>
 #include <flint/ulong_extras.h>
@@ -301,50 +304,192 @@ out:
     return st;
 }
 
+#define CLI_PANEL 128 /* columns of Y X per task of ac_cert_left_inverse */
+
+/* The sums of ac_cert_left_inverse, per column range [j0, j0 + w) of
+ * E = [YX] - I: m the largest entry bound up(|mid - I|) + rad, ql the
+ * largest max(0, dn(|mid - I|) - rad), and (second pass, sc > 0) s the sum
+ * of the squares of the entry bounds scaled by sc, in a fixed order. */
+typedef struct {
+    double m, ql, s;
+} cli_part;
+
+/* One row segment of E (w entries, the diagonal at position dg, or none
+ * when dg >= w): the largest entry bound up(|m - delta|) + r (NaN: +inf) and
+ * the largest certain part dn(|m - delta|) - r (NaN or negative: 0), as the
+ * bits of non-negative doubles (the same order as the values): integer
+ * maxima, one per loop, so that the loops vectorise. */
+static void cli_row_max(const double *restrict mi, const double *restrict ri, size_t w,
+                        size_t dg, uint64_t *mb, uint64_t *qb)
+{
+    uint64_t m = *mb, q = *qb;
+    for (size_t j = 0; j < w; j++) {
+        double c = fabs(mi[j] - (j == dg ? 1.0 : 0.0));
+        double v = ac_add_up(ac_up(c), ri[j]);
+        v = v == v ? v : INFINITY;
+        uint64_t b;
+        memcpy(&b, &v, sizeof b);
+        m = b > m ? b : m;
+    }
+    for (size_t j = 0; j < w; j++) {
+        double c = fabs(mi[j] - (j == dg ? 1.0 : 0.0));
+        double dl = ac_sub_dn(ac_dn(c), ri[j]);
+        dl = dl == dl ? dl : 0;
+        uint64_t b;
+        memcpy(&b, &dl, sizeof b);
+        b &= ~(uint64_t)((int64_t)b >> 63); /* negative: 0 */
+        q = b > q ? b : q;
+    }
+    *mb = m;
+    *qb = q;
+}
+
+/* acc[l] += (entry bound * sc)^2 over the entries j = l mod 8 of a row
+ * segment: eight fixed partial sums, so that the loop vectorises. */
+static void cli_row_sumsq(const double *restrict mi, const double *restrict ri, size_t w,
+                          size_t dg, double sc, double *restrict acc)
+{
+    size_t j = 0;
+    for (; j + 8 <= w; j += 8)
+        for (size_t l = 0; l < 8; l++) {
+            double c = fabs(mi[j + l] - (j + l == dg ? 1.0 : 0.0));
+            double t = ac_add_up(ac_up(c), ri[j + l]) * sc;
+            acc[l] += t * t;
+        }
+    for (; j < w; j++) {
+        double c = fabs(mi[j] - (j == dg ? 1.0 : 0.0));
+        double t = ac_add_up(ac_up(c), ri[j]) * sc;
+        acc[j % 8] += t * t;
+    }
+}
+
+static void cli_scan(cli_part *pt, const ac_imat *YX, size_t j0, size_t w, double sc)
+{
+    size_t n = YX->cols;
+    uint64_t mb = 0, qb = 0;
+    double acc[8] = {0};
+    for (size_t i = 0; i < YX->rows; i++) {
+        const double *mi = YX->mid + i * n + j0, *ri = YX->rad + i * n + j0;
+        size_t dg = (i >= j0 && i < j0 + w) ? i - j0 : w;
+        if (sc > 0)
+            cli_row_sumsq(mi, ri, w, dg, sc, acc);
+        else
+            cli_row_max(mi, ri, w, dg, &mb, &qb);
+    }
+    if (sc > 0)
+        pt->s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+    else {
+        memcpy(&pt->m, &mb, sizeof mb);
+        memcpy(&pt->ql, &qb, sizeof qb);
+    }
+}
+
 int ac_cert_left_inverse(const ac_mat *Y, const ac_mat *X, double *q_lo, double *q_hi,
                          double *sigma_lo, ac_imat *yx_out, ac_err *err)
 {
-    size_t n = X->cols;
+    size_t n = X->cols, d = X->rows, np = (n + CLI_PANEL - 1) / CLI_PANEL;
     ac_imat YX = {0};
-    int st;
+    double *an = NULL, *bn = NULL;
+    cli_part *pt = NULL;
+    int st, bad = 0;
     if (Y->cols != X->rows || Y->rows != n)
         return ac_err_set(err, AC_EUSAGE, "left inverse: Y is %zu x %zu, X is %zu x %zu", Y->rows,
                           Y->cols, X->rows, X->cols);
     if ((st = ac_imat_init(&YX, n, n, 1, err)))
         return st;
-    /* one dgemm: the radius by the norm bound (doc/mathematics.md §2.3) */
-    if ((st = ac_mul_cs(YX.mid, YX.rad, n, Y->data, n, Y->cols, X->data, X->rows, n, n, NULL,
-                        NULL, 0, err))) {
-        ac_imat_free(&YX);
-        return st;
+    an = malloc((2 * n + 1) * sizeof(double));
+    pt = calloc(np ? np : 1, sizeof *pt);
+    if (!an || !pt) {
+        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
+        goto out;
     }
-    double qh = ac_imat_fro_dev_up(&YX, NULL, 1);
-    /* lower bound: ||YX - I||_F >= max over entries of (|mid - I| - rad) */
-    double ql = 0.0;
-    for (size_t i = 0; i < n * n; i++) {
-        double b = (i / n == i % n) ? 1.0 : 0.0;
-        double d = ac_sub_dn(ac_dn(fabs(YX.mid[i] - b)), YX.rad[i]);
-        if (d > ql)
-            ql = d;
+    bn = an + n;
+    /* Y X by norm-bounded products (doc/mathematics.md §2.3) in fixed ranges
+     * of CLI_PANEL columns over the OpenMP threads, each scanned for the
+     * bounds while it is fresh; per-row and per-column quantities do not
+     * depend on the ranges: the same bits for any thread count */
+#ifdef _OPENMP
+#pragma omp parallel for schedule(static) if (n > CLI_PANEL && !omp_in_parallel())
+#endif
+    for (size_t i = 0; i < n; i++)
+        an[i] = ac_norm2_up(Y->data + i * d, d);
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) reduction(max : bad) if (np > 1 && !omp_in_parallel())
+#endif
+    for (size_t p = 0; p < np; p++) {
+        size_t j0 = p * CLI_PANEL, w = n - j0 < CLI_PANEL ? n - j0 : CLI_PANEL;
+        ac_colnorms_up(bn + j0, X->data + j0, d, w, n, 0);
+        int e = ac_mul_cs(YX.mid + j0, YX.rad + j0, n, Y->data, n, d, X->data + j0, d, w, n, an,
+                          bn + j0, 0, NULL);
+        bad = e > bad ? e : bad;
+        if (!e)
+            cli_scan(&pt[p], &YX, j0, w, 0);
     }
-    if (yx_out) {
-        *yx_out = YX;
-        YX.mid = YX.rad = NULL;
+    if (bad) {
+        st = ac_err_set(err, bad, "left inverse: the product Y X failed");
+        goto out;
     }
-    ac_imat_free(&YX);
+    /* q_hi >= ||E||_F as ac_norm2_up of the entry bounds: largest m = f 2^e,
+     * then the scaled squares; the sum of N = n^2 non-negative terms in any
+     * order of additions is within gamma_{N-1} (Higham, ASNA §4.2), so the
+     * ranges' sums may be added in range order (doc/mathematics.md §2.5) */
+    double m = 0, ql = 0, qh;
+    for (size_t p = 0; p < np; p++) {
+        m = !(pt[p].m <= m) ? pt[p].m : m;
+        ql = pt[p].ql > ql ? pt[p].ql : ql;
+    }
+    if (!(m <= DBL_MAX))
+        qh = INFINITY;
+    else if (m == 0)
+        qh = 0;
+    else {
+        int e;
+        frexp(m, &e);
+        /* 2^-e normal: each scaled bound exact unless subnormal (eta/2 lost) */
+        double sc = (e >= -1021 && e <= 1021) ? ldexp(1.0, -e) : 0.0, s = 0;
+        if (sc == 0) /* entries near the ends of the exponent range */
+            qh = ac_imat_fro_dev_up(&YX, NULL, 1);
+        else {
+#ifdef _OPENMP
+#pragma omp parallel for schedule(dynamic, 1) if (np > 1 && !omp_in_parallel())
+#endif
+            for (size_t p = 0; p < np; p++) {
+                size_t j0 = p * CLI_PANEL, w = n - j0 < CLI_PANEL ? n - j0 : CLI_PANEL;
+                cli_scan(&pt[p], &YX, j0, w, sc);
+            }
+            for (size_t p = 0; p < np; p++)
+                s += pt[p].s;
+            double N = (double)n * (double)n;
+            double bound = ac_mul_up(s, ac_div_up(1.0, ac_sub_dn(1.0, ac_gamma_up(N + 1))));
+            bound = ac_add_up(bound, ac_mul_up(N, 4 * AC_ETA + 0x1p-1060));
+            qh = ldexp(ac_sqrt_up(bound), e) * (1.0 + 2 * AC_U) + AC_ETA;
+        }
+    }
     if (q_lo)
         *q_lo = ql;
     if (q_hi)
         *q_hi = qh;
     if (sigma_lo) {
         /* YX = I + E, ||E|| <= q < 1  =>  sigma_min(YX) >= 1 - q, and
-         * sigma_min(YX) <= ||Y||_2 sigma_min(X)  =>  sigma_min(X) >= (1-q)/||Y||_2. */
-        double ny = ac_norm2_up(Y->data, Y->rows * Y->cols);
-        *sigma_lo = (qh < 1 && ny > 0) ? ac_div_dn(ac_sub_dn(1.0, qh), ny) : 0.0;
+         * sigma_min(YX) <= ||Y||_2 sigma_min(X)  =>  sigma_min(X) >= (1-q)/||Y||_2,
+         * with ||Y||_2 <= ||Y||_F <= sqrt(sum_i an_i^2) (an_i >= ||Y_i,:||) */
+        double ny = 0;
+        for (size_t i = 0; i < n; i++)
+            ny = ac_add_up(ny, ac_mul_up(an[i], an[i]));
+        ny = ac_sqrt_up(ny);
+        *sigma_lo = (qh < 1 && ny > 0 && ny <= DBL_MAX) ? ac_div_dn(ac_sub_dn(1.0, qh), ny) : 0.0;
         if (n == 0)
             *sigma_lo = INFINITY;
     }
-    return AC_OK;
+    if (yx_out) {
+        *yx_out = YX;
+        YX.mid = YX.rad = NULL;
+    }
+out:
+    free(an);
+    free(pt);
+    ac_imat_free(&YX);
+    return st;
 }
 
 /* ---- exact rank ------------------------------------------------------------ */

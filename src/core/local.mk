@@ -18,6 +18,8 @@ src_libattncheck_la_SOURCES += \
 	src/core/dyadic.h \
 	src/core/exp_kernel.h \
 	src/core/linalg.c \
+	src/core/linalg_lu.c \
+	src/core/linalg_lu.h \
 	src/core/rng.c \
 	src/core/rng_ars.c \
 	src/core/rng_impl.h \
@@ -29,6 +31,11 @@ UNIT_TESTS += tests/test_imat_split tests/test_interval tests/test_verdict tests
 tests_test_imat_split_SOURCES = tests/test_imat_split.c tests/imat_oracle.h tests/testutil.h
 tests_test_imat_split_CFLAGS = $(TEST_CFLAGS)
 tests_test_imat_split_LDADD = $(TEST_LIBS)
+check_PROGRAMS += tests/test_linalg_lu
+UNIT_TESTS += tests/test_linalg_lu
+tests_test_linalg_lu_SOURCES = tests/test_linalg_lu.c tests/testutil.h
+tests_test_linalg_lu_CFLAGS = $(TEST_CFLAGS)
+tests_test_linalg_lu_LDADD = $(TEST_LIBS)
 check_PROGRAMS += tests/test_imat_cs
 UNIT_TESTS += tests/test_imat_cs
 tests_test_imat_cs_SOURCES = tests/test_imat_cs.c tests/imat_oracle.h tests/testutil.h

@@ -15,6 +15,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/sum_exact.h"
@@ -66,5 +67,34 @@ int ac_sum_is_exactly(const double *x, size_t n, size_t stride, double target)
     for (int i = 0; i < LIMBS; i++)
         if (acc[i] != 0)
             return 0;
+    return 1;
+}
+
+int ac_sum_is_exactly_cols(const double *A, size_t rows, size_t cols, size_t ld, double target,
+                           int *out)
+{
+    int64_t *acc = calloc(cols ? cols * LIMBS : 1, sizeof(int64_t));
+    if (!acc)
+        return 0;
+    int tf = 1;
+    for (size_t j = 0; j < cols; j++) {
+        tf = add(acc + j * LIMBS, target, -1);
+        out[j] = tf;
+    }
+    for (size_t i = 0; i < rows && tf; i++) {
+        const double *a = A + i * ld;
+        for (size_t j = 0; j < cols; j++)
+            out[j] &= add(acc + j * LIMBS, a[j], 1);
+        if ((i & ((1u << 29) - 1)) == (1u << 29) - 1)
+            for (size_t j = 0; j < cols; j++)
+                carry(acc + j * LIMBS);
+    }
+    for (size_t j = 0; j < cols; j++) {
+        carry(acc + j * LIMBS);
+        for (int l = 0; l < LIMBS && out[j]; l++)
+            if (acc[j * LIMBS + l] != 0)
+                out[j] = 0;
+    }
+    free(acc);
     return 1;
 }

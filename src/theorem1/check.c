@@ -191,7 +191,7 @@ int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1
     if ((st = ac_t1_validate(X, o->xname ? o->xname : "X", P, o->pname ? o->pname : "P", o->d0,
                              o->d0 ? o->nd0 : 0, o->d0name ? o->d0name : "D0", dk, err)))
         return st;
-    res->norm_gap = ac_t1_normalisation_gap(P);
+    res->norm_gap = t1_normalisation_gap_rows(P); /* = ac_t1_normalisation_gap(P) */
     res->dist_lo = 0;
     res->dist_hi = INFINITY;
     ac_cert_set(&res->weights_cert, "max|Softmax - P| (written weights)", AC_LE, o->tol,
@@ -204,7 +204,7 @@ int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1
      * verdict and the written weights (doc/mathematics.md §7) */
     int threads = ac_blas_get_threads();
     ac_blas_set_threads(1);
-    st = check_scaled(res, &basis, X, &Xs, P, o, err);
+    st = check_scaled(res, &basis, X, Xs.data ? &Xs : X, P, o, err);
     ac_blas_set_threads(threads);
     if (!st)
         decide_verdict(res, &basis, o->tol, t_start);

@@ -15,9 +15,12 @@
 #include <config.h>
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <cblas.h>
 
 #ifdef _OPENMP
 #include <omp.h>
@@ -33,6 +36,7 @@
 
 #define EQ4_PANEL 128 /* columns of the logits traced at a time */
 #define WQ_BLOCK 256  /* rows of Wq formed per BLAS call */
+#define EQ4_BOUND_MARGIN 2 /* S without a product when it fits under tol / this */
 
 /* Wt = Wkq~ = sqrt(dk) log(P D0) (paper 1, eq. (6)); Wk = [X^+; 0],
  * Wq = [Wt X^+; 0] (Wk~ = I, Wq~ = Wt in the paper's Wk = Wk~ X^+,
@@ -128,33 +132,80 @@ typedef struct {
     int ok;
 } eq4_acc;
 
-/* One panel (columns j0..j0+w-1) of trace_eq4: Q = Wq X and S = K^T Q by the
- * norm-bounded products (doc/mathematics.md §2.3), the deviation of S from
- * Wt, the logits S / sqrt(dk), their softmax bounds and the deviation from P. */
+/* How S = K^T Q is enclosed in a panel of trace_eq4. */
+enum {
+    EQ4_BOUND,  /* S = Q + (K - I)^T Q by norms, no product (r = n only) */
+    EQ4_PRODUCT /* one dgemm K^T Q, radius by norms */
+};
+
+/* One row of a panel of trace_eq4: the logit bounds ll, lh of S / sqrt(dk)
+ * (1/sqrt(dk) in [s_lo, s_hi]) and the running maxima, on the bits of
+ * non-negative doubles (the same order as the values), of
+ * e4 = up|S - Wt| (NaN: +inf) and e4lo = the certain part of |S - Wt|
+ * (NaN ignored, at least 0): integer maxima, so that the loop vectorises. */
+static void eq4_row(const double *restrict sm, const double *restrict sr,
+                    const double *restrict wt, size_t w, double s_lo, double s_hi,
+                    double *restrict ll, double *restrict lh, uint64_t *m4_io,
+                    uint64_t *m4lo_io)
+{
+    uint64_t m4 = *m4_io, m4lo = *m4lo_io;
+    /* two passes over the row (in L1), one integer maximum each: gcc 12
+     * vectorises one such reduction per loop */
+    for (size_t j = 0; j < w; j++) {
+        double t = wt[j], a = ac_sub_dn(sm[j], sr[j]), c = ac_add_up(sm[j], sr[j]);
+        double dup = ac_add_up(ac_up(fabs(sm[j] - t)), sr[j]);
+        dup = dup == dup ? dup : INFINITY;
+        uint64_t bd;
+        memcpy(&bd, &dup, sizeof bd);
+        m4 = bd > m4 ? bd : m4;
+        ll[j] = a >= 0 ? ac_mul_dn(a, s_lo) : ac_mul_dn(a, s_hi);
+        lh[j] = c >= 0 ? ac_mul_up(c, s_hi) : ac_mul_up(c, s_lo);
+    }
+    for (size_t j = 0; j < w; j++) {
+        double t = wt[j], a = ac_sub_dn(sm[j], sr[j]), c = ac_add_up(sm[j], sr[j]);
+        double x = ac_sub_dn(a, t), y = ac_sub_dn(t, c);
+        double z = y == y ? y : x; /* fmax(x, y), then at least 0 (NaN: 0) */
+        z = x > z ? x : z;
+        z = z == z ? z : 0;
+        uint64_t bz;
+        memcpy(&bz, &z, sizeof bz);
+        bz &= ~(uint64_t)((int64_t)bz >> 63); /* a negative z (sign bit set) counts as 0 */
+        m4lo = bz > m4lo ? bz : m4lo;
+    }
+    *m4_io = m4;
+    *m4lo_io = m4lo;
+}
+
+/* One panel (columns j0..j0+w-1) of trace_eq4: Q = Wq X (skipped when
+ * have_q: b->Q already holds it) and S = K^T Q by the norm-bounded products
+ * (doc/mathematics.md §2.3), the deviation of S from Wt, the logits
+ * S / sqrt(dk), their softmax bounds and the deviation from P. */
 static int eq4_panel_run(eq4_panel *b, eq4_acc *acc, const ac_imat *Kp, size_t r,
                          const ac_mat *X, const ac_mat *Wq, const ac_mat *Wt, const ac_mat *P,
-                         size_t dk, size_t j0, size_t w, ac_err *err)
+                         size_t dk, size_t j0, size_t w, int mode, int have_q, ac_err *err)
 {
     size_t d = X->rows, n = X->cols;
     double s_lo = ac_div_dn(1.0, ac_sqrt_up((double)dk));
     double s_hi = ac_div_up(1.0, ac_sqrt_dn((double)dk));
     int st;
     b->Q.cols = b->S.cols = w;
-    if ((st = ac_mul_cs(b->Q.mid, b->Q.rad, w, Wq->data, r, d, X->data + j0, d, w, n, b->wn,
-                        b->xn + j0, 0, err)) ||
-        (st = r == n ? ac_imat_mul_tn_nearid(&b->S, Kp, b->kn, &b->Q, 0, err)
-                     : ac_imat_mul(&b->S, AC_TRANS, Kp, AC_NOTRANS, &b->Q, err)))
+    /* without a product, S's midpoint is Q's: shared, not copied */
+    ac_imat Sv = {n, w, mode == EQ4_BOUND ? b->Q.mid : b->S.mid, b->S.rad};
+    if ((!have_q && (st = ac_mul_cs(b->Q.mid, b->Q.rad, w, Wq->data, r, d, X->data + j0, d, w, n,
+                                    b->wn, b->xn + j0, 0, err))) ||
+        (st = mode == EQ4_BOUND ? ac_imat_tn_nearid_bound(&Sv, b->kn, &b->Q, err)
+              : r == n          ? ac_imat_mul_tn_nearid(&b->S, Kp, b->kn, &b->Q, 0, err)
+                                : ac_imat_mul(&b->S, AC_TRANS, Kp, AC_NOTRANS, &b->Q, err)))
         return st;
+    uint64_t m4 = 0, m4lo = 0;
     for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < w; j++) {
-            size_t k = i * w + j;
-            double t = Wt->data[i * n + j0 + j], a = ac_imat_lo(&b->S, k), c = ac_imat_hi(&b->S, k);
-            double dup = ac_add_up(ac_up(fabs(b->S.mid[k] - t)), b->S.rad[k]);
-            acc->e4 = !(dup <= acc->e4) ? (dup == dup ? dup : INFINITY) : acc->e4;
-            acc->e4lo = fmax(acc->e4lo, fmax(ac_sub_dn(a, t), ac_sub_dn(t, c)));
-            b->llo[k] = a >= 0 ? ac_mul_dn(a, s_lo) : ac_mul_dn(a, s_hi);
-            b->lhi[k] = c >= 0 ? ac_mul_up(c, s_hi) : ac_mul_up(c, s_lo);
-        }
+        eq4_row(Sv.mid + i * w, Sv.rad + i * w, Wt->data + i * n + j0, w, s_lo, s_hi,
+                b->llo + i * w, b->lhi + i * w, &m4, &m4lo);
+    double e4, e4lo;
+    memcpy(&e4, &m4, sizeof e4);
+    memcpy(&e4lo, &m4lo, sizeof e4lo);
+    acc->e4 = !(e4 <= acc->e4) ? e4 : acc->e4;
+    acc->e4lo = fmax(acc->e4lo, e4lo);
     acc->ok &= ac_softmax_col_enclose(b->llo, b->lhi, n, w, b->plo, b->phi);
     for (size_t i = 0; i < n; i++) {
         double l, h;
@@ -172,7 +223,7 @@ static int eq4_panel_run(eq4_panel *b, eq4_acc *acc, const ac_imat *Kp, size_t r
  * thread count. */
 static int eq4_rest(eq4_panel *b0, eq4_acc *acc, const ac_imat *Kp, size_t r, const ac_mat *X,
                     const ac_mat *Wq, const ac_mat *Wt, const ac_mat *P, size_t dk, size_t w0,
-                    ac_err *err)
+                    int mode, ac_err *err)
 {
     size_t n = X->cols, np = (n + w0 - 1) / w0;
     int nt = 1;
@@ -212,7 +263,7 @@ static int eq4_rest(eq4_panel *b0, eq4_acc *acc, const ac_imat *Kp, size_t r, co
 #endif
         size_t j0 = p * w0, w = n - j0 < w0 ? n - j0 : w0;
         if (!sts[t])
-            sts[t] = eq4_panel_run(&bs[t], &as[t], Kp, r, X, Wq, Wt, P, dk, j0, w, NULL);
+            sts[t] = eq4_panel_run(&bs[t], &as[t], Kp, r, X, Wq, Wt, P, dk, j0, w, mode, 0, NULL);
     }
     for (int t = 0; t < nt; t++) {
         if (sts[t] && !st)
@@ -267,9 +318,12 @@ static int split_k(ac_imat *K, const ac_mat *Wk, size_t r, const ac_mat *X, size
  * enclosure pre[0..1] of max|Softmax - P| (the final identity).  Computed
  * in panels of EQ4_PANEL columns (the softmax groups are the columns), so
  * its memory is O(n) columns, not 6 n^2.  K = X^+ X is the rank step's
- * enclosure; when the first panel does not fit under tol with it (its
- * gamma_k radius grows like n^2 u times the weights), K is enclosed again by
- * split products, once, and the trace restarts. */
+ * enclosure.  The first panel chooses, in this order: S = Q + (K - I)^T Q
+ * bounded by norms, no product, if that fits under tol / EQ4_BOUND_MARGIN;
+ * else the product K^T Q if that fits under tol; else (its gamma_k radius
+ * grows like n^2 u times the weights) K is enclosed again by split
+ * products, once, and the trace restarts with the product.  The choice
+ * depends on the data only, never on the thread count. */
 static int trace_eq4(ac_t1_result *res, double *pre, const ac_mat *X, const ac_mat *Wt,
                      const ac_mat *P, size_t dk, ac_imat *YX, double tol, ac_err *err)
 {
@@ -298,10 +352,25 @@ static int trace_eq4(ac_t1_result *res, double *pre, const ac_mat *X, const ac_m
     ac_rownorms_up(b.wn, res->Wq.data, r, d, d);
     if (r == n)
         ac_nearid_norms(b.kn, Kp);
-    /* panel 0 first: it decides which enclosure of K the trace uses */
-    if ((st = eq4_panel_run(&b, &acc, Kp, r, X, &res->Wq, Wt, P, dk, 0, w0, err)))
+    /* panel 0 first: it decides how S = K^T Q is enclosed.  With r = n, by
+     * norms without a product when that fits under tol / EQ4_BOUND_MARGIN
+     * (K's midpoint is then about as close to I as its radius is wide),
+     * else by the product K^T Q */
+    int mode = EQ4_PRODUCT, have_q = 0;
+    if (r == n && r > 0) {
+        if ((st = eq4_panel_run(&b, &acc, Kp, r, X, &res->Wq, Wt, P, dk, 0, w0, EQ4_BOUND, 0,
+                                err)))
+            goto out;
+        if (acc.phi <= tol / EQ4_BOUND_MARGIN)
+            mode = EQ4_BOUND; /* panel 0 is done: acc keeps its maxima */
+        else
+            acc = (eq4_acc){0, 0, 0, 0, 1}; /* panel 0 again, with the product */
+        have_q = 1;
+    }
+    if (mode == EQ4_PRODUCT &&
+        (st = eq4_panel_run(&b, &acc, Kp, r, X, &res->Wq, Wt, P, dk, 0, w0, mode, have_q, err)))
         goto out;
-    if (r == n && r > 0 && !(acc.phi <= tol)) {
+    if (mode == EQ4_PRODUCT && r == n && r > 0 && !(acc.phi <= tol)) {
         /* the first panel does not fit: a tighter K, and start again.  The
          * rank step's YX encloses the same product X^+ X (Wk's first n rows
          * are that Y): the tighter enclosure overwrites it in place */
@@ -321,16 +390,19 @@ static int trace_eq4(ac_t1_result *res, double *pre, const ac_mat *X, const ac_m
         ac_nearid_norms(b.kn, &K);
         acc = (eq4_acc){0, 0, 0, 0, 1};
         split = 1;
-        if ((st = eq4_panel_run(&b, &acc, Kp, r, X, &res->Wq, Wt, P, dk, 0, w0, err)))
+        if ((st = eq4_panel_run(&b, &acc, Kp, r, X, &res->Wq, Wt, P, dk, 0, w0, mode, 1, err)))
             goto out;
     }
-    if ((st = eq4_rest(&b, &acc, Kp, r, X, &res->Wq, Wt, P, dk, w0, err)))
+    if ((st = eq4_rest(&b, &acc, Kp, r, X, &res->Wq, Wt, P, dk, w0, mode, err)))
         goto out;
     ac_t1_add_step(res, "paper 1, eq. (4): X'Wk'WqX = Wk~'Wq~", "max|(Wk X)'(Wq X) - Wkq~|",
                    acc.e4lo, acc.e4, AC_STAGE_DOUBLE, 53,
                    split ? "X^+ cancels X: the logits are the chosen Wkq~ (paper 1, eq. (4)); "
                            "X^+ X by split products"
-                         : "X^+ cancels X: the logits are the chosen Wkq~ (paper 1, eq. (4))");
+                   : mode == EQ4_BOUND
+                       ? "X^+ cancels X: the logits are the chosen Wkq~ (paper 1, eq. (4)); "
+                         "(X^+ X - I)'(Wq X) bounded by norms"
+                       : "X^+ cancels X: the logits are the chosen Wkq~ (paper 1, eq. (4))");
     /* stage 0 of the final identity from the same logits */
     pre[0] = acc.ok ? acc.plo : 0;
     pre[1] = acc.ok ? acc.phi : INFINITY;
@@ -448,12 +520,26 @@ out:
 
 /* ---- weights from the family K Pi log(P) Pi (doc/mathematics.md §3.5) ---- */
 
+/* The SVD of X cut to the certified rank r: the r largest singular triplets,
+ * stopping at a zero one and, when rel > 0, at one below rel * sigma_1 (a
+ * numerical rank, which keeps the weights of an ill-conditioned X bounded).
+ * Returns how many are kept. */
+static size_t pinv_keep(const double *sx, size_t r, size_t p, double rel)
+{
+    size_t k = 0;
+    while (k < r && k < p && sx[k] > 0 && !(rel > 0 && sx[k] < rel * sx[0]))
+        k++;
+    return k;
+}
+
 /* X^+ (n x d, allocated here) and, when Pi is not NULL, Pi = X^+ X (n x n)
- * from an SVD of X with the certified rank r: the r largest singular
- * triplets, stopping at a zero one and, when rel > 0, at one below
- * rel * sigma_1 (a numerical rank, which keeps the weights of an
- * ill-conditioned X bounded). */
-int t1_pinv(ac_mat *Xp, ac_mat *Pi, const ac_mat *X, size_t r, double rel, ac_err *err)
+ * from an SVD of X with the certified rank r (pinv_keep):
+ *   X^+ = (S_k^-1 V_k^T)^T U_k^T   (one dgemm),
+ *   Pi  = V_k V_k^T                (one dsyrk, mirrored).
+ * Approximations only: whatever is built from them is certified afterwards.
+ * ref != 0: the same sums in plain loops (the reference twin). */
+static int pinv_run(ac_mat *Xp, ac_mat *Pi, const ac_mat *X, size_t r, double rel, int ref,
+                    ac_err *err)
 {
     size_t d = X->rows, n = X->cols, p = d < n ? d : n;
     ac_mat Ux = {0}, Vx = {0};
@@ -464,23 +550,48 @@ int t1_pinv(ac_mat *Xp, ac_mat *Pi, const ac_mat *X, size_t r, double rel, ac_er
     if ((st = ac_approx_svd(X, &Ux, sx, &Vx, err)) || (st = ac_mat_init(Xp, n, d, err)) ||
         (Pi && (st = ac_mat_init(Pi, n, n, err))))
         goto out;
-    for (size_t k = 0; k < r && k < p; k++) {
-        if (!(sx[k] > 0) || (rel > 0 && sx[k] < rel * sx[0]))
-            break;
-        for (size_t i = 0; i < n; i++) {
-            double v = AC_MAT(&Vx, k, i);
-            for (size_t j = 0; j < d; j++)
-                AC_MAT(Xp, i, j) += v * AC_MAT(&Ux, j, k) / sx[k];
-            if (Pi)
-                for (size_t j = 0; j < n; j++)
-                    AC_MAT(Pi, i, j) += v * AC_MAT(&Vx, k, j);
-        }
+    size_t kk = pinv_keep(sx, r, p, rel);
+    if (ref) {
+        for (size_t k = 0; k < kk; k++)
+            for (size_t i = 0; i < n; i++) {
+                double v = AC_MAT(&Vx, k, i);
+                for (size_t j = 0; j < d; j++)
+                    AC_MAT(Xp, i, j) += v * AC_MAT(&Ux, j, k) / sx[k];
+                if (Pi)
+                    for (size_t j = 0; j < n; j++)
+                        AC_MAT(Pi, i, j) += v * AC_MAT(&Vx, k, j);
+            }
+        goto out;
     }
+    if (kk == 0)
+        goto out;
+    if (Pi) { /* Pi = V_k V_k^T, before Vx's rows are scaled */
+        cblas_dsyrk(CblasRowMajor, CblasUpper, CblasTrans, (int)n, (int)kk, 1.0, Vx.data, (int)n,
+                    0.0, Pi->data, (int)n);
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < i; j++)
+                AC_MAT(Pi, i, j) = AC_MAT(Pi, j, i);
+    }
+    for (size_t k = 0; k < kk; k++)
+        for (size_t i = 0; i < n; i++)
+            AC_MAT(&Vx, k, i) /= sx[k];
+    cblas_dgemm(CblasRowMajor, CblasTrans, CblasTrans, (int)n, (int)d, (int)kk, 1.0, Vx.data,
+                (int)n, Ux.data, (int)p, 0.0, Xp->data, (int)d);
 out:
     free(sx);
     ac_mat_free(&Ux);
     ac_mat_free(&Vx);
     return st;
+}
+
+int t1_pinv(ac_mat *Xp, ac_mat *Pi, const ac_mat *X, size_t r, double rel, ac_err *err)
+{
+    return pinv_run(Xp, Pi, X, r, rel, 0, err);
+}
+
+int t1_pinv_ref(ac_mat *Xp, ac_mat *Pi, const ac_mat *X, size_t r, double rel, ac_err *err)
+{
+    return pinv_run(Xp, Pi, X, r, rel, 1, err);
 }
 
 /* T = K Pi L Pi, L = log P, K = I - g g'/(g'g), g = Pi 1 (K = I when g = 0);

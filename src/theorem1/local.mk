@@ -6,6 +6,7 @@ src_libattncheck_la_SOURCES += \
 	src/theorem1/t1_impl.h \
 	src/theorem1/instance.c \
 	src/theorem1/construct.c \
+	src/theorem1/t1_normgap.c \
 	src/theorem1/xrank.c \
 	src/theorem1/exact.c \
 	src/theorem1/decide.c \
@@ -37,6 +38,16 @@ UNIT_TESTS += tests/test_theorem1_decide
 tests_test_theorem1_decide_SOURCES = tests/test_theorem1_decide.c tests/testutil.h
 tests_test_theorem1_decide_CFLAGS = $(TEST_CFLAGS)
 tests_test_theorem1_decide_LDADD = $(TEST_LIBS)
+check_PROGRAMS += tests/test_t1_construct
+UNIT_TESTS += tests/test_t1_construct
+tests_test_t1_construct_SOURCES = tests/test_t1_construct.c tests/testutil.h
+tests_test_t1_construct_CFLAGS = $(TEST_CFLAGS)
+tests_test_t1_construct_LDADD = $(TEST_LIBS)
+check_PROGRAMS += tests/test_t1_pinv
+UNIT_TESTS += tests/test_t1_pinv
+tests_test_t1_pinv_SOURCES = tests/test_t1_pinv.c tests/testutil.h
+tests_test_t1_pinv_CFLAGS = $(TEST_CFLAGS)
+tests_test_t1_pinv_LDADD = $(TEST_LIBS)
 check_PROGRAMS += tests/test_t1_stage0
 UNIT_TESTS += tests/test_t1_stage0
 tests_test_t1_stage0_SOURCES = tests/test_t1_stage0.c tests/testutil.h

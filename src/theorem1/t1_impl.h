@@ -60,7 +60,8 @@ int ac_t1_certify_rank(ac_t1_result *res, ac_mat *Y, ac_imat *YX, size_t **piv_o
 #define AC_T1_SCALE_FREE 64
 
 /* Xs = 2^s X with max|Xs| in [1/2, 1) when X's scale is extreme and the
- * scaling is exact (else s = 0, Xs = X) (xrank.c). */
+ * scaling is exact; else s = 0 and Xs is left empty (data NULL, no copy:
+ * the caller uses X itself) (xrank.c). */
 int ac_t1_scale_pow2(ac_mat *Xs, int *s, const ac_mat *X, ac_err *err);
 
 /* Weights of size dk from the family of the exact criterion
@@ -79,6 +80,11 @@ int ac_t1_construct_family(ac_t1_result *res, const ac_mat *X, const ac_mat *P, 
  * rel * sigma_1); and Wk, Wq of size dk whose logits are the rank-dk
  * truncation of T, Wk = S^(1/2) U' X^+, Wq = sqrt(dk) S^(1/2) V' X^+. */
 int t1_pinv(ac_mat *Xp, ac_mat *Pi, const ac_mat *X, size_t r, double rel, ac_err *err);
+/* ac_t1_normalisation_gap(P), the same bits, read row by row over the
+ * OpenMP threads (t1_normgap.c) */
+double t1_normalisation_gap_rows(const ac_mat *P);
+/* the same from plain loops (t1_pinv's reference twin, tests/test_t1_pinv.c) */
+int t1_pinv_ref(ac_mat *Xp, ac_mat *Pi, const ac_mat *X, size_t r, double rel, ac_err *err);
 int t1_factor_logits(ac_mat *Wk, ac_mat *Wq, const ac_mat *T, const ac_mat *Xp, size_t dk,
                      ac_err *err);
 

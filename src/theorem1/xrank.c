@@ -23,6 +23,7 @@
 
 #include "attncheck/linalg.h"
 #include "attncheck/theorem1.h"
+#include "core/linalg_lu.h"
 #include "theorem1/t1_impl.h"
 
 /* ---- scaling by powers of two ---------------------------------------------- */
@@ -61,12 +62,14 @@ int ac_t1_scale_pow2(ac_mat *Xs, int *s_out, const ac_mat *X, ac_err *err)
         s = 0;
     if (s != 0 && !scale_is_exact(X->data, len, 1, s))
         s = 0; /* entries span more than the exponent range: keep X as it is */
+    *s_out = s;
+    *Xs = (ac_mat){0};
+    if (s == 0)
+        return AC_OK; /* X itself: no copy (n^2 doubles fewer at the peak) */
     if ((st = ac_mat_copy(Xs, X, err)))
         return st;
-    if (s != 0)
-        for (size_t i = 0; i < len; i++)
-            Xs->data[i] = ldexp(Xs->data[i], s);
-    *s_out = s;
+    for (size_t i = 0; i < len; i++)
+        Xs->data[i] = ldexp(Xs->data[i], s);
     return AC_OK;
 }
 
@@ -110,7 +113,10 @@ static int rank_left_inverse(ac_t1_result *res, ac_mat *Y, ac_imat *YX, const ac
         A = &Xt;
     }
     ac_mat *Yp = (d >= n) ? Y : &Yt;
-    if (ac_approx_pinv_fullcol(Yp, A, NULL) != AC_OK) {
+    /* square X: the LU inverse in fixed panels over the OpenMP threads (the
+     * same bits for any thread count); LAPACK's LU and QR if it fails */
+    if ((d != n || ac_inverse_lu_panels(Yp, A, 0, NULL) != AC_OK) &&
+        ac_approx_pinv_fullcol(Yp, A, NULL) != AC_OK) {
         ac_mat_free(Yp);
         st = AC_OK; /* rank deficient or LAPACK gave up: the exact routes follow */
         goto out;
