@@ -16,6 +16,7 @@ src_libattncheck_la_SOURCES += \
 	src/theorem1/t1_bounds.h \
 	src/theorem1/bounds.c \
 	src/theorem1/bounds_d1.c \
+	src/theorem1/bounds_resid.c \
 	src/theorem1/upper.c \
 	src/theorem1/check.c \
 	src/theorem1/result.c
