@@ -202,8 +202,10 @@ static int rho_stage0(void *v, double *lo, double *hi, ac_err *err)
     return AC_OK;
 }
 
-/* Stage 0 of sigma_{dk+1}(K L) when Pi = I (decide0.c): an enclosure of
- * K log P in double and the Weyl enclosure around its SVD. */
+/* Stage 0 of sigma_{dk+1}(K Pi L Pi): an enclosure of K log P in double
+ * and the Weyl enclosure around its SVD when Pi = I (decide0.c), or of
+ * K~ Pi~ L Pi~ widened by the certified distance to K Pi L Pi when
+ * rank X = d < n (decide0_pi.c). */
 static int lowrank_stage0(void *v, double *lo, double *hi, ac_err *err)
 {
     decide_ctx *c = v;
@@ -216,7 +218,8 @@ static int lowrank_stage0(void *v, double *lo, double *hi, ac_err *err)
         free(shi);
         return ac_err_set(err, AC_EINTERNAL, "out of memory");
     }
-    if (ac_t1_klogp_sv_stage0(c->P, slo, shi)) {
+    if (c->pi_identity ? ac_t1_klogp_sv_stage0(c->P, slo, shi)
+                       : ac_t1_kpilpi_sv_stage0(c->X, c->P, c->one_perp, slo, shi)) {
         long k = 0;
         while (k < (long)n && slo[k] > 0)
             k++;
@@ -465,7 +468,7 @@ static int certify_lowrank(ac_t1_result *res, ac_t1_basis *basis, double *obstru
                            decide_ctx *c, const ac_t1_opts *o, ac_err *err)
 {
     ac_quantity q = {"sigma_{dk+1}(K Pi L Pi)",
-                     c->pi_identity ? lowrank_stage0 : NULL,
+                     c->pi_identity || c->have_rho0 ? lowrank_stage0 : NULL,
                      lowrank_ball,
                      NULL,
                      c,

@@ -11,6 +11,7 @@ src_libattncheck_la_SOURCES += \
 	src/theorem1/decide.c \
 	src/theorem1/t1_stage0.h \
 	src/theorem1/decide0.c \
+	src/theorem1/decide0_pi.c \
 	src/theorem1/decide_summary.c \
 	src/theorem1/refine.c \
 	src/theorem1/t1_bounds.h \
