@@ -377,6 +377,7 @@ START_TEST(test_ill_conditioned)
             for (size_t j = 0; j < n; j++) /* row 2 ~ row 1 */
                 AC_MAT(&X, 2, j) = AC_MAT(&X, 1, j) + eps[k] * test_rng_gauss(&r);
             check_case(&X, &P, I, a, J, b, 0, &r, "X_I nearly rank deficient");
+            ac_mat_free(&X);
             gauss(&X, d, n, &r);
             for (size_t j = 0; j < n; j++) /* row 0 ~ 1 */
                 AC_MAT(&X, 0, j) = 1.0 + eps[k] * test_rng_gauss(&r);
@@ -480,8 +481,11 @@ START_TEST(test_aligned)
                     for (size_t j = 0; j < b; j++)
                         AC_MAT(&P, I[i], J[j]) = exp(3.0 * h[i] * c[j] + 1e-3 * test_rng_gauss(&r));
                 double olo, ohi;
-                if (!rho_oracle(&X, &P, I, a, J, b, &olo, &ohi, NULL))
+                if (!rho_oracle(&X, &P, I, a, J, b, &olo, &ohi, NULL)) {
+                    ac_mat_free(&X);
+                    ac_mat_free(&P);
                     continue;
+                }
                 pieces pc;
                 pieces_init(&pc, &X, &P, I, a, J, b);
                 double Y[120], hm = 0;
