@@ -9,6 +9,8 @@ src_libattncheck_la_SOURCES += \
 	src/theorem1/xrank.c \
 	src/theorem1/exact.c \
 	src/theorem1/decide.c \
+	src/theorem1/t1_decide.h \
+	src/theorem1/decide_rank.c \
 	src/theorem1/t1_stage0.h \
 	src/theorem1/decide0.c \
 	src/theorem1/decide0_pi.c \

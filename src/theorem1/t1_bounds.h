@@ -3,6 +3,9 @@
  *   bounds.c     lower bounds on dist = inf over heads of max|Softmax - P|:
  *                column sums, zero and equal columns of X, the log-domain
  *                obstructions entry by entry and on submatrices of P;
+ *   bounds_resid.c  the residual obstruction on a submatrix (one column):
+ *                dist(log P_IJ, {1c' + X_I'AX_J}) certified by a dual
+ *                certificate, for every head of every size;
  *   bounds_d1.c  d = 1: dist as a one-parameter problem, enclosed by branch
  *                and bound over the scalar logit weight a;
  *   upper.c      candidate heads for dist_hi: the zero head, the user's head,
