@@ -459,9 +459,11 @@ static int cmp_double(const void *a, const void *b)
 
 /* The rank obstruction on the best submatrix found: every head's logits
  * Z = X'AX have rank <= k = min(dk, r), and log S = Z + 1c' kills c under
- * K_I, so sigma_{k+1}(K_I log P_IJ) <= ||(log S - log P)_IJ||_2. */
-static double lb_submatrix(const ac_mat *P, size_t k, size_t *sz_i, size_t *sz_j, int *stage,
-                           ac_err *err)
+ * K_I, so sigma_{k+1}(K_I log P_IJ) <= ||(log S - log P)_IJ||_2.  The best
+ * candidate is certified only if its estimate exceeds skip_below (the best
+ * bound certified so far) by 0.1%. */
+static double lb_submatrix(const ac_mat *P, size_t k, double skip_below, size_t *sz_i,
+                           size_t *sz_j, int *stage, ac_err *err)
 {
     size_t n = P->rows, nn = n * n;
     if (n > SUB_MAX_N || k + 2 > n)
@@ -494,7 +496,9 @@ static double lb_submatrix(const ac_mat *P, size_t k, size_t *sz_i, size_t *sz_j
             memcpy(bJ, J, nj * sizeof(size_t));
         }
     }
-    if (best_est > 0) {
+    /* certify only an estimate that could beat the best bound already
+     * certified (skipping a bound is always sound) */
+    if (best_est > 0 && best_est > skip_below * (1 + 1e-3)) {
         double m = 0;
         if (n > SUB_ALL_TAUS_N) { /* stage 0: a double enclosure of K_I log P_IJ */
             size_t p = bni < bnj ? bni : bnj;
@@ -567,14 +571,6 @@ int ac_t1_lower_bounds(ac_t1_result *res, const ac_mat *X, const ac_mat *P, doub
     if (m > 0 && res->route == AC_T1_ROUTE_DECIDE && n <= ENTRYWISE_MAX_N)
         lb_offer(&b, ac_t1_t_certified(P->data, n * n, m), ms, mp,
                  "log-domain obstruction m >= %.3g entry by entry: ||-log(1 - t/P)||_F < m", m);
-    if (res->route == AC_T1_ROUTE_DECIDE && res->rank > 0) {
-        size_t r = (size_t)res->rank, k = res->dk < r ? res->dk : r, si = 0, sj = 0;
-        int sst = 1; /* Arb at 128 bits up to n = SUB_ALL_TAUS_N, else stage 0 */
-        double t = lb_submatrix(P, k, &si, &sj, &sst, err);
-        lb_offer(&b, t, sst, sst == AC_STAGE_DOUBLE ? 53 : 128,
-                 "rank <= %zu on the %zu x %zu submatrix of P: sigma_%zu(K_I log P_IJ) entry by "
-                 "entry", k, si, sj, k + 1);
-    }
     if (res->route == AC_T1_ROUTE_DECIDE && res->rank == (long)X->rows && X->rows + 2 <= n) {
         size_t rj = 0, ra = 0;
         double rrho = 0;
@@ -582,6 +578,17 @@ int ac_t1_lower_bounds(ac_t1_result *res, const ac_mat *X, const ac_mat *P, doub
         lb_offer(&b, t, AC_STAGE_DOUBLE, 53,
                  "residual on column %zu, its %zu largest entries: "
                  "dist(log P_Ij, range X_I' + span 1) >= %.4g, entry by entry", rj + 1, ra, rrho);
+    }
+    if (res->route == AC_T1_ROUTE_DECIDE && res->rank > 0) {
+        size_t r = (size_t)res->rank, k = res->dk < r ? res->dk : r, si = 0, sj = 0;
+        int sst = 1; /* Arb at 128 bits up to n = SUB_ALL_TAUS_N, else stage 0 */
+        /* a candidate below b.lo can matter only for the stage of REFUTED
+         * when that is not stage 0 already */
+        double skip = (b.rstage == AC_STAGE_DOUBLE || !(b.lo > b.tol)) ? b.lo : 0;
+        double t = lb_submatrix(P, k, skip, &si, &sj, &sst, err);
+        lb_offer(&b, t, sst, sst == AC_STAGE_DOUBLE ? 53 : 128,
+                 "rank <= %zu on the %zu x %zu submatrix of P: sigma_%zu(K_I log P_IJ) entry by "
+                 "entry", k, si, sj, k + 1);
     }
     lb_offer(&b, a_lo, AC_STAGE_DOUBLE, 53, "d = 1: branch and bound over the logit weight a (enclosures)");
     if (b.lo > res->dist_lo) {
