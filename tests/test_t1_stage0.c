@@ -25,6 +25,7 @@
 #include "core/ac_arb.h"
 #include "core/ball.h"
 #include "theorem1/t1_bounds.h"
+#include "theorem1/t1_impl.h"
 #include "theorem1/t1_stage0.h"
 #include "testutil.h"
 
@@ -574,6 +575,180 @@ START_TEST(test_klogp_sv)
 }
 END_TEST
 
+/* sigma_i(K Pi log P Pi) in Arb at 256 bits: Pi by a Cholesky solve on
+ * X scaled by a power of two (Pi does not change), K = I - g g'/(g'g),
+ * g = Pi 1 (K = I if one_perp), the Weyl enclosure around an SVD.
+ * Returns 0 if Arb cannot build it. */
+static int kpilpi_arb(const ac_mat *X, const ac_mat *P, int one_perp, double *lo, double *hi)
+{
+    slong d = (slong)X->rows, n = (slong)X->cols, prec = 256;
+    double mx = 0;
+    for (size_t e = 0; e < X->rows * X->cols; e++)
+        mx = fmax(mx, fabs(X->data[e]));
+    int ex = 0;
+    frexp(mx, &ex);
+    arb_mat_t B, Bt, G, Z, Pi, L, W, M;
+    arb_t b, t;
+    ac_imat A = {0};
+    arb_mat_init(B, d, n);
+    arb_mat_init(Bt, n, d);
+    arb_mat_init(G, d, d);
+    arb_mat_init(Z, d, n);
+    arb_mat_init(Pi, n, n);
+    arb_mat_init(L, n, n);
+    arb_mat_init(W, n, n);
+    arb_mat_init(M, n, n);
+    arb_init(b);
+    arb_init(t);
+    int ok = 0;
+    for (slong i = 0; i < d; i++)
+        for (slong j = 0; j < n; j++)
+            arb_set_d(arb_mat_entry(B, i, j), ldexp(AC_MAT(X, i, j), -ex));
+    for (slong i = 0; i < n; i++)
+        for (slong j = 0; j < n; j++) {
+            arb_set_d(arb_mat_entry(L, i, j), AC_MAT(P, i, j));
+            arb_log(arb_mat_entry(L, i, j), arb_mat_entry(L, i, j), prec);
+        }
+    arb_mat_transpose(Bt, B);
+    arb_mat_mul(G, B, Bt, prec);
+    if (!arb_mat_spd_solve(Z, G, B, prec))
+        goto out;
+    arb_mat_mul(Pi, Bt, Z, prec);
+    arb_mat_mul(W, Pi, L, prec);
+    arb_mat_mul(M, W, Pi, prec);
+    if (!one_perp) {
+        arb_ptr g = _arb_vec_init(n), q = _arb_vec_init(n);
+        arb_zero(b);
+        for (slong i = 0; i < n; i++) {
+            for (slong j = 0; j < n; j++)
+                arb_add(g + i, g + i, arb_mat_entry(Pi, i, j), prec);
+            arb_addmul(b, g + i, g + i, prec);
+        }
+        for (slong j = 0; j < n; j++) {
+            for (slong i = 0; i < n; i++)
+                arb_addmul(q + j, g + i, arb_mat_entry(M, i, j), prec);
+            arb_div(q + j, q + j, b, prec);
+        }
+        for (slong i = 0; i < n; i++)
+            for (slong j = 0; j < n; j++)
+                arb_submul(arb_mat_entry(M, i, j), g + i, q + j, prec);
+        _arb_vec_clear(g, n);
+        _arb_vec_clear(q, n);
+    }
+    ok = ac_arb_mat_to_imat(&A, M, NULL) == AC_OK && ac_sv_enclose(&A, lo, hi, NULL, NULL) == AC_OK;
+out:
+    arb_mat_clear(B);
+    arb_mat_clear(Bt);
+    arb_mat_clear(G);
+    arb_mat_clear(Z);
+    arb_mat_clear(Pi);
+    arb_mat_clear(L);
+    arb_mat_clear(W);
+    arb_mat_clear(M);
+    arb_clear(b);
+    arb_clear(t);
+    ac_imat_free(&A);
+    return ok;
+}
+
+/* Stage 0 of the rank condition with Pi != I (decide0_pi.c) against Arb:
+ * Gaussian X (odd shapes, d = 1, n = d + 1), X scaled by 2^+-300, X close to
+ * rank deficient, 1 nearly in the row space, X 1 = 0 exactly (K = I), tiny
+ * entries of P.  Every enclosure must meet Arb's; on well-conditioned X the
+ * stage-0 enclosure must be narrow (relative width < 1e-3) and decide
+ * sigma_{d+1-1} > 0. */
+START_TEST(test_kpilpi_sv)
+{
+    static const size_t shapes[][2] = {{1, 2}, {1, 5}, {2, 5}, {3, 7}, {5, 6}, {7, 16}, {16, 33}};
+    test_rng r;
+    test_rng_init(&r, 21);
+    int decided = 0;
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+        for (int kind = 0; kind < 6; kind++) {
+            size_t d = shapes[s][0], n = shapes[s][1];
+            ac_mat X = {0}, P = {0};
+            ck_assert(ac_t1_generate(&X, &P, d, n, test_seed_value + 90 + s, NULL) == AC_OK);
+            int one_perp = 0;
+            if (kind == 1 || kind == 2)
+                for (size_t i = 0; i < d * n; i++)
+                    X.data[i] = ldexp(X.data[i], kind == 1 ? 300 : -300);
+            if (kind == 3 && d >= 2)
+                for (size_t j = 0; j < n; j++)
+                    AC_MAT(&X, d - 1, j) = AC_MAT(&X, 0, j) + 1e-7 * test_rng_gauss(&r);
+            if (kind == 4)
+                for (size_t j = 0; j < n; j++)
+                    AC_MAT(&X, 0, j) = 1.0 + 1e-9 * test_rng_gauss(&r);
+            if (kind == 5) { /* small integers with rows summing to 0; a tiny P entry */
+                for (size_t i = 0; i < d; i++) {
+                    double sum = 0;
+                    for (size_t j = 0; j + 1 < n; j++)
+                        sum += (AC_MAT(&X, i, j) = floor(8 * test_rng_gauss(&r)));
+                    AC_MAT(&X, i, n - 1) = -sum;
+                }
+                one_perp = ac_t1_rows_sum_to_zero(&X);
+                ck_assert(one_perp);
+                AC_MAT(&P, 0, 0) = 1e-300;
+            }
+            double *lo = malloc(n * sizeof(double)), *hi = malloc(n * sizeof(double));
+            double *alo = malloc(n * sizeof(double)), *ahi = malloc(n * sizeof(double));
+            int st0 = ac_t1_kpilpi_sv_stage0(&X, &P, one_perp, lo, hi);
+            int arb = kpilpi_arb(&X, &P, one_perp, alo, ahi);
+            if (st0 && arb)
+                for (size_t k = 0; k < n; k++)
+                    ck_assert_msg(lo[k] <= ahi[k] && alo[k] <= hi[k],
+                                  "d %zu n %zu kind %d sigma_%zu: stage 0 [%.17g, %.17g] vs Arb "
+                                  "[%.17g, %.17g]",
+                                  d, n, kind, k + 1, lo[k], hi[k], alo[k], ahi[k]);
+            if (kind == 0 && st0 && arb) { /* adversarial S = (XX')^{-1} (1 + 1e-4 noise) */
+                ac_mat Xt = {0}, Yp = {0}, S = {0};
+                ck_assert(ac_mat_init(&Xt, n, d, NULL) == AC_OK);
+                for (size_t i = 0; i < d; i++)
+                    for (size_t j = 0; j < n; j++)
+                        AC_MAT(&Xt, j, i) = AC_MAT(&X, i, j);
+                ck_assert(ac_approx_pinv_fullcol(&Yp, &Xt, NULL) == AC_OK);
+                ck_assert(ac_mat_init(&S, d, d, NULL) == AC_OK);
+                double *blo = malloc(n * sizeof(double)), *bhi = malloc(n * sizeof(double));
+                for (double pert = 1e-6; pert <= 1e-2; pert *= 100) {
+                    for (size_t i = 0; i < d; i++)
+                        for (size_t k = 0; k < d; k++) {
+                            double v = 0;
+                            for (size_t j = 0; j < n; j++)
+                                v += AC_MAT(&Yp, i, j) * AC_MAT(&Yp, k, j);
+                            AC_MAT(&S, i, k) = v * (1 + pert * test_rng_gauss(&r));
+                        }
+                    if (ac_t1_kpilpi_sv_given(&X, &P, one_perp, &S, blo, bhi))
+                        for (size_t k = 0; k < n; k++)
+                            ck_assert_msg(blo[k] <= ahi[k] && alo[k] <= bhi[k],
+                                          "d %zu n %zu S off by %g, sigma_%zu: [%.17g, %.17g] vs "
+                                          "Arb [%.17g, %.17g]",
+                                          d, n, pert, k + 1, blo[k], bhi[k], alo[k], ahi[k]);
+                }
+                free(blo);
+                free(bhi);
+                ac_mat_free(&Xt);
+                ac_mat_free(&Yp);
+                ac_mat_free(&S);
+            }
+            if ((kind == 0 || kind == 1 || kind == 2) && d >= 2) {
+                /* rank(K Pi L Pi) = d - 1 generically: sigma_{d-1} > 0 */
+                ck_assert_msg(st0 && arb, "d %zu n %zu kind %d: not enclosed", d, n, kind);
+                size_t k = d - 2;
+                ck_assert_msg(hi[k] - lo[k] <= 1e-3 * hi[k] && lo[k] > 0,
+                              "d %zu n %zu kind %d sigma_%zu: [%g, %g] too wide", d, n, kind,
+                              k + 1, lo[k], hi[k]);
+                decided++;
+            }
+            free(lo);
+            free(hi);
+            free(alo);
+            free(ahi);
+            ac_mat_free(&X);
+            ac_mat_free(&P);
+        }
+    ck_assert_int_ge(decided, 15);
+}
+END_TEST
+
 /* Route DECIDE end to end: rho decided at stage 0 (no ball stage needed:
  * the schedule is empty), the stage recorded for each answer, and the
  * refinement's report (off, or run within its budget). */
@@ -621,6 +796,7 @@ int main(void)
     tcase_add_test(tc, test_log_enclose);
     tcase_add_test(tc, test_phi_twins);
     tcase_add_test(tc, test_klogp_sv);
+    tcase_add_test(tc, test_kpilpi_sv);
     tcase_add_test(tc, test_route_stages);
     suite_add_tcase(s, tc);
     return test_run_suite(s);

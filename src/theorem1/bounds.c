@@ -283,11 +283,7 @@ static double phi_fro_approx(const double *p, size_t cnt, double t)
     return sqrt(s);
 }
 
-/* The largest t found with sqrt(sum_e phi(t/p_e)^2) < m certified: no head
- * with max|S - P| <= t exists when m lower-bounds a log-domain obstruction
- * whose distance is at most ||log S - log P||_F restricted to these entries
- * (doc/mathematics.md §3.6).  0 if none is certified. */
-static double t_certified(const double *p, size_t cnt, double m)
+double ac_t1_t_estimate(const double *p, size_t cnt, double m)
 {
     if (!(m > 0) || cnt == 0)
         return 0;
@@ -302,7 +298,16 @@ static double t_certified(const double *p, size_t cnt, double m)
         else
             hi = mid;
     }
-    double t = lo * (1 - 0x1p-30);
+    return lo;
+}
+
+/* The largest t found with sqrt(sum_e phi(t/p_e)^2) < m certified: no head
+ * with max|S - P| <= t exists when m lower-bounds a log-domain obstruction
+ * whose distance is at most ||log S - log P||_F restricted to these entries
+ * (doc/mathematics.md §3.6).  0 if none is certified. */
+double ac_t1_t_certified(const double *p, size_t cnt, double m)
+{
+    double t = ac_t1_t_estimate(p, cnt, m) * (1 - 0x1p-30);
     for (int k = 0; k < 6 && t > 0; k++, t *= 1 - ldexp(1.0, -20 + 3 * k))
         if ((cnt > PHI_MPFR_MAX ? phi_fro_up_d(p, cnt, t) : phi_fro_up(p, cnt, t)) < m)
             return t;
@@ -454,9 +459,11 @@ static int cmp_double(const void *a, const void *b)
 
 /* The rank obstruction on the best submatrix found: every head's logits
  * Z = X'AX have rank <= k = min(dk, r), and log S = Z + 1c' kills c under
- * K_I, so sigma_{k+1}(K_I log P_IJ) <= ||(log S - log P)_IJ||_2. */
-static double lb_submatrix(const ac_mat *P, size_t k, size_t *sz_i, size_t *sz_j, int *stage,
-                           ac_err *err)
+ * K_I, so sigma_{k+1}(K_I log P_IJ) <= ||(log S - log P)_IJ||_2.  The best
+ * candidate is certified only if its estimate exceeds skip_below (the best
+ * bound certified so far) by 0.1%. */
+static double lb_submatrix(const ac_mat *P, size_t k, double skip_below, size_t *sz_i,
+                           size_t *sz_j, int *stage, ac_err *err)
 {
     size_t n = P->rows, nn = n * n;
     if (n > SUB_MAX_N || k + 2 > n)
@@ -480,7 +487,7 @@ static double lb_submatrix(const ac_mat *P, size_t k, size_t *sz_i, size_t *sz_j
             continue;
         double m = sub_sigma_approx(P, I, ni, J, nj, k);
         gather(buf, P, I, ni, J, nj);
-        double t = t_certified(buf, ni * nj, m * (1 - 1e-6));
+        double t = ac_t1_t_certified(buf, ni * nj, m * (1 - 1e-6));
         if (t > best_est) {
             best_est = t;
             bni = ni;
@@ -489,7 +496,9 @@ static double lb_submatrix(const ac_mat *P, size_t k, size_t *sz_i, size_t *sz_j
             memcpy(bJ, J, nj * sizeof(size_t));
         }
     }
-    if (best_est > 0) {
+    /* certify only an estimate that could beat the best bound already
+     * certified (skipping a bound is always sound) */
+    if (best_est > 0 && best_est > skip_below * (1 + 1e-3)) {
         double m = 0;
         if (n > SUB_ALL_TAUS_N) { /* stage 0: a double enclosure of K_I log P_IJ */
             size_t p = bni < bnj ? bni : bnj;
@@ -503,7 +512,7 @@ static double lb_submatrix(const ac_mat *P, size_t k, size_t *sz_i, size_t *sz_j
         } else
             m = sub_sigma_lo(P, bI, bni, bJ, bnj, k, err);
         gather(buf, P, bI, bni, bJ, bnj);
-        res = t_certified(buf, bni * bnj, m);
+        res = ac_t1_t_certified(buf, bni * bnj, m);
         *sz_i = bni;
         *sz_j = bnj;
     }
@@ -560,12 +569,23 @@ int ac_t1_lower_bounds(ac_t1_result *res, const ac_mat *X, const ac_mat *P, doub
     if (!isnan(res->lowrank_lo) && res->lowrank_lo > m)
         m = res->lowrank_lo, ms = res->lowrank_stage, mp = res->lowrank_prec;
     if (m > 0 && res->route == AC_T1_ROUTE_DECIDE && n <= ENTRYWISE_MAX_N)
-        lb_offer(&b, t_certified(P->data, n * n, m), ms, mp,
+        lb_offer(&b, ac_t1_t_certified(P->data, n * n, m), ms, mp,
                  "log-domain obstruction m >= %.3g entry by entry: ||-log(1 - t/P)||_F < m", m);
+    if (res->route == AC_T1_ROUTE_DECIDE && res->rank == (long)X->rows && X->rows + 2 <= n) {
+        size_t rj = 0, ra = 0;
+        double rrho = 0;
+        double t = ac_t1_lb_resid(X, P, &rj, &ra, &rrho);
+        lb_offer(&b, t, AC_STAGE_DOUBLE, 53,
+                 "residual on column %zu, its %zu largest entries: "
+                 "dist(log P_Ij, range X_I' + span 1) >= %.4g, entry by entry", rj + 1, ra, rrho);
+    }
     if (res->route == AC_T1_ROUTE_DECIDE && res->rank > 0) {
         size_t r = (size_t)res->rank, k = res->dk < r ? res->dk : r, si = 0, sj = 0;
         int sst = 1; /* Arb at 128 bits up to n = SUB_ALL_TAUS_N, else stage 0 */
-        double t = lb_submatrix(P, k, &si, &sj, &sst, err);
+        /* a candidate below b.lo can matter only for the stage of REFUTED
+         * when that is not stage 0 already */
+        double skip = (b.rstage == AC_STAGE_DOUBLE || !(b.lo > b.tol)) ? b.lo : 0;
+        double t = lb_submatrix(P, k, skip, &si, &sj, &sst, err);
         lb_offer(&b, t, sst, sst == AC_STAGE_DOUBLE ? 53 : 128,
                  "rank <= %zu on the %zu x %zu submatrix of P: sigma_%zu(K_I log P_IJ) entry by "
                  "entry", k, si, sj, k + 1);

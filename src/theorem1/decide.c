@@ -12,6 +12,9 @@
  * either one certified positive refutes exact representability, and gives
  * the distance lower bound p_min (1 - exp(-m/n)) (§3.6).
  *
+ * Pi and log P in balls and the rank condition live in decide_rank.c
+ * (t1_decide.h), stage 0 in decide0.c and decide0_pi.c.
+ *
  * Dimension letters: d model width, n tokens, dk head size, r = rank X.
  * Buffers are row-major: X d x n, P n x n.
  */
@@ -29,6 +32,7 @@
 #include "attncheck/theorem1.h"
 #include "core/ac_arb.h"
 #include "core/ball.h"
+#include "theorem1/t1_decide.h"
 #include "theorem1/t1_impl.h"
 #include "theorem1/t1_stage0.h"
 
@@ -36,63 +40,8 @@
  * to this n (one Arb evaluation of K log P and an SVD). */
 #define AC_T1_THRESHOLD_MAX_N 256
 
-typedef struct {
-    const ac_mat *X, *P;
-    size_t n, r, dk;
-    const size_t *piv; /* r independent rows of X (NULL: rows 0..r-1 are) */
-    int pi_identity;   /* r == n: Pi = I */
-    int one_in_row;    /* 1 in the row space of X: 1 yes, 0 no, -1 unknown */
-    int one_perp;      /* X 1 = 0 exactly (Pi 1 = 0) */
-    long famrank_lo;   /* certified lower bound on rank(K Pi log(P) Pi) (-1: none yet) */
-    long famrank_hi;   /* proved upper bound on it when r = n (-1: none) */
-    const char *famrank_why; /* where famrank_hi comes from */
-    int pow2;          /* P's entries are powers of two and r < n: decided in rationals */
-    int pow2_rho_zero; /* then: rho = 0 */
-    long pow2_famrank; /* then: the exact rank of the family member */
-    int have_rho0;     /* stage 0 of rho ran (decide0.c): */
-    double rho0_lo, rho0_hi, h0_lo; /* its bounds, and dist(1, row space) >= h0_lo */
-} decide_ctx;
 
 /* ---- the exact criterion in balls ---------------------------------------- */
-
-/* Pi (projector on the row space of X) and L = log P in balls. Returns 0 if
- * the Gram matrix of the basis rows could not be proved positive definite at
- * this precision. */
-static int ball_pi_L(arb_mat_t Pi, arb_mat_t L, const decide_ctx *c, slong prec)
-{
-    slong n = (slong)c->n, r = (slong)c->r;
-    for (slong i = 0; i < n; i++)
-        for (slong j = 0; j < n; j++) {
-            arb_set_d(arb_mat_entry(L, i, j), AC_MAT(c->P, i, j));
-            arb_log(arb_mat_entry(L, i, j), arb_mat_entry(L, i, j), prec);
-        }
-    if (c->pi_identity) {
-        arb_mat_one(Pi);
-        return 1;
-    }
-    arb_mat_t B, Bt, G, Z;
-    arb_mat_init(B, r, n);
-    arb_mat_init(Bt, n, r);
-    arb_mat_init(G, r, r);
-    arb_mat_init(Z, r, n);
-    for (slong i = 0; i < r; i++) {
-        size_t row = c->piv ? c->piv[i] : (size_t)i;
-        for (slong j = 0; j < n; j++)
-            arb_set_d(arb_mat_entry(B, i, j), AC_MAT(c->X, row, j));
-    }
-    arb_mat_transpose(Bt, B);
-    arb_mat_mul(G, B, Bt, prec);
-    int ok = arb_mat_spd_solve(Z, G, B, prec); /* Z = (B B')^-1 B */
-    if (ok)
-        arb_mat_mul(Pi, Bt, Z, prec); /* Pi = B' (B B')^-1 B */
-    else
-        ok = ac_t1_exact_pi(Pi, c->X, c->piv, c->r, prec);
-    arb_mat_clear(B);
-    arb_mat_clear(Bt);
-    arb_mat_clear(G);
-    arb_mat_clear(Z);
-    return ok;
-}
 
 /* rho = min_c ||M(c) - Pi M(c) Pi||_F, M(c) = L + 1 c'.  With
  * T(M) = M - Pi M Pi (an orthogonal projector on matrices), g = Pi 1,
@@ -120,7 +69,7 @@ static int rho_ball(void *v, long prec, mpfr_t lo, mpfr_t hi, ac_err *err)
     arb_init(b);
     arb_init(nb);
     arb_init(t);
-    if (!ball_pi_L(Pi, L, c, prec))
+    if (!ac_t1_ball_pi_L(Pi, L, c, prec))
         goto undecided;
     /* T = L - Pi L Pi */
     arb_mat_mul(W, Pi, L, prec);
@@ -200,133 +149,6 @@ static int rho_stage0(void *v, double *lo, double *hi, ac_err *err)
     *lo = c->rho0_lo;
     *hi = c->rho0_hi;
     return AC_OK;
-}
-
-/* Stage 0 of sigma_{dk+1}(K L) when Pi = I (decide0.c): an enclosure of
- * K log P in double and the Weyl enclosure around its SVD. */
-static int lowrank_stage0(void *v, double *lo, double *hi, ac_err *err)
-{
-    decide_ctx *c = v;
-    size_t n = c->n;
-    double *slo = malloc(n * sizeof(double)), *shi = malloc(n * sizeof(double));
-    *lo = 0;
-    *hi = INFINITY;
-    if (!slo || !shi) {
-        free(slo);
-        free(shi);
-        return ac_err_set(err, AC_EINTERNAL, "out of memory");
-    }
-    if (ac_t1_klogp_sv_stage0(c->P, slo, shi)) {
-        long k = 0;
-        while (k < (long)n && slo[k] > 0)
-            k++;
-        if (k > c->famrank_lo)
-            c->famrank_lo = k;
-        if (c->dk < n) {
-            *lo = slo[c->dk];
-            *hi = shi[c->dk];
-        } else
-            *lo = *hi = 0;
-    }
-    free(slo);
-    free(shi);
-    return AC_OK;
-}
-
-/* sigma_{dk+1}(K Pi L Pi), K = I - g g'/(g'g), g = Pi 1 (K = I if Pi 1 = 0):
- * K kills every term g (Pi c)', so the bound holds for all c at once
- * (doc/mathematics.md §3.4, dk < r): if it is positive, no rank-dk B fits. */
-static int lowrank_ball(void *v, long prec, mpfr_t lo, mpfr_t hi, ac_err *err)
-{
-    decide_ctx *c = v;
-    slong n = (slong)c->n;
-    arb_mat_t Pi, L, W, M, g, gtM;
-    arb_t b, t;
-    ac_imat A = {0};
-    double *slo = NULL, *shi = NULL;
-    int st = AC_OK;
-    arb_mat_init(Pi, n, n);
-    arb_mat_init(L, n, n);
-    arb_mat_init(W, n, n);
-    arb_mat_init(M, n, n);
-    arb_mat_init(g, n, 1);
-    arb_mat_init(gtM, 1, n);
-    arb_init(b);
-    arb_init(t);
-    mpfr_set_zero(lo, 1);
-    mpfr_set_inf(hi, 1);
-    if (!ball_pi_L(Pi, L, c, prec))
-        goto done;
-    if (c->pi_identity)
-        arb_mat_set(M, L);
-    else {
-        arb_mat_mul(W, Pi, L, prec);
-        arb_mat_mul(M, W, Pi, prec); /* M = Pi L Pi */
-    }
-    if (!c->one_perp) {
-        arb_zero(b);
-        for (slong i = 0; i < n; i++) {
-            arb_zero(arb_mat_entry(g, i, 0));
-            for (slong j = 0; j < n; j++)
-                arb_add(arb_mat_entry(g, i, 0), arb_mat_entry(g, i, 0), arb_mat_entry(Pi, i, j),
-                        prec);
-            arb_addmul(b, arb_mat_entry(g, i, 0), arb_mat_entry(g, i, 0), prec);
-        }
-        if (!arb_is_positive(b))
-            goto done;
-        /* M <- M - g (g' M) / b */
-        for (slong j = 0; j < n; j++) {
-            arb_zero(arb_mat_entry(gtM, 0, j));
-            for (slong i = 0; i < n; i++)
-                arb_addmul(arb_mat_entry(gtM, 0, j), arb_mat_entry(g, i, 0), arb_mat_entry(M, i, j),
-                           prec);
-            arb_div(arb_mat_entry(gtM, 0, j), arb_mat_entry(gtM, 0, j), b, prec);
-        }
-        for (slong i = 0; i < n; i++)
-            for (slong j = 0; j < n; j++) {
-                arb_mul(t, arb_mat_entry(g, i, 0), arb_mat_entry(gtM, 0, j), prec);
-                arb_sub(arb_mat_entry(M, i, j), arb_mat_entry(M, i, j), t, prec);
-            }
-    }
-    if (ac_arb_mat_to_imat(&A, M, err) != AC_OK) {
-        ac_err_clear(err); /* a ball too wide for double: no bound here */
-        goto done;
-    }
-    slo = malloc((size_t)n * sizeof(double));
-    shi = malloc((size_t)n * sizeof(double));
-    if (!slo || !shi) {
-        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
-        goto done;
-    }
-    if (ac_sv_enclose(&A, slo, shi, NULL, err) != AC_OK) {
-        /* LAPACK gave up on this enclosure: no bound at this stage, not an
-         * error (an optional step must not discard what was certified) */
-        ac_err_clear(err);
-        goto done;
-    }
-    long k = 0;
-    while (k < n && slo[k] > 0)
-        k++;
-    if (k > c->famrank_lo)
-        c->famrank_lo = k; /* sigma_1..sigma_k > 0: rank >= k */
-    if ((slong)c->dk < n) {
-        mpfr_set_d(lo, slo[c->dk], MPFR_RNDD);
-        mpfr_set_d(hi, shi[c->dk], MPFR_RNDU);
-    } else
-        mpfr_set_zero(lo, 1), mpfr_set_zero(hi, 1);
-done:
-    free(slo);
-    free(shi);
-    ac_imat_free(&A);
-    arb_mat_clear(Pi);
-    arb_mat_clear(L);
-    arb_mat_clear(W);
-    arb_mat_clear(M);
-    arb_mat_clear(g);
-    arb_mat_clear(gtM);
-    arb_clear(b);
-    arb_clear(t);
-    return st;
 }
 
 /* ---- the distance lower bound --------------------------------------------- */
@@ -465,8 +287,8 @@ static int certify_lowrank(ac_t1_result *res, ac_t1_basis *basis, double *obstru
                            decide_ctx *c, const ac_t1_opts *o, ac_err *err)
 {
     ac_quantity q = {"sigma_{dk+1}(K Pi L Pi)",
-                     c->pi_identity ? lowrank_stage0 : NULL,
-                     lowrank_ball,
+                     c->pi_identity || c->have_rho0 ? ac_t1_lowrank_stage0 : NULL,
+                     ac_t1_lowrank_ball,
                      NULL,
                      c,
                      "double enclosure of K log P + Weyl bound around an SVD",
@@ -477,7 +299,7 @@ static int certify_lowrank(ac_t1_result *res, ac_t1_basis *basis, double *obstru
     if ((st = ac_decide(&lc, &q, AC_GT, 0.0, &o->sched, err)))
         return st;
     if (lc.stage == AC_STAGE_DOUBLE &&
-        (st = tighten_small(&lc.lo, &lc.hi, lowrank_ball, c, o, err)))
+        (st = tighten_small(&lc.lo, &lc.hi, ac_t1_lowrank_ball, c, o, err)))
         return st;
     res->lowrank_lo = lc.lo;
     res->lowrank_hi = lc.hi;
@@ -510,14 +332,14 @@ static void family_rank_only(decide_ctx *c, const ac_t1_opts *o)
     ac_err_clear(&e);
     if (c->pi_identity) { /* stage 0 first; Arb only if it certifies nothing */
         double l0, h0;
-        (void)lowrank_stage0(c, &l0, &h0, &e);
+        (void)ac_t1_lowrank_stage0(c, &l0, &h0, &e);
         ac_err_clear(&e);
         if (c->famrank_hi >= 0 && c->famrank_lo >= c->famrank_hi)
             return; /* the threshold is exact already: Arb cannot raise it */
     }
     mpfr_init2(lo, 64);
     mpfr_init2(hi, 64);
-    (void)lowrank_ball(c, o->sched.prec[0], lo, hi, &e);
+    (void)ac_t1_lowrank_ball(c, o->sched.prec[0], lo, hi, &e);
     mpfr_clear(lo);
     mpfr_clear(hi);
 }

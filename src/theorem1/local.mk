@@ -10,13 +10,17 @@ src_libattncheck_la_SOURCES += \
 	src/theorem1/xrank.c \
 	src/theorem1/exact.c \
 	src/theorem1/decide.c \
+	src/theorem1/t1_decide.h \
+	src/theorem1/decide_rank.c \
 	src/theorem1/t1_stage0.h \
 	src/theorem1/decide0.c \
+	src/theorem1/decide0_pi.c \
 	src/theorem1/decide_summary.c \
 	src/theorem1/refine.c \
 	src/theorem1/t1_bounds.h \
 	src/theorem1/bounds.c \
 	src/theorem1/bounds_d1.c \
+	src/theorem1/bounds_resid.c \
 	src/theorem1/upper.c \
 	src/theorem1/check.c \
 	src/theorem1/result.c
@@ -53,3 +57,8 @@ UNIT_TESTS += tests/test_t1_stage0
 tests_test_t1_stage0_SOURCES = tests/test_t1_stage0.c tests/testutil.h
 tests_test_t1_stage0_CFLAGS = $(TEST_CFLAGS)
 tests_test_t1_stage0_LDADD = $(TEST_LIBS)
+check_PROGRAMS += tests/test_t1_resid
+UNIT_TESTS += tests/test_t1_resid
+tests_test_t1_resid_SOURCES = tests/test_t1_resid.c tests/testutil.h
+tests_test_t1_resid_CFLAGS = $(TEST_CFLAGS)
+tests_test_t1_resid_LDADD = $(TEST_LIBS)

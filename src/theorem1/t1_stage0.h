@@ -51,4 +51,19 @@ int ac_t1_klogp_sv_stage0(const ac_mat *P, double *slo, double *shi);
 int ac_t1_centred_log_sv_stage0(const ac_mat *P, const size_t *I, size_t ni, const size_t *J,
                                 size_t nj, double *slo, double *shi);
 
+/* Certified enclosures slo[i] <= sigma_{i+1}(K Pi log P Pi) <= shi[i]
+ * (i < n) for X (d x n) of full row rank d < n, Pi the projector on its row
+ * space, K = I - g g'/(g'g), g = Pi 1 (K = I when one_perp: X 1 = 0):
+ * K~ Pi~ L Pi~ enclosed in double with Pi~ = X'SX, S ~ (XX')^{-1}, and
+ * widened by a certified bound on its distance to K Pi L Pi
+ * (decide0_pi.c, doc/mathematics.md §3.4).  Returns 0 if nothing is
+ * certified. */
+int ac_t1_kpilpi_sv_stage0(const ac_mat *X, const ac_mat *P, int one_perp, double *slo,
+                           double *shi);
+/* The same for a given point S (d x d) in place of (XX')^{-1}: sound for
+ * ANY S (theta = ||I - S XX'||_F < 1 is certified, else 0 is returned); the
+ * computed S only makes it tight. */
+int ac_t1_kpilpi_sv_given(const ac_mat *X, const ac_mat *P, int one_perp, const ac_mat *S,
+                          double *slo, double *shi);
+
 #endif /* AC_THEOREM1_T1_STAGE0_H */
