@@ -23,6 +23,7 @@
 #include "attncheck/multihead.h"
 #include "attention/head_impl.h"
 #include "attention/mh_gemm.h"
+#include "attention/mh_softmax.h"
 #include "attention/softmax.h"
 #include "attention/mh_impl.h"
 
@@ -295,7 +296,7 @@ static void small_head(const ac_mh *L, const ac_mat *X, ac_mh_work *w, size_t i,
     ac_mh_gemm(hs, n, d, 1.0, L->wv + i * hs * d, d, 1, X->data, n, V, n);
     /* Z_i = K_i^T Q_i / sqrt(hs): K_i read transposed in place */
     ac_mh_gemm(n, n, hs, 1.0 / sqrt((double)hs), K, 1, n, Q, n, P, n);
-    ac_softmax_cols(P, n, n, scratch, scratch + n);
+    ac_mh_softmax_cols(P, n, n, scratch); /* the bits of ac_softmax_cols */
     ac_mh_gemm(hs, n, n, 1.0, V, n, 1, P, n, w->hb + i * hs * n, n);
 }
 
