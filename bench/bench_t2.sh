@@ -11,6 +11,11 @@
 # the repetitions of each side's time (itself a median of 7 batches) and the
 # median of the paired ratios NumPy/C with their range.  The machine may be
 # shared: look at the spread, and re-run on a quiet machine for final numbers.
+# The best-of table also gives each side's rate on the flops of the layer,
+# 2 n h s (4 d + 2 n), which no grouping of the products lowers
+# (doc/mathematics.md §4.11): against the machine's FMA peak this bounds the
+# ratio (for g_V at d = 256, n = 64: 151 Mflop, 1.3 ms at 116 GFLOP/s on
+# the 2 cores of the development machine, so NumPy's 2.5 ms allows < 2x).
 set -eu
 : "${PYTHON3:=/usr/bin/python3}"
 : "${REPS:=5}"
@@ -49,7 +54,13 @@ function median(list,    n, a, i, j, t) {
 }
 FNR == NR {
     if ($1 == "blas_core") core = $2
-    else if ($1 == "config") { cfg[$2] = sprintf("d=%s h=%s dp=%s n=%s", $4, $6, $8, $10); if ($2 + 1 > ncfg) ncfg = $2 + 1 }
+    else if ($1 == "config") {
+        cfg[$2] = sprintf("d=%s h=%s dp=%s n=%s", $4, $6, $8, $10); if ($2 + 1 > ncfg) ncfg = $2 + 1
+        # flops of one forward pass, 2 n h s (4 d + 2 n) with head size s = d/h (f_W) or dp (g_V)
+        # (doc/mathematics.md §4.11: no grouping of the products needs fewer)
+        fl["f" SUBSEP $2] = 2 * $10 * $4 * (4 * $4 + 2 * $10)
+        fl["g" SUBSEP $2] = 2 * $10 * $6 * $8 * (4 * $4 + 2 * $10)
+    }
     else if ($1 ~ /^forward_|^certify|^construct_certify/) {
         key = $1 SUBSEP $2 SUBSEP $3; c[key] = c[key] " " $4; th[$3] = 1
         if ($1 ~ /^forward_/) { cn[key]++; crep[key SUBSEP cn[key]] = $4 }
@@ -106,7 +117,7 @@ END {
     }
     printf "\nC forward faster than NumPy (median paired ratio > 1) in %d of %d comparisons (target: all)\n", ncmp - bad, ncmp
     # each side at its own best thread count (the best setting of the peer)
-    printf "\n%-22s %-4s %16s %16s %8s\n", "best of 1, 2 threads", "", "C", "NumPy", "ratio"
+    printf "\n%-22s %-4s %16s %16s %8s %20s\n", "best of 1, 2 threads", "", "C", "NumPy", "ratio", "GFLOP/s C / NumPy"
     nbest = 0; nmet = 0
     for (k = 0; k < ncfg; k++) for (l = 0; l < 2; l++) {
         L = l ? "g" : "f"; cb = ""; nb = ""
@@ -116,7 +127,8 @@ END {
             if (nk in np) { m = median(substr(np[nk], 2)); if (nb == "" || m < nb) { nb = m; nbt = t } }
         }
         if (cb != "" && nb != "") {
-            printf "%-22s %-4s %8.1f us [%d] %8.1f us [%d] %7.2fx\n", (l ? "" : cfg[k]), (l ? "g_V" : "f_W"), cb * 1e6, cbt, nb * 1e6, nbt, nb / cb
+            printf "%-22s %-4s %8.1f us [%d] %8.1f us [%d] %7.2fx %9.1f / %-9.1f\n", (l ? "" : cfg[k]), (l ? "g_V" : "f_W"), cb * 1e6, cbt, nb * 1e6, nbt, nb / cb,
+                   fl[L SUBSEP k] / cb / 1e9, fl[L SUBSEP k] / nb / 1e9
             nbest++; if (nb / cb >= 2) nmet++
         }
     }

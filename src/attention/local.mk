@@ -12,6 +12,8 @@ src_libattncheck_la_SOURCES += \
 	src/attention/mh_files.c \
 	src/attention/mh_gemm.c \
 	src/attention/mh_gemm.h \
+	src/attention/mh_softmax.c \
+	src/attention/mh_softmax.h \
 	src/attention/multihead_arb.h \
 	src/attention/softmax.c \
 	src/attention/softmax.h
@@ -32,3 +34,8 @@ UNIT_TESTS += tests/test_mh_gemm
 tests_test_mh_gemm_SOURCES = tests/test_mh_gemm.c tests/testutil.h
 tests_test_mh_gemm_CFLAGS = $(TEST_CFLAGS)
 tests_test_mh_gemm_LDADD = $(TEST_LIBS)
+check_PROGRAMS += tests/test_mh_softmax
+UNIT_TESTS += tests/test_mh_softmax
+tests_test_mh_softmax_SOURCES = tests/test_mh_softmax.c tests/testutil.h
+tests_test_mh_softmax_CFLAGS = $(TEST_CFLAGS)
+tests_test_mh_softmax_LDADD = $(TEST_LIBS)

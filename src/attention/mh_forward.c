@@ -23,6 +23,7 @@
 #include "attncheck/multihead.h"
 #include "attention/head_impl.h"
 #include "attention/mh_gemm.h"
+#include "attention/mh_softmax.h"
 #include "attention/softmax.h"
 #include "attention/mh_impl.h"
 
@@ -284,7 +285,7 @@ static size_t small_rows(size_t m)
 /* Head i, in cache: its projections Q_i, K_i, V_i (three blocks of hs rows
  * of [Wq; Wk; Wv] X, into w->qkv), its logits, their column softmax (in
  * place, in w->p) and H_i = V_i P_i (into w->hb). */
-static void small_head(const ac_mh *L, const ac_mat *X, ac_mh_work *w, size_t i, double *scratch)
+static void small_head(const ac_mh *L, const ac_mat *X, ac_mh_work *w, size_t i)
 {
     size_t d = L->d, n = X->cols, hs = L->hs, hh = L->h * hs;
     double *Q = w->qkv + i * hs * n, *K = w->qkv + (hh + i * hs) * n,
@@ -295,7 +296,7 @@ static void small_head(const ac_mh *L, const ac_mat *X, ac_mh_work *w, size_t i,
     ac_mh_gemm(hs, n, d, 1.0, L->wv + i * hs * d, d, 1, X->data, n, V, n);
     /* Z_i = K_i^T Q_i / sqrt(hs): K_i read transposed in place */
     ac_mh_gemm(n, n, hs, 1.0 / sqrt((double)hs), K, 1, n, Q, n, P, n);
-    ac_softmax_cols(P, n, n, scratch, scratch + n);
+    ac_mh_softmax_cols(P, n, n); /* mh_softmax.h */
     ac_mh_gemm(hs, n, n, 1.0, V, n, 1, P, n, w->hb + i * hs * n, n);
 }
 
@@ -304,7 +305,6 @@ static void small_head(const ac_mh *L, const ac_mat *X, ac_mh_work *w, size_t i,
  * y = Wo_cat H shared out. */
 static void small_forward(const ac_mh *L, const ac_mat *X, ac_mh_work *w, ac_mat *Y, int nt)
 {
-    double *scratch = ac_mh_work_scratch(w);
     size_t d = L->d, n = X->cols, hh = L->h * L->hs;
     size_t ro = small_rows(d), nbo = Y ? (d + ro - 1) / ro : 0;
 #ifdef _OPENMP
@@ -313,13 +313,11 @@ static void small_forward(const ac_mh *L, const ac_mat *X, ac_mh_work *w, ac_mat
     (void)nt;
 #endif
     {
-        double *s = scratch;
 #ifdef _OPENMP
-        s += 2 * n * (size_t)omp_get_thread_num();
 #pragma omp for schedule(static)
 #endif
         for (size_t i = 0; i < L->h; i++)
-            small_head(L, X, w, i, s);
+            small_head(L, X, w, i);
 #ifdef _OPENMP
 #pragma omp for schedule(static)
 #endif
