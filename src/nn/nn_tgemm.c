@@ -32,6 +32,7 @@ void nn_tgemm_ref(size_t m, size_t n, size_t k, double alpha, const double *A, s
 
 #define KB 128 /* rows of B per block (a transposed panel: KB x 24 doubles) */
 #define NW 24  /* columns per panel: three vectors of 8 */
+#define PF_DIST 16 /* steps of k ahead for the prefetch of A's column lines */
 
 /* One tile of C: mr <= 8 rows, nv <= 3 vectors of 8 columns whose lanes are
  * selected by mk[].  acc starts from init (first block of k) or from C
@@ -41,9 +42,18 @@ void nn_tgemm_ref(size_t m, size_t n, size_t k, double alpha, const double *A, s
 static inline __attribute__((always_inline)) void
 tile(size_t mr, int nv, const __mmask8 *mk, size_t k, const double *A, size_t ras, size_t cas,
      const double *B, size_t ldb, double *C, size_t ldc, int init, const double *bias,
-     double alpha, int last)
+     double alpha, int last, const double *next)
 {
     __m512d c[8][3];
+    /* the next tile's rows of C, for writing (they are often cold: the
+     * products write activations larger than the L2 cache) */
+    if (next)
+#pragma GCC unroll 8
+        for (size_t i = 0; i < 8; i++) {
+            __builtin_prefetch(next + i * ldc, 1, 3);
+            __builtin_prefetch(next + i * ldc + 8, 1, 3);
+            __builtin_prefetch(next + i * ldc + 16, 1, 3);
+        }
 #pragma GCC unroll 8
     for (size_t i = 0; i < 8; i++)
 #pragma GCC unroll 3
@@ -58,6 +68,10 @@ tile(size_t mr, int nv, const __mmask8 *mk, size_t k, const double *A, size_t ra
         }
     for (size_t p = 0; p < k; p++) {
         const double *b = B + p * ldb, *a = A + p * cas;
+        /* A read down its columns (a weight gradient's dout^T): one cache
+         * line per step of k, a large stride apart; fetch it ahead */
+        if (ras == 1)
+            __builtin_prefetch(a + PF_DIST * cas, 0, 3);
         __m512d b0 = _mm512_maskz_loadu_pd(mk[0], b);
         __m512d b1 = nv > 1 ? _mm512_maskz_loadu_pd(mk[1], b + 8) : _mm512_setzero_pd();
         __m512d b2 = nv > 2 ? _mm512_maskz_loadu_pd(mk[2], b + 16) : _mm512_setzero_pd();
@@ -87,14 +101,14 @@ tile(size_t mr, int nv, const __mmask8 *mk, size_t k, const double *A, size_t ra
 #define TILE_FN(name, nv_)                                                                      \
     static void name(const __mmask8 *mk, size_t k, const double *A, size_t ras, size_t cas,    \
                      const double *B, size_t ldb, double *C, size_t ldc, int init,             \
-                     const double *bias, double alpha, int last)                                \
+                     const double *bias, double alpha, int last, const double *nx)              \
     {                                                                                           \
         if (init == NN_TG_ZERO)                                                                 \
-            tile(8, nv_, mk, k, A, ras, cas, B, ldb, C, ldc, NN_TG_ZERO, bias, alpha, last);   \
+            tile(8, nv_, mk, k, A, ras, cas, B, ldb, C, ldc, NN_TG_ZERO, bias, alpha, last, nx);\
         else if (init == NN_TG_BIAS)                                                            \
-            tile(8, nv_, mk, k, A, ras, cas, B, ldb, C, ldc, NN_TG_BIAS, bias, alpha, last);   \
+            tile(8, nv_, mk, k, A, ras, cas, B, ldb, C, ldc, NN_TG_BIAS, bias, alpha, last, nx);\
         else                                                                                    \
-            tile(8, nv_, mk, k, A, ras, cas, B, ldb, C, ldc, NN_TG_ADD, bias, alpha, last);    \
+            tile(8, nv_, mk, k, A, ras, cas, B, ldb, C, ldc, NN_TG_ADD, bias, alpha, last, nx); \
     }
 TILE_FN(tile8x1, 1)
 TILE_FN(tile8x2, 2)
@@ -104,7 +118,7 @@ static void tile_edge(size_t mr, int nv, const __mmask8 *mk, size_t k, const dou
                       size_t ras, size_t cas, const double *B, size_t ldb, double *C, size_t ldc,
                       int init, const double *bias, double alpha, int last)
 {
-    tile(mr, nv, mk, k, A, ras, cas, B, ldb, C, ldc, init, bias, alpha, last);
+    tile(mr, nv, mk, k, A, ras, cas, B, ldb, C, ldc, init, bias, alpha, last, NULL);
 }
 
 /* buf (kb x NW, row stride NW) = rows p0 .. p0+kb-1 of W^T, columns j0 ..
@@ -152,12 +166,13 @@ void nn_tgemm(size_t m, size_t n, size_t k, double alpha, const double *A, size_
             for (; i0 + 8 <= m; i0 += 8) {
                 const double *Ai = Ap + i0 * ras;
                 double *Ci = C + i0 * ldc + j0;
+                const double *nx = i0 + 16 <= m ? Ci + 8 * ldc : NULL;
                 if (nv == 3)
-                    tile8x3(mk, kb, Ai, ras, cas, Bp, ldp, Ci, ldc, ini, bj, alpha, last);
+                    tile8x3(mk, kb, Ai, ras, cas, Bp, ldp, Ci, ldc, ini, bj, alpha, last, nx);
                 else if (nv == 2)
-                    tile8x2(mk, kb, Ai, ras, cas, Bp, ldp, Ci, ldc, ini, bj, alpha, last);
+                    tile8x2(mk, kb, Ai, ras, cas, Bp, ldp, Ci, ldc, ini, bj, alpha, last, nx);
                 else
-                    tile8x1(mk, kb, Ai, ras, cas, Bp, ldp, Ci, ldc, ini, bj, alpha, last);
+                    tile8x1(mk, kb, Ai, ras, cas, Bp, ldp, Ci, ldc, ini, bj, alpha, last, nx);
             }
             if (i0 < m)
                 tile_edge(m - i0, nv, mk, kb, Ap + i0 * ras, ras, cas, Bp, ldp, C + i0 * ldc + j0,
