@@ -6,7 +6,9 @@
  * vector (8) and the block of the inner dimension (128), including the
  * empty inner product, with B read in place and transposed, A read by
  * rows and by columns, padded row strides, the three initial values and a
- * scale.  Entries outside the m x n block are never written.  On builds
+ * scale.  Entries outside the m x n block are never written.  The same
+ * for the triangular parts of causal attention (nn_tgemm_tri), plus the
+ * count of terms each mode keeps, checked on a product of ones.  On builds
  * without AVX-512 nn_tgemm is the twin itself and the test checks the
  * wiring only.
  */
@@ -73,6 +75,70 @@ START_TEST(test_tgemm_vs_ref)
 }
 END_TEST
 
+/* The triangular parts (nn_tgemm_tri): the same comparison, bit for bit,
+ * with the entries a mode leaves alone still holding their old values. */
+START_TEST(test_tgemm_tri_vs_ref)
+{
+    test_rng r;
+    test_rng_init(&r, 72);
+    const size_t ms[] = {1, 7, 8, 9, 17, 24, 33, 64, 70};
+    const size_t ns[] = {1, 8, 9, 24, 25, 64, 70};
+    const size_t ks[] = {0, 1, 9, 64, 129, 133};
+    size_t cases = 0;
+    for (size_t a = 0; a < sizeof ms / sizeof *ms; a++)
+        for (size_t b = 0; b < sizeof ns / sizeof *ns; b++)
+            for (size_t c = 0; c < sizeof ks / sizeof *ks; c++)
+                for (int tri = NN_TRI_COLS; tri <= NN_TRI_KLO; tri++) {
+                    size_t m = ms[a], n = ns[b], k = ks[c], pad = 2, ldc = n + pad;
+                    int bt = (int)((a + c) % 2), at = (int)((b + (size_t)tri) % 2);
+                    size_t ras = at ? 1 : k + pad, cas = at ? m + pad : 1;
+                    size_t na = at ? (k ? k : 1) * cas : m * ras;
+                    size_t ldb = bt ? k + pad : n + pad, nb = bt ? n * ldb : (k ? k : 1) * ldb;
+                    double *A = vec(na), *B = vec(nb), *C1 = vec(m * ldc), *C2 = vec(m * ldc);
+                    for (size_t i = 0; i < na; i++)
+                        A[i] = test_rng_unif(&r) - 0.5;
+                    for (size_t i = 0; i < nb; i++)
+                        B[i] = test_rng_unif(&r) - 0.5;
+                    for (size_t i = 0; i < m * ldc; i++)
+                        C1[i] = C2[i] = test_rng_unif(&r) - 0.5;
+                    double alpha = c % 2 ? 0.125 : 1.0;
+                    nn_tgemm_tri(m, n, k, alpha, A, ras, cas, B, ldb, bt, C1, ldc, tri);
+                    nn_tgemm_tri_ref(m, n, k, alpha, A, ras, cas, B, ldb, bt, C2, ldc, tri);
+                    ck_assert_msg(memcmp(C1, C2, m * ldc * sizeof *C1) == 0,
+                                  "tri %d m %zu n %zu k %zu", tri, m, n, k);
+                    free(A), free(B), free(C1), free(C2);
+                    cases++;
+                }
+    ck_assert(cases == 9 * 7 * 6 * 3);
+}
+END_TEST
+
+/* The triangular twin is the formula: on a 10 x 10 x 10 product of ones,
+ * row i's entries count the terms its mode keeps (i0 = 8 floor(i/8)). */
+START_TEST(test_tgemm_tri_formula)
+{
+    size_t n = 10;
+    double A[100], B[100], C[100];
+    for (size_t i = 0; i < 100; i++)
+        A[i] = B[i] = 1.0;
+    for (int tri = NN_TRI_COLS; tri <= NN_TRI_KLO; tri++) {
+        for (size_t i = 0; i < 100; i++)
+            C[i] = -1.0;
+        nn_tgemm_tri(n, n, n, 1.0, A, n, 1, B, n, 0, C, n, tri);
+        for (size_t i = 0; i < n; i++) {
+            size_t i0 = i / 8 * 8, e = i0 + 8 < n ? i0 + 8 : n;
+            for (size_t j = 0; j < n; j++) {
+                double want = tri == NN_TRI_COLS ? (j < e ? (double)n : -1.0)
+                              : tri == NN_TRI_KHI ? (double)e
+                                                  : (double)(n - i0);
+                ck_assert_msg(C[i * n + j] == want, "tri %d (%zu, %zu): %g, want %g", tri, i, j,
+                              C[i * n + j], want);
+            }
+        }
+    }
+}
+END_TEST
+
 /* The twin is the formula: a few entries by hand (2 x 2 x 3, B transposed,
  * bias), so that a wrong twin cannot hide a wrong kernel. */
 START_TEST(test_tgemm_formula)
@@ -99,6 +165,8 @@ int main(void)
     tcase_set_timeout(tc, 60);
     tcase_add_test(tc, test_tgemm_vs_ref);
     tcase_add_test(tc, test_tgemm_formula);
+    tcase_add_test(tc, test_tgemm_tri_vs_ref);
+    tcase_add_test(tc, test_tgemm_tri_formula);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

@@ -13,19 +13,47 @@
 #include <immintrin.h>
 #endif
 
-void nn_tgemm_ref(size_t m, size_t n, size_t k, double alpha, const double *A, size_t ras,
-                  size_t cas, const double *B, size_t ldb, int btrans, double *C, size_t ldc,
-                  int init, const double *bias)
+/* The sums of row i run over p in [lo, hi), its entries j < ncol are
+ * written (nn/nn_tgemm.h): limits of the strip of 8 rows holding i. */
+static void tri_limits(int tri, size_t i, size_t n, size_t k, size_t *lo, size_t *hi,
+                       size_t *ncol)
 {
-    for (size_t i = 0; i < m; i++)
-        for (size_t j = 0; j < n; j++) {
+    size_t e = i - i % NN_TGEMM_MR + NN_TGEMM_MR; /* end of i's strip */
+    *lo = tri == NN_TRI_KLO ? (i - i % NN_TGEMM_MR < k ? i - i % NN_TGEMM_MR : k) : 0;
+    *hi = tri == NN_TRI_KHI ? (e < k ? e : k) : k;
+    *ncol = tri == NN_TRI_COLS ? (e < n ? e : n) : n;
+}
+
+static void ref_run(size_t m, size_t n, size_t k, double alpha, const double *A, size_t ras,
+                    size_t cas, const double *B, size_t ldb, int btrans, double *C, size_t ldc,
+                    int init, const double *bias, int tri)
+{
+    for (size_t i = 0; i < m; i++) {
+        size_t lo, hi, ncol;
+        tri_limits(tri, i, n, k, &lo, &hi, &ncol);
+        for (size_t j = 0; j < ncol; j++) {
             double acc = init == NN_TG_BIAS ? bias[j] : init == NN_TG_ADD ? C[i * ldc + j] : 0.0;
-            for (size_t p = 0; p < k; p++) {
+            for (size_t p = lo; p < hi; p++) {
                 double b = btrans ? B[j * ldb + p] : B[p * ldb + j];
                 acc = AC_MADD(A[i * ras + p * cas], b, acc);
             }
             C[i * ldc + j] = alpha * acc;
         }
+    }
+}
+
+void nn_tgemm_ref(size_t m, size_t n, size_t k, double alpha, const double *A, size_t ras,
+                  size_t cas, const double *B, size_t ldb, int btrans, double *C, size_t ldc,
+                  int init, const double *bias)
+{
+    ref_run(m, n, k, alpha, A, ras, cas, B, ldb, btrans, C, ldc, init, bias, NN_TRI_NONE);
+}
+
+void nn_tgemm_tri_ref(size_t m, size_t n, size_t k, double alpha, const double *A, size_t ras,
+                      size_t cas, const double *B, size_t ldb, int btrans, double *C, size_t ldc,
+                      int tri)
+{
+    ref_run(m, n, k, alpha, A, ras, cas, B, ldb, btrans, C, ldc, NN_TG_ZERO, NULL, tri);
 }
 
 #if NN_TGEMM_SIMD
@@ -133,53 +161,78 @@ static void pack_bt(double *buf, const double *W, size_t ldb, size_t j0, size_t 
     }
 }
 
-void nn_tgemm(size_t m, size_t n, size_t k, double alpha, const double *A, size_t ras,
-              size_t cas, const double *B, size_t ldb, int btrans, double *C, size_t ldc,
-              int init, const double *bias)
+/* The product over all of C (tri = NN_TRI_NONE) or over the triangular
+ * parts of nn_tgemm_tri, in blocks of KB steps of k, panels of NW columns
+ * and strips of 8 rows; strip i0 sums p over [lo, hi) and writes columns
+ * below ncol (tri_limits). */
+static void tgemm_run(size_t m, size_t n, size_t k, double alpha, const double *A, size_t ras,
+                      size_t cas, const double *B, size_t ldb, int btrans, double *C, size_t ldc,
+                      int init, const double *bias, int tri)
 {
     double buf[KB * NW] __attribute__((aligned(64)));
     size_t p0 = 0;
     do {
         size_t kb = k - p0 < KB ? k - p0 : KB;
         int first = p0 == 0, last = p0 + kb == k, ini = first ? init : NN_TG_ADD;
-        const double *Ap = A + p0 * cas;
         for (size_t j0 = 0; j0 < n; j0 += NW) {
-            size_t nc = n - j0 < NW ? n - j0 : NW;
-            int nv = (int)((nc + 7) / 8);
-            __mmask8 mk[3];
-            for (int v = 0; v < 3; v++) {
-                size_t lo = 8 * (size_t)v, c = nc > lo ? nc - lo : 0;
-                mk[v] = c >= 8 ? 0xFF : (__mmask8)((1u << c) - 1);
-            }
+            size_t ncp = n - j0 < NW ? n - j0 : NW;
             const double *bj = bias ? bias + j0 : NULL;
             const double *Bp;
             size_t ldp;
             if (btrans) {
-                pack_bt(buf, B, ldb, j0, nc, p0, kb);
+                pack_bt(buf, B, ldb, j0, ncp, p0, kb);
                 Bp = buf;
                 ldp = NW;
             } else {
                 Bp = B + p0 * ldb + j0;
                 ldp = ldb;
             }
-            size_t i0 = 0;
-            for (; i0 + 8 <= m; i0 += 8) {
-                const double *Ai = Ap + i0 * ras;
+            for (size_t i0 = 0; i0 < m; i0 += 8) {
+                size_t lo, hi, ncol;
+                tri_limits(tri, i0, n, k, &lo, &hi, &ncol);
+                if (ncol <= j0)
+                    continue;
+                size_t nc = ncol - j0 < ncp ? ncol - j0 : ncp;
+                size_t s0 = lo > p0 ? lo : p0, s1 = hi < p0 + kb ? hi : p0 + kb;
+                size_t kk = s1 > s0 ? s1 - s0 : 0;
+                if (!kk)
+                    s0 = p0;
+                int nv = (int)((nc + 7) / 8);
+                __mmask8 mk[3];
+                for (int v = 0; v < 3; v++) {
+                    size_t l0 = 8 * (size_t)v, c = nc > l0 ? nc - l0 : 0;
+                    mk[v] = c >= 8 ? 0xFF : (__mmask8)((1u << c) - 1);
+                }
+                const double *Ai = A + i0 * ras + s0 * cas, *Bi = Bp + (s0 - p0) * ldp;
                 double *Ci = C + i0 * ldc + j0;
-                const double *nx = i0 + 16 <= m ? Ci + 8 * ldc : NULL;
-                if (nv == 3)
-                    tile8x3(mk, kb, Ai, ras, cas, Bp, ldp, Ci, ldc, ini, bj, alpha, last, nx);
+                const double *nx = i0 + 16 <= m && !tri ? Ci + 8 * ldc : NULL;
+                if (i0 + 8 > m)
+                    tile_edge(m - i0, nv, mk, kk, Ai, ras, cas, Bi, ldp, Ci, ldc, ini, bj, alpha,
+                              last);
+                else if (nv == 3)
+                    tile8x3(mk, kk, Ai, ras, cas, Bi, ldp, Ci, ldc, ini, bj, alpha, last, nx);
                 else if (nv == 2)
-                    tile8x2(mk, kb, Ai, ras, cas, Bp, ldp, Ci, ldc, ini, bj, alpha, last, nx);
+                    tile8x2(mk, kk, Ai, ras, cas, Bi, ldp, Ci, ldc, ini, bj, alpha, last, nx);
                 else
-                    tile8x1(mk, kb, Ai, ras, cas, Bp, ldp, Ci, ldc, ini, bj, alpha, last, nx);
+                    tile8x1(mk, kk, Ai, ras, cas, Bi, ldp, Ci, ldc, ini, bj, alpha, last, nx);
             }
-            if (i0 < m)
-                tile_edge(m - i0, nv, mk, kb, Ap + i0 * ras, ras, cas, Bp, ldp, C + i0 * ldc + j0,
-                          ldc, ini, bj, alpha, last);
         }
         p0 += kb;
     } while (p0 < k);
+}
+
+void nn_tgemm(size_t m, size_t n, size_t k, double alpha, const double *A, size_t ras,
+              size_t cas, const double *B, size_t ldb, int btrans, double *C, size_t ldc,
+              int init, const double *bias)
+{
+    tgemm_run(m, n, k, alpha, A, ras, cas, B, ldb, btrans, C, ldc, init, bias, NN_TRI_NONE);
+}
+
+void nn_tgemm_tri(size_t m, size_t n, size_t k, double alpha, const double *A, size_t ras,
+                  size_t cas, const double *B, size_t ldb, int btrans, double *C, size_t ldc,
+                  int tri)
+{
+    tgemm_run(m, n, k, alpha, A, ras, cas, B, ldb, btrans, C, ldc, NN_TG_ZERO, NULL, tri);
 }
 
 #else /* no AVX-512: the reference loops */
@@ -189,6 +242,13 @@ void nn_tgemm(size_t m, size_t n, size_t k, double alpha, const double *A, size_
               int init, const double *bias)
 {
     nn_tgemm_ref(m, n, k, alpha, A, ras, cas, B, ldb, btrans, C, ldc, init, bias);
+}
+
+void nn_tgemm_tri(size_t m, size_t n, size_t k, double alpha, const double *A, size_t ras,
+                  size_t cas, const double *B, size_t ldb, int btrans, double *C, size_t ldc,
+                  int tri)
+{
+    nn_tgemm_tri_ref(m, n, k, alpha, A, ras, cas, B, ldb, btrans, C, ldc, tri);
 }
 
 #endif

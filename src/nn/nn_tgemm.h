@@ -48,4 +48,24 @@ void nn_tgemm_ref(size_t m, size_t n, size_t k, double alpha, const double *A, s
                   size_t cas, const double *B, size_t ldb, int btrans, double *C, size_t ldc,
                   int init, const double *bias);
 
+/* Triangular parts, for causal attention: init = 0, and with i0 = 8
+ * floor(i / 8) the start of row i's strip of NN_TGEMM_MR = 8 rows,
+ *   NN_TRI_COLS  row i writes only its entries j < i0 + 8 (the others are
+ *                left as they were), each summed over all of p;
+ *   NN_TRI_KHI   every entry of row i sums over p < min(k, i0 + 8) only;
+ *   NN_TRI_KLO   every entry of row i sums over p >= i0 only;
+ * each sum in index order from 0, as above.  When the skipped terms are
+ * exact zeros times finite numbers (the entries above the diagonal of a
+ * causal softmax), the result equals the full product's sum: a zero term
+ * leaves a partial sum started from +0 unchanged, bit for bit. */
+#define NN_TGEMM_MR 8
+enum { NN_TRI_NONE = 0, NN_TRI_COLS = 1, NN_TRI_KHI = 2, NN_TRI_KLO = 3 };
+
+void nn_tgemm_tri(size_t m, size_t n, size_t k, double alpha, const double *A, size_t ras,
+                  size_t cas, const double *B, size_t ldb, int btrans, double *C, size_t ldc,
+                  int tri);
+void nn_tgemm_tri_ref(size_t m, size_t n, size_t k, double alpha, const double *A, size_t ras,
+                      size_t cas, const double *B, size_t ldb, int btrans, double *C, size_t ldc,
+                      int tri);
+
 #endif /* AC_NN_TGEMM_H */
