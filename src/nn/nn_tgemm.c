@@ -149,14 +149,47 @@ static void tile_edge(size_t mr, int nv, const __mmask8 *mk, size_t k, const dou
     tile(mr, nv, mk, k, A, ras, cas, B, ldb, C, ldc, init, bias, alpha, last, NULL);
 }
 
+/* The 8 x 8 block of doubles at x (row stride ldx) transposed into y (row
+ * stride ldy): y[q][r] = x[r][q]. */
+static inline void transpose8(double *y, size_t ldy, const double *x, size_t ldx)
+{
+    __m512d r[8], t[8], u[8];
+    for (int i = 0; i < 8; i++)
+        r[i] = _mm512_loadu_pd(x + (size_t)i * ldx);
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm512_unpacklo_pd(r[i], r[i + 1]);
+        t[i + 1] = _mm512_unpackhi_pd(r[i], r[i + 1]);
+    }
+    /* u0 = (0 4 | rows 0-3), u1 = (2 6), u2 = (1 5), u3 = (3 7); u4-u7 rows 4-7 */
+    for (int h = 0; h < 8; h += 4) {
+        u[h] = _mm512_shuffle_f64x2(t[h], t[h + 2], 0x88);
+        u[h + 1] = _mm512_shuffle_f64x2(t[h], t[h + 2], 0xDD);
+        u[h + 2] = _mm512_shuffle_f64x2(t[h + 1], t[h + 3], 0x88);
+        u[h + 3] = _mm512_shuffle_f64x2(t[h + 1], t[h + 3], 0xDD);
+    }
+    _mm512_storeu_pd(y + 0 * ldy, _mm512_shuffle_f64x2(u[0], u[4], 0x88));
+    _mm512_storeu_pd(y + 4 * ldy, _mm512_shuffle_f64x2(u[0], u[4], 0xDD));
+    _mm512_storeu_pd(y + 2 * ldy, _mm512_shuffle_f64x2(u[1], u[5], 0x88));
+    _mm512_storeu_pd(y + 6 * ldy, _mm512_shuffle_f64x2(u[1], u[5], 0xDD));
+    _mm512_storeu_pd(y + 1 * ldy, _mm512_shuffle_f64x2(u[2], u[6], 0x88));
+    _mm512_storeu_pd(y + 5 * ldy, _mm512_shuffle_f64x2(u[2], u[6], 0xDD));
+    _mm512_storeu_pd(y + 3 * ldy, _mm512_shuffle_f64x2(u[3], u[7], 0x88));
+    _mm512_storeu_pd(y + 7 * ldy, _mm512_shuffle_f64x2(u[3], u[7], 0xDD));
+}
+
 /* buf (kb x NW, row stride NW) = rows p0 .. p0+kb-1 of W^T, columns j0 ..
- * j0+nc-1 (W row-major, row stride ldb); lanes past nc are not read. */
+ * j0+nc-1 (W row-major, row stride ldb); lanes past nc are not read.  A
+ * copy: 8 x 8 blocks by vector transposes, the edges one by one. */
 static void pack_bt(double *buf, const double *W, size_t ldb, size_t j0, size_t nc, size_t p0,
                     size_t kb)
 {
+    size_t jv = nc / 8 * 8, pv = kb / 8 * 8;
+    for (size_t jj = 0; jj < jv; jj += 8)
+        for (size_t p = 0; p < pv; p += 8)
+            transpose8(buf + p * NW + jj, NW, W + (j0 + jj) * ldb + p0 + p, ldb);
     for (size_t jj = 0; jj < nc; jj++) {
         const double *w = W + (j0 + jj) * ldb + p0;
-        for (size_t p = 0; p < kb; p++)
+        for (size_t p = jj < jv ? pv : 0; p < kb; p++)
             buf[p * NW + jj] = w[p];
     }
 }
