@@ -656,6 +656,13 @@ START_TEST(test_threads_deterministic)
 #ifdef _OPENMP
     model_case mc[16];
     size_t n = model_cases(mc);
+    /* and one whose causal attention takes the row strips on the tiled
+     * product (AVX-512 builds: S > 16, T > 8) */
+    ac_nn_config ct = base_tf();
+    ct.kind = AC_NN_ATTN_FIXED;
+    ct.head_dim = 20;
+    ct.max_seq = 19;
+    mc[n++] = (model_case){"pre-LN causal fixed heads, T 19", ct, 3, 19};
     int saved = omp_get_max_threads();
     for (size_t k = 0; k < n; k++) {
         /* a batch with several chunks: B T > 256 rows */

@@ -1,8 +1,9 @@
 /* test_nn_attn.c — the attention kernels of src/nn (layers.c, attn_fused.c,
- * softmax_fused.c) against their naive twins: the public path, the
- * register-tiled fused kernels, the per-head dgemms and the causal row
- * blocks against ac_nn_attention_*_ref with tolerances from the error
- * bounds in the comments; the vector softmax rows against their scalar
+ * attn_tiled.c, softmax_fused.c) against their naive twins: the public
+ * path, the register-tiled fused kernels, the per-head dgemms, the causal
+ * row blocks on BLAS and the causal row strips on nn_tgemm against
+ * ac_nn_attention_*_ref with tolerances from the error bounds in the
+ * comments; the vector softmax rows against their scalar
  * twins on every length 1..130; padding masks.  (The finite-difference
  * checks of the attention backward are in test_nn.c.)
  */
@@ -16,6 +17,7 @@
 #include "attncheck/blas.h"
 #include "attncheck/nn.h"
 #include "nn/attn_fused.h"
+#include "nn/nn_tgemm.h"
 #include "testutil.h"
 
 static const double U = 0x1p-53;
@@ -233,6 +235,41 @@ START_TEST(test_attention_causal_blocks)
 }
 END_TEST
 
+/* The causal row strips on the register-tiled product (attn_tiled.c)
+ * against the references: sequence lengths below, at and across the strip
+ * and the tile sizes, head sizes off every tile grid (on builds without
+ * AVX-512 the functions fall back to the BLAS blocks, tested the same
+ * way), and a head larger than nn_tgemm's block of the inner dimension. */
+static void tiled_fwd(double *out, double *att, const double *qkv, size_t B, size_t T, size_t H,
+                      size_t S, int causal, const size_t *klen)
+{
+    ck_assert(causal && !klen);
+    nn_attention_forward_causal_tiled(out, att, qkv, B, T, H, S);
+}
+
+static void tiled_bwd(double *dqkv, double *scratch, const double *dout, const double *qkv,
+                      const double *att, size_t B, size_t T, size_t H, size_t S, int causal)
+{
+    ck_assert(causal);
+    nn_attention_backward_causal_tiled(dqkv, scratch, dout, qkv, att, B, T, H, S);
+}
+
+START_TEST(test_attention_causal_tiled)
+{
+    test_rng r;
+    test_rng_init(&r, 34);
+    const size_t Ts[] = {1, 2, AC_NN_TILED_STRIP - 1, AC_NN_TILED_STRIP, AC_NN_TILED_STRIP + 1,
+                         17, 24, 25, 37, 64, 70};
+    const size_t Ss[] = {1, 3, 8, 9, 23, 24, 25, 64};
+    for (size_t i = 0; i < sizeof Ts / sizeof *Ts; i++)
+        for (size_t j = 0; j < sizeof Ss / sizeof *Ss; j++)
+            check_attention(&r, tiled_fwd, tiled_bwd, 2, Ts[i], 2, Ss[j], 1);
+    ck_assert(nn_attn_tiled_fits(AC_NN_TILED_STRIP + 1, 16) == NN_TGEMM_SIMD);
+    ck_assert(!nn_attn_tiled_fits(AC_NN_TILED_STRIP, 16));
+    check_attention(&r, tiled_fwd, tiled_bwd, 1, 133, 1, 130, 1);
+}
+END_TEST
+
 /* Padding masks (ListOps' len): the fused forward and the BLAS forward
  * agree to rounding on every key length, and masked keys get weight 0. */
 START_TEST(test_attention_fused_mask)
@@ -276,6 +313,7 @@ int main(void)
     tcase_add_test(tc, test_attention_fused_blas);
     tcase_add_test(tc, test_attention_fused_mask);
     tcase_add_test(tc, test_attention_causal_blocks);
+    tcase_add_test(tc, test_attention_causal_tiled);
     tcase_add_test(tc, test_softmax_row);
     tcase_add_test(tc, test_softmax_backward_row);
     suite_add_tcase(s, tc);

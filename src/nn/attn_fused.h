@@ -58,4 +58,18 @@ void nn_attention_backward_causal_blas(double *dqkv, double *scratch, const doub
                                        const double *qkv, const double *att, size_t B, size_t T,
                                        size_t H, size_t S);
 
+/* Causal attention on the register-tiled product nn_tgemm_tri in row
+ * strips of AC_NN_TILED_STRIP tokens, one call per product and head
+ * (attn_tiled.c): same contract and blocking as the two functions above.
+ * nn_attn_tiled_fits: nonzero when this path runs (AVX-512 builds,
+ * T > AC_NN_TILED_STRIP, S > 0); otherwise the two functions fall back to
+ * the BLAS blocks. */
+#define AC_NN_TILED_STRIP 8 /* = NN_TGEMM_MR (nn_tgemm.h) */
+int nn_attn_tiled_fits(size_t T, size_t S);
+void nn_attention_forward_causal_tiled(double *out, double *att, const double *qkv, size_t B,
+                                       size_t T, size_t H, size_t S);
+void nn_attention_backward_causal_tiled(double *dqkv, double *scratch, const double *dout,
+                                        const double *qkv, const double *att, size_t B, size_t T,
+                                        size_t H, size_t S);
+
 #endif

@@ -17,6 +17,7 @@
 #include "attncheck/nn.h"
 #include "nn/nn_impl.h"
 #include "nn/attn_fused.h"
+#include "nn/nn_tgemm.h"
 #include "attention/softmax.h"
 #include "core/exp_kernel.h"
 
@@ -77,6 +78,15 @@ void ac_nn_linear_forward(double *out, const double *inp, const double *w, const
     /* out (N,OC) (+)= inp (N,IC) w^T + bias; w (OC,IC), bias (OC) */
     if (N == 0 || OC == 0)
         return;
+#if NN_TGEMM_SIMD
+    /* the register-tiled product, its sums started from the bias or the old
+     * out (nn/nn_tgemm.h) */
+    if (!(bias && accumulate)) {
+        nn_tgemm(N, OC, IC, 1.0, inp, IC, 1, w, IC, 1, out, OC,
+                 bias ? NN_TG_BIAS : accumulate ? NN_TG_ADD : NN_TG_ZERO, bias);
+        return;
+    }
+#endif
     double beta = accumulate ? 1.0 : 0.0;
     if (bias) {
         for (size_t n = 0; n < N; n++) {
@@ -94,6 +104,10 @@ void ac_nn_linear_forward(double *out, const double *inp, const double *w, const
             memset(out, 0, N * OC * sizeof *out);
         return;
     }
+#if NN_TGEMM_SIMD
+    nn_tgemm(N, OC, IC, 1.0, inp, IC, 1, w, IC, 1, out, OC, NN_TG_ADD, NULL);
+    return;
+#endif
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, BLAS_INT(N), BLAS_INT(OC), BLAS_INT(IC),
                 1.0, inp, BLAS_INT(IC), w, BLAS_INT(IC), beta, out, BLAS_INT(OC));
 }
@@ -123,6 +137,11 @@ void ac_nn_linear_backward_input(double *dinp, const double *dout, const double 
             memset(dinp, 0, N * IC * sizeof *dinp);
         return;
     }
+#if NN_TGEMM_SIMD
+    nn_tgemm(N, IC, OC, 1.0, dout, OC, 1, w, IC, 0, dinp, IC, accumulate ? NN_TG_ADD : NN_TG_ZERO,
+             NULL);
+    return;
+#endif
     cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, BLAS_INT(N), BLAS_INT(IC), BLAS_INT(OC),
                 1.0, dout, BLAS_INT(OC), w, BLAS_INT(IC), accumulate ? 1.0 : 0.0, dinp,
                 BLAS_INT(IC));
@@ -148,10 +167,16 @@ void ac_nn_linear_backward_weight(double *dw, double *dbias, const double *dout,
      * dw[o,i] += sum_n dout[n,o] inp[n,i] and dbias[o] += sum_n dout[n,o] */
     if (o1 <= o0 || N == 0)
         return;
+#if NN_TGEMM_SIMD
+    if (i1 > i0)
+        nn_tgemm(o1 - o0, i1 - i0, N, 1.0, dout + o0, 1, OC, inp + i0, IC, 0, dw + o0 * IC + i0,
+                 IC, NN_TG_ADD, NULL);
+#else
     if (i1 > i0)
         cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, BLAS_INT(o1 - o0), BLAS_INT(i1 - i0),
                     BLAS_INT(N), 1.0, dout + o0, BLAS_INT(OC), inp + i0, BLAS_INT(IC), 1.0,
                     dw + o0 * IC + i0, BLAS_INT(IC));
+#endif
     if (dbias) {
         double *db = dbias + o0;
         size_t m = o1 - o0;
@@ -398,6 +423,8 @@ void nn_attention_forward_len(double *out, double *att, const double *qkv, size_
         masked |= klen[b] >= 1 && klen[b] < T;
     if (T > 0 && nn_attn_fused_fits(T, S) && S <= AC_NN_FUSED_FWD_MAX_S)
         nn_attention_forward_fused(out, att, qkv, B, T, H, S, causal, klen);
+    else if (causal && !masked && nn_attn_tiled_fits(T, S))
+        nn_attention_forward_causal_tiled(out, att, qkv, B, T, H, S);
     else if (causal && !masked && T > AC_NN_CAUSAL_BLOCK)
         nn_attention_forward_causal_blas(out, att, qkv, B, T, H, S);
     else
@@ -474,6 +501,8 @@ void ac_nn_attention_backward(double *dqkv, double *scratch, const double *dout,
 {
     if (T > 0 && nn_attn_fused_fits(T, S) && S <= AC_NN_FUSED_BWD_MAX_S)
         nn_attention_backward_fused(dqkv, scratch, dout, qkv, att, B, T, H, S, causal);
+    else if (causal && nn_attn_tiled_fits(T, S))
+        nn_attention_backward_causal_tiled(dqkv, scratch, dout, qkv, att, B, T, H, S);
     else if (causal && T > AC_NN_CAUSAL_BLOCK)
         nn_attention_backward_causal_blas(dqkv, scratch, dout, qkv, att, B, T, H, S);
     else

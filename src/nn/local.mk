@@ -7,6 +7,9 @@ src_libattncheck_la_SOURCES += \
 	src/nn/attn_fused.h \
 	src/nn/attn_fused.c \
 	src/nn/softmax_fused.c \
+	src/nn/nn_tgemm.h \
+	src/nn/nn_tgemm.c \
+	src/nn/attn_tiled.c \
 	src/nn/model.c \
 	src/nn/forward.c \
 	src/nn/backward.c \
@@ -23,14 +26,17 @@ src_libattncheck_la_SOURCES += \
 	src/nn/model_kappa.c
 
 # unit tests of this module
-check_PROGRAMS += tests/test_nn tests/test_nn_attn tests/test_train tests/test_fitp tests/test_model_kappa
-UNIT_TESTS += tests/test_nn tests/test_nn_attn tests/test_train tests/test_fitp tests/test_model_kappa
+check_PROGRAMS += tests/test_nn tests/test_nn_attn tests/test_nn_tgemm tests/test_train tests/test_fitp tests/test_model_kappa
+UNIT_TESTS += tests/test_nn tests/test_nn_attn tests/test_nn_tgemm tests/test_train tests/test_fitp tests/test_model_kappa
 tests_test_nn_SOURCES = tests/test_nn.c tests/testutil.h
 tests_test_nn_CFLAGS = $(TEST_CFLAGS)
 tests_test_nn_LDADD = $(TEST_LIBS)
 tests_test_nn_attn_SOURCES = tests/test_nn_attn.c tests/testutil.h
 tests_test_nn_attn_CFLAGS = $(TEST_CFLAGS)
 tests_test_nn_attn_LDADD = $(TEST_LIBS)
+tests_test_nn_tgemm_SOURCES = tests/test_nn_tgemm.c tests/testutil.h
+tests_test_nn_tgemm_CFLAGS = $(TEST_CFLAGS)
+tests_test_nn_tgemm_LDADD = $(TEST_LIBS)
 tests_test_train_SOURCES = tests/test_train.c tests/testutil.h
 tests_test_train_CFLAGS = $(TEST_CFLAGS)
 tests_test_train_LDADD = $(TEST_LIBS)

@@ -139,7 +139,8 @@ static inline uint64_t fnv_doubles(uint64_t h, const double *x, size_t n)
  *   backward: per layer, phase 1 runs the chunks through the layer's
  *             activation gradients; phase 2 computes the layer's parameter
  *             gradients as fixed tiles (TILE x TILE blocks of each weight
- *             gradient, one dgemm over all N rows each; LayerNorm and
+ *             gradient, one product over all N rows each: nn_tgemm on
+ *             AVX-512 builds, else dgemm; LayerNorm and
  *             embedding gradients as single tasks).
  * Each number is produced by one fixed piece of code on fixed data, and
  * scalar reductions (loss, gradient norm) are summed in a fixed order, so
