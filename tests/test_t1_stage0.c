@@ -29,6 +29,40 @@
 #include "theorem1/t1_stage0.h"
 #include "testutil.h"
 
+/* The Arb oracles' common start: L = log P entrywise and the orthogonal
+ * projector Pi = B'(BB')^{-1}B on the row space of X (B = X 2^-ex, which
+ * leaves Pi unchanged), at prec bits.  Pi and L are initialised n x n by the
+ * caller.  Returns 0 if the Cholesky solve fails (X not certified of full
+ * row rank). */
+static int arb_pi_and_log(arb_mat_t Pi, arb_mat_t L, const ac_mat *X, const ac_mat *P, int ex,
+                          slong prec)
+{
+    slong d = (slong)X->rows, n = (slong)X->cols;
+    arb_mat_t B, Bt, G, Z;
+    arb_mat_init(B, d, n);
+    arb_mat_init(Bt, n, d);
+    arb_mat_init(G, d, d);
+    arb_mat_init(Z, d, n);
+    for (slong i = 0; i < d; i++)
+        for (slong j = 0; j < n; j++)
+            arb_set_d(arb_mat_entry(B, i, j), ldexp(AC_MAT(X, i, j), -ex));
+    for (slong i = 0; i < n; i++)
+        for (slong j = 0; j < n; j++) {
+            arb_set_d(arb_mat_entry(L, i, j), AC_MAT(P, i, j));
+            arb_log(arb_mat_entry(L, i, j), arb_mat_entry(L, i, j), prec);
+        }
+    arb_mat_transpose(Bt, B);
+    arb_mat_mul(G, B, Bt, prec);
+    int ok = arb_mat_spd_solve(Z, G, B, prec);
+    if (ok)
+        arb_mat_mul(Pi, Bt, Z, prec);
+    arb_mat_clear(B);
+    arb_mat_clear(Bt);
+    arb_mat_clear(G);
+    arb_mat_clear(Z);
+    return ok;
+}
+
 /* rho = min_c ||M(c) - Pi M(c) Pi||_F in Arb (X d x n of full row rank);
  * Rmid (n x n, may be NULL) receives the midpoints of the residual. */
 static double dist1_hi_; /* upper bound on dist(1, row space of X), by rho_arb_R */
@@ -36,15 +70,11 @@ static double dist1_hi_; /* upper bound on dist(1, row space of X), by rho_arb_R
 static void rho_arb_R(const ac_mat *X, const ac_mat *P, slong prec, double *lo, double *hi,
                       double *Rmid)
 {
-    slong d = (slong)X->rows, n = (slong)X->cols;
-    arb_mat_t B, Bt, G, Z, Pi, L, T, W;
+    slong n = (slong)X->cols;
+    arb_mat_t Pi, L, T, W;
     arb_ptr g = _arb_vec_init(n), v = _arb_vec_init(n), pv = _arb_vec_init(n);
     arb_ptr c = _arb_vec_init(n), pc = _arb_vec_init(n);
     arb_t b, nb, t;
-    arb_mat_init(B, d, n);
-    arb_mat_init(Bt, n, d);
-    arb_mat_init(G, d, d);
-    arb_mat_init(Z, d, n);
     arb_mat_init(Pi, n, n);
     arb_mat_init(L, n, n);
     arb_mat_init(T, n, n);
@@ -54,19 +84,8 @@ static void rho_arb_R(const ac_mat *X, const ac_mat *P, slong prec, double *lo, 
     arb_init(t);
     *lo = 0;
     *hi = INFINITY;
-    for (slong i = 0; i < d; i++)
-        for (slong j = 0; j < n; j++)
-            arb_set_d(arb_mat_entry(B, i, j), AC_MAT(X, i, j));
-    for (slong i = 0; i < n; i++)
-        for (slong j = 0; j < n; j++) {
-            arb_set_d(arb_mat_entry(L, i, j), AC_MAT(P, i, j));
-            arb_log(arb_mat_entry(L, i, j), arb_mat_entry(L, i, j), prec);
-        }
-    arb_mat_transpose(Bt, B);
-    arb_mat_mul(G, B, Bt, prec);
-    if (!arb_mat_spd_solve(Z, G, B, prec))
+    if (!arb_pi_and_log(Pi, L, X, P, 0, prec))
         goto out;
-    arb_mat_mul(Pi, Bt, Z, prec);
     arb_mat_mul(W, Pi, L, prec);
     arb_mat_mul(T, W, Pi, prec);
     arb_mat_sub(T, L, T, prec); /* T = L - Pi L Pi */
@@ -123,10 +142,6 @@ static void rho_arb_R(const ac_mat *X, const ac_mat *P, slong prec, double *lo, 
     *hi = arf_get_d(a, ARF_RND_CEIL);
     arf_clear(a);
 out:
-    arb_mat_clear(B);
-    arb_mat_clear(Bt);
-    arb_mat_clear(G);
-    arb_mat_clear(Z);
     arb_mat_clear(Pi);
     arb_mat_clear(L);
     arb_mat_clear(T);
@@ -581,19 +596,15 @@ END_TEST
  * Returns 0 if Arb cannot build it. */
 static int kpilpi_arb(const ac_mat *X, const ac_mat *P, int one_perp, double *lo, double *hi)
 {
-    slong d = (slong)X->rows, n = (slong)X->cols, prec = 256;
+    slong n = (slong)X->cols, prec = 256;
     double mx = 0;
     for (size_t e = 0; e < X->rows * X->cols; e++)
         mx = fmax(mx, fabs(X->data[e]));
     int ex = 0;
     frexp(mx, &ex);
-    arb_mat_t B, Bt, G, Z, Pi, L, W, M;
+    arb_mat_t Pi, L, W, M;
     arb_t b, t;
     ac_imat A = {0};
-    arb_mat_init(B, d, n);
-    arb_mat_init(Bt, n, d);
-    arb_mat_init(G, d, d);
-    arb_mat_init(Z, d, n);
     arb_mat_init(Pi, n, n);
     arb_mat_init(L, n, n);
     arb_mat_init(W, n, n);
@@ -601,19 +612,8 @@ static int kpilpi_arb(const ac_mat *X, const ac_mat *P, int one_perp, double *lo
     arb_init(b);
     arb_init(t);
     int ok = 0;
-    for (slong i = 0; i < d; i++)
-        for (slong j = 0; j < n; j++)
-            arb_set_d(arb_mat_entry(B, i, j), ldexp(AC_MAT(X, i, j), -ex));
-    for (slong i = 0; i < n; i++)
-        for (slong j = 0; j < n; j++) {
-            arb_set_d(arb_mat_entry(L, i, j), AC_MAT(P, i, j));
-            arb_log(arb_mat_entry(L, i, j), arb_mat_entry(L, i, j), prec);
-        }
-    arb_mat_transpose(Bt, B);
-    arb_mat_mul(G, B, Bt, prec);
-    if (!arb_mat_spd_solve(Z, G, B, prec))
+    if (!arb_pi_and_log(Pi, L, X, P, ex, prec))
         goto out;
-    arb_mat_mul(Pi, Bt, Z, prec);
     arb_mat_mul(W, Pi, L, prec);
     arb_mat_mul(M, W, Pi, prec);
     if (!one_perp) {
@@ -637,10 +637,6 @@ static int kpilpi_arb(const ac_mat *X, const ac_mat *P, int one_perp, double *lo
     }
     ok = ac_arb_mat_to_imat(&A, M, NULL) == AC_OK && ac_sv_enclose(&A, lo, hi, NULL, NULL) == AC_OK;
 out:
-    arb_mat_clear(B);
-    arb_mat_clear(Bt);
-    arb_mat_clear(G);
-    arb_mat_clear(Z);
     arb_mat_clear(Pi);
     arb_mat_clear(L);
     arb_mat_clear(W);
