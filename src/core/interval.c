@@ -245,6 +245,22 @@ int ac_sum_enclose(const double *x, size_t n, size_t stride, double *lo, double 
     return sum_enclose_from(s, a, n, lo, hi);
 }
 
+/* The end of ac_norm2_up and ac_imat_fro_dev_up: s is the double sum of the
+ * n squares of the entries scaled by 2^-e (largest in [1/2, 1)); returns an
+ * upper bound on the exact 2-norm of the unscaled entries.  Each square:
+ * relative error u plus eta/2 absolute; the sum of n non-negative terms:
+ * relative gamma_{n-1}.  Together <= gamma_n relative plus n*eta absolute on
+ * sum (x_i 2^-e)^2 (with the scaling loss, the exact scaled value v_i
+ * satisfies |v_i| <= |fl v_i| + eta/2). */
+static double norm2_finish_up(double s, size_t n, int e)
+{
+    double g = ac_gamma_up((double)n + 1);
+    double bound = ac_mul_up(s, ac_div_up(1.0, ac_sub_dn(1.0, g)));
+    /* (|v|+eta/2)^2 <= v^2 + eta|v| + eta^2/4 <= v^2 + 2 eta */
+    bound = ac_add_up(bound, ac_mul_up((double)n, 4 * AC_ETA + 0x1p-1060));
+    return ldexp(ac_sqrt_up(bound), e) * (1.0 + 2 * AC_U) + AC_ETA;
+}
+
 double ac_norm2_up(const double *x, size_t n)
 {
     double m = 0.0;
@@ -275,15 +291,7 @@ double ac_norm2_up(const double *x, size_t n)
             double v = ldexp(x[i], -e);
             s += v * v;
         }
-    /* each square: relative error u plus eta/2 absolute; the sum of n
-     * non-negative terms: relative gamma_{n-1}.  Together <= gamma_n relative
-     * plus n*eta absolute on sum (x_i 2^-e)^2 (with the scaling loss, the
-     * exact scaled value v_i satisfies |v_i| <= |fl v_i| + eta/2). */
-    double g = ac_gamma_up((double)n + 1);
-    double bound = ac_mul_up(s, ac_div_up(1.0, ac_sub_dn(1.0, g)));
-    /* (|v|+eta/2)^2 <= v^2 + eta|v| + eta^2/4 <= v^2 + 2 eta */
-    bound = ac_add_up(bound, ac_mul_up((double)n, 4 * AC_ETA + 0x1p-1060));
-    return ldexp(ac_sqrt_up(bound), e) * (1.0 + 2 * AC_U) + AC_ETA;
+    return norm2_finish_up(s, n, e);
 }
 
 /* ---- interval matrices ---------------------------------------------------- */
@@ -485,10 +493,7 @@ double ac_imat_fro_dev_up(const ac_imat *A, const double *B, int identity)
             double v = ldexp(entry_dev_up(A, i, B, identity), -e);
             s += v * v;
         }
-    double g = ac_gamma_up((double)n + 1);
-    double bound = ac_mul_up(s, ac_div_up(1.0, ac_sub_dn(1.0, g)));
-    bound = ac_add_up(bound, ac_mul_up((double)n, 4 * AC_ETA + 0x1p-1060));
-    return ldexp(ac_sqrt_up(bound), e) * (1.0 + 2 * AC_U) + AC_ETA;
+    return norm2_finish_up(s, n, e);
 }
 
 #define SMX_COLS 64 /* softmax columns enclosed together, read row by row */
