@@ -9,9 +9,9 @@
  * kernels: m^2 M per Gram matrix, 4/3 m^3 per tridiagonalisation,
  * 4 m^2 M - 4/3 m^3 per SVD).
  *
- * usage: condition --peak   prints "dgemm_peak_gflops X": the best of 5
- * single-threaded 512^3 dgemms (wall clock), the machine's dgemm peak
- * under the same load, to set the sweep's rate against. */
+ * usage: condition --peak   prints "dgemm_peak_gflops X cpu_gflops Y"
+ * (bench/bench_peak.h): the machine's dgemm peak under the same load, to
+ * set the sweep's rate against. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +23,7 @@
 #include <cblas.h>
 
 #include "attncheck/blas.h"
+#include "bench_peak.h"
 #include "attncheck/condition.h"
 
 static int cmp(const void *a, const void *b)
@@ -31,33 +32,11 @@ static int cmp(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static int dgemm_peak(void)
-{
-    size_t n = 512;
-    double *a = malloc(3 * n * n * sizeof *a);
-    if (!a)
-        return 70;
-    for (size_t i = 0; i < 3 * n * n; i++)
-        a[i] = (double)(i % 97) / 97.0 - 0.5;
-    ac_blas_set_threads(1);
-    double best = 1e30;
-    for (int r = 0; r < 5; r++) {
-        double t = ac_seconds();
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)n, (int)n, 1.0, a,
-                    (int)n, a + n * n, (int)n, 0.0, a + 2 * n * n, (int)n);
-        t = ac_seconds() - t;
-        best = t < best ? t : best;
-    }
-    printf("dgemm_peak_gflops %.2f\n", 2.0 * (double)n * (double)n * (double)n / best * 1e-9);
-    free(a);
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     ac_blas_fix_core(argv);
     if (argc == 2 && !strcmp(argv[1], "--peak"))
-        return dgemm_peak();
+        return bench_dgemm_peak();
     size_t N = argc > 1 ? strtoul(argv[1], NULL, 10) : 128;
     size_t d = argc > 2 ? strtoul(argv[2], NULL, 10) : 64;
     size_t T = argc > 3 ? strtoul(argv[3], NULL, 10) : 100;

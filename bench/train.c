@@ -13,11 +13,11 @@
  * time per step (all threads, clock_gettime(CLOCK_PROCESS_CPUTIME_ID)),
  * which a loaded machine inflates much less than the wall clock.
  *
- *   bench/train --peak    prints "dgemm_peak_gflops X cpu_gflops Y": the
- *                         best of 5 single-threaded 512^3 dgemms by the
- *                         wall clock (X, the machine's dgemm peak under
- *                         the same load) and by the calling thread's
- *                         CPU time (Y, the rate while it runs).
+ *   bench/train --peak    prints "dgemm_peak_gflops X cpu_gflops Y"
+ *                         (bench/bench_peak.h): the best of 5
+ *                         single-threaded 512^3 dgemms by the wall clock
+ *                         (X, the machine's dgemm peak under the same
+ *                         load) and by the calling thread's CPU time (Y).
  */
 #include <config.h>
 
@@ -32,6 +32,7 @@
 #endif
 
 #include "attncheck/blas.h"
+#include "bench_peak.h"
 #include "attncheck/nn.h"
 #include "attncheck/rng.h"
 
@@ -46,50 +47,19 @@ static size_t arg_size(const char *s)
     return (size_t)v;
 }
 
-/* CPU time of the process (all threads) or of the calling thread */
-static double cpu_clock(clockid_t id)
-{
-    struct timespec ts;
-    clock_gettime(id, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
+/* CPU time of the process (all threads) */
 static double cpu_seconds(void)
 {
-    return cpu_clock(CLOCK_PROCESS_CPUTIME_ID);
-}
-
-static int dgemm_peak(void)
-{
-    size_t n = 512;
-    double *a = malloc(3 * n * n * sizeof *a);
-    if (!a)
-        return 70;
-    for (size_t i = 0; i < 3 * n * n; i++)
-        a[i] = (double)(i % 97) / 97.0 - 0.5;
-    ac_blas_set_threads(1);
-    double best = 1e30, bestc = 1e30;
-    for (int r = 0; r < 5; r++) {
-        /* the calling thread's CPU time: idle OpenBLAS workers may spin */
-        double t = ac_seconds(), c = cpu_clock(CLOCK_THREAD_CPUTIME_ID);
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)n, (blasint)n, (blasint)n,
-                    1.0, a, (blasint)n, a + n * n, (blasint)n, 0.0, a + 2 * n * n, (blasint)n);
-        t = ac_seconds() - t;
-        c = cpu_clock(CLOCK_THREAD_CPUTIME_ID) - c;
-        best = t < best ? t : best;
-        bestc = c < bestc ? c : bestc;
-    }
-    double fl = 2.0 * (double)n * (double)n * (double)n;
-    printf("dgemm_peak_gflops %.2f cpu_gflops %.2f\n", fl / best * 1e-9, fl / bestc * 1e-9);
-    free(a);
-    return 0;
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 int main(int argc, char **argv)
 {
     ac_blas_fix_core(argv);
     if (argc == 2 && !strcmp(argv[1], "--peak"))
-        return dgemm_peak();
+        return bench_dgemm_peak();
     ac_nn_config c;
     memset(&c, 0, sizeof c);
     c.arch = AC_NN_ARCH_TRANSFORMER;
