@@ -57,10 +57,15 @@ run text-pre $T
 run text-post $T --ln post
 run text-fixed $T --heads 4 --attention fixed --head-dim 8 --no-causal --layers 3
 run text-b2 --task text --text text.txt --seq 64 --batch 8 --width 64 --heads 4
+# heads at least as wide as the model: the merged block (attn_merged.c)
+run text-merged $T --heads 3 --attention fixed --head-dim 16
+run text-merged-post $T --attention fixed --head-dim 24 --ln post --no-causal
+run text-onehead $T --heads 1
 L="--task listops --seq 32 --batch 4 --width 16 --heads 2 --init-std 0.3"
 run listops-first $L
 run listops-mean $L --pool mean --ln post
 run listops-last $L --pool last --causal --attention fixed --head-dim 5
+run listops-merged $L --pool mean --attention fixed --head-dim 20
 run teacher-std --task teacher --teacher fixed --batch 3 --heads 3
 run teacher-fixed --task teacher --teacher fixed --batch 3 --attention fixed --head-dim 4 --causal
 run teacher-tf --task teacher --teacher pairs --arch transformer --width 16 --heads 2 --batch 3 --init-std 0.3
@@ -69,9 +74,14 @@ run fitp --task fit-p --n 6 --d 5 --dk 3
 # after a few optimisation steps (LayerNorm weights away from 1, AdamW state)
 "$A" train $T --steps 10 --stop-at 4 --save ck --quiet >/dev/null || exit 1
 run text-resumed --resume ck
+# merged heads with trained biases (bq, bv, bo nonzero)
+"$A" train $T --heads 2 --attention fixed --head-dim 16 --steps 10 --stop-at 4 --save ckm \
+    --quiet >/dev/null || exit 1
+run text-merged-resumed --resume ckm
 
 "$PY" "$script" text-pre text-post text-fixed text-b2 listops-first listops-mean listops-last \
-    teacher-std teacher-fixed teacher-tf teacher-tf-post fitp text-resumed
+    teacher-std teacher-fixed teacher-tf teacher-tf-post fitp text-resumed text-merged \
+    text-merged-post text-onehead listops-merged text-merged-resumed
 status=$?
 test $status -eq 77 && status=1
 exit $status

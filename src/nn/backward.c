@@ -25,18 +25,27 @@ static void push_task(task_list *L, const nn_task *t)
         L->t[L->n++] = *t;
 }
 
-/* Tiles of the weight gradient dw (OC,IC) += dout^T inp over N rows. */
-static void push_linear(task_list *L, double *dw, double *db, const double *dout,
-                        const double *inp, size_t N, size_t IC, size_t OC)
+/* Tiles of rows [ob, oe) of the weight gradient dw (OC,IC) += dout^T inp
+ * over N rows. */
+static void push_linear_rows(task_list *L, double *dw, double *db, const double *dout,
+                             const double *inp, size_t N, size_t IC, size_t OC, size_t ob,
+                             size_t oe)
 {
-    for (size_t o0 = 0; o0 < OC; o0 += TILE_O)
+    for (size_t o0 = ob; o0 < oe; o0 += TILE_O)
         for (size_t i0 = 0; i0 < (IC ? IC : 1); i0 += TILE_I) {
             nn_task t = {TK_LINEAR, dw, i0 == 0 ? db : NULL, dout, inp, NULL, NULL, N, IC, OC, o0,
-                         o0 + TILE_O < OC ? o0 + TILE_O : OC, i0,
+                         o0 + TILE_O < oe ? o0 + TILE_O : oe, i0,
                          i0 + TILE_I < IC ? i0 + TILE_I : IC, 0};
             t.cost = (double)(t.o1 - t.o0) * (double)(t.i1 - t.i0 + 1) * (double)N;
             push_task(L, &t);
         }
+}
+
+/* Tiles of the whole weight gradient dw (OC,IC) += dout^T inp. */
+static void push_linear(task_list *L, double *dw, double *db, const double *dout,
+                        const double *inp, size_t N, size_t IC, size_t OC)
+{
+    push_linear_rows(L, dw, db, dout, inp, N, IC, OC, 0, OC);
 }
 
 static void push_ln(task_list *L, double *dw, double *db, const double *dout, const double *inp,
@@ -209,11 +218,15 @@ static void tf_layer_backward_chunk(ac_nn_model *m, size_t l, size_t chunk, size
         ac_nn_linear_backward_input(gln, gf, LP(L_FCW), nr, C, F, 0);
         /* ln2 = LN2(res2), and res2 also feeds res3 directly */
         ac_nn_layernorm_backward(gres2, gout, gln, res2, LP(L_LN2W), m2, s2, nr, C);
-        /* res2 = x + atty Wo^T + bo */
-        ac_nn_linear_backward_input(gatty, gres2, LP(L_PROJW), nr, D, C, 0);
-        ac_nn_attention_backward(gqkv, scr, gatty, qkv, att, nb, T, H, S, c->causal);
-        /* qkv = ln1 Wqkv^T + b, ln1 = LN1(x), and x also feeds res2 */
-        ac_nn_linear_backward_input(gln1, gqkv, LP(L_QKVW), nr, C, 3 * D, 0);
+        if (w->merge) {
+            nn_merged_block_backward(m, l, gln1, 0, gres2, gatty, gqkv, scr, qkv, att, nb);
+        } else {
+            /* res2 = x + atty Wo^T + bo */
+            ac_nn_linear_backward_input(gatty, gres2, LP(L_PROJW), nr, D, C, 0);
+            ac_nn_attention_backward(gqkv, scr, gatty, qkv, att, nb, T, H, S, c->causal);
+            /* qkv = ln1 Wqkv^T + b, ln1 = LN1(x), and x also feeds res2 */
+            ac_nn_linear_backward_input(gln1, gqkv, LP(L_QKVW), nr, C, 3 * D, 0);
+        }
         ac_nn_layernorm_backward(gx, gres2, gln1, x, LP(L_LN1W), m1, s1, nr, C);
         col_sums(bp + bs.fcp, gout, nr, C);
     } else {
@@ -227,19 +240,43 @@ static void tf_layer_backward_chunk(ac_nn_model *m, size_t l, size_t chunk, size
         ac_nn_linear_backward_input(gln, gf, LP(L_FCW), nr, C, F, 1);
         /* ln1 = LN1(res2) */
         ac_nn_layernorm_backward(gres2, NULL, gln, res2, LP(L_LN1W), m1, s1, nr, C);
-        /* res2 = x + atty Wo^T + bo */
-        ac_nn_linear_backward_input(gatty, gres2, LP(L_PROJW), nr, D, C, 0);
-        ac_nn_attention_backward(gqkv, scr, gatty, qkv, att, nb, T, H, S, c->causal);
-        /* qkv = x Wqkv^T + b */
         memcpy(gx, gres2, nr * C * sizeof *gx);
-        ac_nn_linear_backward_input(gx, gqkv, LP(L_QKVW), nr, C, 3 * D, 1);
+        if (w->merge) {
+            nn_merged_block_backward(m, l, gx, 1, gres2, gatty, gqkv, scr, qkv, att, nb);
+        } else {
+            /* res2 = x + atty Wo^T + bo */
+            ac_nn_linear_backward_input(gatty, gres2, LP(L_PROJW), nr, D, C, 0);
+            ac_nn_attention_backward(gqkv, scr, gatty, qkv, att, nb, T, H, S, c->causal);
+            /* qkv = x Wqkv^T + b */
+            ac_nn_linear_backward_input(gx, gqkv, LP(L_QKVW), nr, C, 3 * D, 1);
+        }
         col_sums(bp + bs.fcp, gln1, nr, C);
     }
     /* the biases of the two products and the attention's qkv */
     col_sums(bp + bs.fc, gf, nr, F);
     col_sums(bp + bs.proj, gres2, nr, C);
-    col_sums(bp + bs.qkv, gqkv, nr, 3 * D);
+    col_sums(bp + bs.qkv, gqkv, nr, w->merge ? 3 * H * C : 3 * D);
 #undef LP
+}
+
+/* Phase-2 tasks of a layer's attention block: the weight gradients of the
+ * output projection and of qkv, or with merged heads those of Mq and Mv
+ * (rows [0,HC) and [2HC,3HC) of w->mrg_grad; attn_merged.c), whose bias
+ * and chain-rule parts follow in tf_layer_tasks and tf_backward. */
+static void push_attn(ac_nn_model *m, task_list *L, double *dwproj, double *dwqkv,
+                      const double *atty, const double *xin)
+{
+    ac_nn_work *w = m->w;
+    size_t N = w->B * w->T, C = m->cfg.width, D = m->D;
+    if (w->merge) {
+        size_t HC = m->cfg.heads * C;
+        memset(w->mrg_grad, 0, 3 * HC * C * sizeof *w->mrg_grad);
+        push_linear_rows(L, w->mrg_grad, NULL, w->gqkv, xin, N, C, 3 * HC, 0, HC);
+        push_linear_rows(L, w->mrg_grad, NULL, w->gqkv, xin, N, C, 3 * HC, 2 * HC, 3 * HC);
+        return;
+    }
+    push_linear(L, dwproj, NULL, w->gres2, atty, N, D, C);
+    push_linear(L, dwqkv, NULL, w->gqkv, xin, N, C, 3 * D);
 }
 
 /* Phase-2 tasks of transformer layer l. */
@@ -257,25 +294,37 @@ static void tf_layer_tasks(ac_nn_model *m, size_t l, task_list *L)
         push_linear(L, LG(L_FCPW), NULL, w->gout, A->fchg, N, F, C);
         push_linear(L, LG(L_FCW), NULL, w->gf, A->ln2, N, C, F);
         push_ln(L, LG(L_LN2W), LG(L_LN2B), w->gln, A->res2, A->ln2_mean, A->ln2_rstd, N, C);
-        push_linear(L, LG(L_PROJW), NULL, w->gres2, A->atty, N, D, C);
-        push_linear(L, LG(L_QKVW), NULL, w->gqkv, A->ln1, N, C, 3 * D);
+        push_attn(m, L, LG(L_PROJW), LG(L_QKVW), A->atty, A->ln1);
         push_ln(L, LG(L_LN1W), LG(L_LN1B), w->gln1, x, A->ln1_mean, A->ln1_rstd, N, C);
     } else {
         push_ln(L, LG(L_LN2W), LG(L_LN2B), w->gout, A->res3, A->ln2_mean, A->ln2_rstd, N, C);
         push_linear(L, LG(L_FCPW), NULL, w->gln1, A->fchg, N, F, C);
         push_linear(L, LG(L_FCW), NULL, w->gf, A->ln1, N, C, F);
         push_ln(L, LG(L_LN1W), LG(L_LN1B), w->gln, A->res2, A->ln1_mean, A->ln1_rstd, N, C);
-        push_linear(L, LG(L_PROJW), NULL, w->gres2, A->atty, N, D, C);
-        push_linear(L, LG(L_QKVW), NULL, w->gqkv, x, N, C, 3 * D);
+        push_attn(m, L, LG(L_PROJW), LG(L_QKVW), A->atty, x);
     }
     /* bias gradients: the chunks' column sums added in chunk order (the cut
      * into chunks depends only on B and T, never on threads) */
     bias_slots bs = layer_bias_slots(m);
     size_t nch = (w->B + w->spc - 1) / w->spc;
-    const size_t off[4] = {bs.fcp, bs.fc, bs.proj, bs.qkv}, len[4] = {C, F, C, 3 * D};
-    double *db[4] = {LG(L_FCPB), LG(L_FCB), LG(L_PROJB), LG(L_QKVB)};
+    const size_t off[5] = {bs.fcp, bs.fc, bs.proj, bs.qkv, bs.proj};
+    size_t len[5] = {C, F, C, 3 * D, 0};
+    double *db[5] = {LG(L_FCPB), LG(L_FCB), LG(L_PROJB), LG(L_QKVB), NULL};
+    int nk = 4;
+    if (w->merge) {
+        /* the gradients of uq (the Q' columns' bias) and of be (= this pass's
+         * projection-bias gradient), for nn_merged_param_grads */
+        size_t HC = c->heads * C;
+        double *du = w->mrg_grad + 3 * HC * C;
+        memset(du, 0, (HC + C) * sizeof *du);
+        len[3] = HC;
+        db[3] = du;
+        len[4] = C;
+        db[4] = du + HC;
+        nk = 5;
+    }
     for (size_t ch = 0; ch < nch; ch++)
-        for (int k = 0; k < 4; k++) {
+        for (int k = 0; k < nk; k++) {
             const double *p = w->bias_part + ch * bs.n + off[k];
             double *d = db[k];
 #pragma omp simd
@@ -317,6 +366,8 @@ static void tf_backward(ac_nn_model *m)
         }
         tf_layer_tasks(m, l, &L);
         run_tasks(m, &L);
+        if (w->merge)
+            nn_merged_param_grads(m, l);
         double *t = w->gout;
         w->gout = w->gx;
         w->gx = t;

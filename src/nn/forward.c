@@ -9,12 +9,34 @@
 
 #include "nn/nn_impl.h"
 
+/* res2 (nr,C) = xres + the attention block of layer l on xin (merged heads
+ * when w->merge: attn_merged.c). */
+static void attn_block_forward(const ac_nn_model *m, size_t l, double *res2, double *qkv,
+                               double *atty, double *att, const double *xin, const double *xres,
+                               size_t nb, const size_t *klen)
+{
+    const ac_nn_config *c = &m->cfg;
+    size_t T = m->w->T, C = c->width, D = m->D, H = c->heads, S = m->S, nr = nb * T;
+    if (m->w->merge) {
+        nn_merged_block_forward(m, l, res2, qkv, atty, att, xin, xres, nb, klen);
+        return;
+    }
+    const double *p = PAR(m, m->w->i_layer0 + (long)(l * L_NTENSORS));
+    const ac_nn_tensor *tt = &m->tensors[m->w->i_layer0 + l * L_NTENSORS];
+#define LP(slot) (p + (tt[slot].offset - tt[0].offset))
+    ac_nn_linear_forward(qkv, xin, LP(L_QKVW), LP(L_QKVB), nr, C, 3 * D, 0);
+    nn_attention_forward_len(atty, att, qkv, nb, T, H, S, c->causal, klen);
+    ac_nn_residual_forward(res2, xres, LP(L_PROJB), nr, C);
+    ac_nn_linear_forward(res2, atty, LP(L_PROJW), NULL, nr, D, C, 1);
+#undef LP
+}
+
 /* The transformer on sequences [b0, b0+nb). */
 static void tf_forward_chunk(ac_nn_model *m, size_t chunk, size_t b0, size_t nb, size_t B)
 {
     const ac_nn_config *c = &m->cfg;
     ac_nn_work *w = m->w;
-    size_t T = w->T, C = c->width, D = m->D, H = c->heads, S = m->S, F = c->ffn;
+    size_t T = w->T, C = c->width, D = m->D, H = c->heads, F = c->ffn;
     size_t r0 = b0 * T, nr = nb * T;
     double *x0 = w->enc + r0 * C;
     if (c->input == AC_NN_INPUT_TOKENS) {
@@ -44,20 +66,14 @@ static void tf_forward_chunk(ac_nn_model *m, size_t chunk, size_t b0, size_t nb,
         double *m2 = A->ln2_mean + r0, *s2 = A->ln2_rstd + r0;
         if (c->ln == AC_NN_LN_PRE) {
             ac_nn_layernorm_forward(ln1, m1, s1, x, LP(L_LN1W), LP(L_LN1B), nr, C);
-            ac_nn_linear_forward(qkv, ln1, LP(L_QKVW), LP(L_QKVB), nr, C, 3 * D, 0);
-            nn_attention_forward_len(atty, att, qkv, nb, T, H, S, c->causal, klen);
-            ac_nn_residual_forward(res2, x, LP(L_PROJB), nr, C);
-            ac_nn_linear_forward(res2, atty, LP(L_PROJW), NULL, nr, D, C, 1);
+            attn_block_forward(m, l, res2, qkv, atty, att, ln1, x, nb, klen);
             ac_nn_layernorm_forward(ln2, m2, s2, res2, LP(L_LN2W), LP(L_LN2B), nr, C);
             ac_nn_linear_forward(fch, ln2, LP(L_FCW), LP(L_FCB), nr, C, F, 0);
             ac_nn_gelu_forward(fchg, fch, nr * F);
             ac_nn_residual_forward(res3, res2, LP(L_FCPB), nr, C);
             ac_nn_linear_forward(res3, fchg, LP(L_FCPW), NULL, nr, F, C, 1);
         } else {
-            ac_nn_linear_forward(qkv, x, LP(L_QKVW), LP(L_QKVB), nr, C, 3 * D, 0);
-            nn_attention_forward_len(atty, att, qkv, nb, T, H, S, c->causal, klen);
-            ac_nn_residual_forward(res2, x, LP(L_PROJB), nr, C);
-            ac_nn_linear_forward(res2, atty, LP(L_PROJW), NULL, nr, D, C, 1);
+            attn_block_forward(m, l, res2, qkv, atty, att, x, x, nb, klen);
             ac_nn_layernorm_forward(ln1, m1, s1, res2, LP(L_LN1W), LP(L_LN1B), nr, C);
             ac_nn_linear_forward(fch, ln1, LP(L_FCW), LP(L_FCB), nr, C, F, 0);
             ac_nn_gelu_forward(fchg, fch, nr * F);
@@ -255,6 +271,8 @@ int ac_nn_forward(ac_nn_model *m, const ac_nn_batch *b, ac_nn_stats *st, ac_err 
     w->spc = seqs_per_chunk(T);
     size_t spc = w->spc, nch = (B + spc - 1) / spc;
     int bt = blas_single();
+    if (c->arch == AC_NN_ARCH_TRANSFORMER && w->merge)
+        nn_merged_prepare(m);
 #pragma omp parallel for schedule(dynamic, 1) if (nch > 1)
     for (size_t ch = 0; ch < nch; ch++) {
         size_t b0 = ch * spc, nb = b0 + spc <= B ? spc : B - b0;

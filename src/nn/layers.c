@@ -21,8 +21,6 @@
 #include "attention/softmax.h"
 #include "core/exp_kernel.h"
 
-#define BLAS_INT(x) ((blasint)(x))
-
 /* ---------------------------------------------------------------- exp */
 
 void ac_nn_exp(double *y, const double *x, size_t n)

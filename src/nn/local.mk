@@ -10,6 +10,7 @@ src_libattncheck_la_SOURCES += \
 	src/nn/nn_tgemm.h \
 	src/nn/nn_tgemm.c \
 	src/nn/attn_tiled.c \
+	src/nn/attn_merged.c \
 	src/nn/model.c \
 	src/nn/forward.c \
 	src/nn/backward.c \

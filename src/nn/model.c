@@ -353,6 +353,15 @@ static int alloc_acts(ac_nn_model *m, ac_err *err)
     w->tasks = malloc(tiles * sizeof *w->tasks);
     if (!w->tasks)
         return ac_err_set(err, AC_EINTERNAL, "out of memory");
+    /* merged heads: weights of every layer, gradients of one (attn_merged.c) */
+    if (nn_merge_eligible(m)) {
+        size_t HC = H * C, per = 2 * C * HC + HC + C; /* HC <= D, so no overflow */
+        w->mrg = malloc((L > 0 ? per * L : 1) * sizeof *w->mrg);
+        w->mrg_grad = malloc((3 * HC * C + HC + C) * sizeof *w->mrg_grad);
+        if (!w->mrg || !w->mrg_grad)
+            return ac_err_set(err, AC_EINTERNAL, "out of memory");
+        w->merge = 1;
+    }
     return AC_OK;
 }
 
@@ -378,6 +387,8 @@ void ac_nn_model_free(ac_nn_model *m)
         free(w->norm_part);
         free(w->bias_part);
         free(w->tasks);
+        free(w->mrg);
+        free(w->mrg_grad);
         free(w);
     }
     memset(m, 0, sizeof *m);

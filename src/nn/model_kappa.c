@@ -395,6 +395,10 @@ int ac_mkappa_trainer(ac_mkappa_result *r, ac_trainer *tr, const ac_mkappa_opts 
     if (o->batches < 1)
         return ac_err_set_field(err, AC_EUSAGE, "batches", "batches must be at least 1");
     size_t B = c->batch, T = c->seq, want = o->batches * B;
+    /* the blocks measured are the heads' outputs (atty) of the unmerged
+     * layer; merged heads (attn_merged.c) would leave their sums there */
+    int merged = m->w->merge;
+    nn_merge_set(m, 0);
     r->cfg = *c;
     r->step = tr->step;
     r->nparams = m->nparams;
@@ -445,6 +449,7 @@ int ac_mkappa_trainer(ac_mkappa_result *r, ac_trainer *tr, const ac_mkappa_opts 
     r->sequences = want;
     st = finish_layers(r, want, err);
 out:
+    nn_merge_set(m, merged);
     file_data_free(&fd);
     if (st)
         ac_mkappa_free(r);

@@ -206,7 +206,16 @@ struct ac_nn_work {
     double *norm_part;
     nn_task *tasks;
     size_t ntasks_cap;
+    /* merged heads (attn_merged.c; transformer with head size >= width):
+     * merge on/off, per layer Mq (C,HC), Mv (C,HC), uq (HC), be (C), and
+     * one layer's gradients of them: dMq^T, dMv^T as rows [0,HC) and
+     * [2HC,3HC) of a (3HC, C) block, then duq (HC), dbe (C) */
+    int merge;
+    double *mrg, *mrg_grad;
 };
+
+/* A size as the BLAS's integer type (cblas.h's blasint). */
+#define BLAS_INT(x) ((blasint)(x))
 
 /* The parameters and the gradient of tensor i. */
 #define PAR(m, i) ((m)->params + (m)->tensors[(i)].offset)
@@ -256,6 +265,30 @@ static inline const double *layer_output(const ac_nn_model *m, size_t l)
  * sum att datt) = 0 wherever att = 0. */
 void nn_attention_forward_len(double *out, double *att, const double *qkv, size_t B, size_t T,
                               size_t H, size_t S, int causal, const size_t *klen);
+
+/* ---- merged heads (attn_merged.c; doc/mathematics.md §6.5) ----
+ * nn_merge_eligible: a transformer whose head size is at least its width;
+ * nn_merge_set: use the merged block (on: if eligible; it is on by default
+ *   after ac_nn_model_init) or the unmerged one, whose per-head outputs
+ *   (atty) some callers read (model_kappa.c);
+ * nn_merged_prepare: the merged weights of every layer, from the
+ *   parameters (at the start of each forward pass);
+ * nn_merged_block_forward: res (N,C) = xres + attention block of xin, with
+ *   qkv (N,3HC), atty (N,HC), att (nb,H,T,T) as in the unmerged layer;
+ * nn_merged_block_backward: gxin (=, or += if accumulate) the gradient of
+ *   xin given gres; gatty, gqkv, scratch as in the unmerged layer;
+ * nn_merged_param_grads: after the phase-2 tiles have filled w->mrg_grad
+ *   for layer l, add the gradients of Wqkv, bqkv, Wproj. */
+int nn_merge_eligible(const ac_nn_model *m);
+void nn_merge_set(ac_nn_model *m, int on);
+void nn_merged_prepare(ac_nn_model *m);
+void nn_merged_block_forward(const ac_nn_model *m, size_t l, double *res, double *qkv,
+                             double *atty, double *att, const double *xin, const double *xres,
+                             size_t nb, const size_t *klen);
+void nn_merged_block_backward(const ac_nn_model *m, size_t l, double *gxin, int accumulate,
+                              const double *gres, double *gatty, double *gqkv, double *scratch,
+                              const double *qkv, const double *att, size_t nb);
+void nn_merged_param_grads(ac_nn_model *m, size_t l);
 
 /* ---- checkpoints (checkpoint.c writes, checkpoint_load.c reads) ---- */
 #define AC_CKPT_FORMAT "attncheck-train-checkpoint"
