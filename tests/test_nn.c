@@ -9,7 +9,8 @@
  *   - every backward against central finite differences of the forward
  *     (Richardson-extrapolated), for each layer and for whole small models of
  *     every architecture, head, LayerNorm placement and attention kind;
- *   - determinism: bit-identical loss and gradients for 1, 2 and 3 threads.
+ *   - determinism: bit-identical loss and gradients for 1, 2 and 3 threads;
+ *   - merged heads (attn_merged.c) against the unmerged block.
  *
  * Finite differences.  For f evaluated with absolute rounding error at most
  * e_f, D(h) = (f(x+h) - f(x-h)) / (2h) has error h^2 |f'''|/6 + e_f/h; the
@@ -34,6 +35,7 @@
 #include "attncheck/blas.h"
 #include "attncheck/nn.h"
 #include "attncheck/rng.h"
+#include "nn/nn_impl.h"
 #include "testutil.h"
 
 static const double U = 0x1p-53;
@@ -545,6 +547,19 @@ static size_t model_cases(model_case *mc)
     c.ln = AC_NN_LN_POST;
     c.layers = 1;
     mc[n++] = (model_case){"vectors regress post 1 layer", c, 2, 5};
+    /* heads at least as wide as the model: the merged block (attn_merged.c) */
+    ac_nn_config g = base_tf();
+    g.kind = AC_NN_ATTN_FIXED;
+    g.heads = 3;
+    g.head_dim = 8;
+    mc[n++] = (model_case){"pre-LN merged heads, S = C", g, 3, 5};
+    g.ln = AC_NN_LN_POST;
+    g.causal = 0;
+    g.head_dim = 11;
+    mc[n++] = (model_case){"post-LN merged heads, S > C", g, 2, 6};
+    g = base_tf();
+    g.heads = 1;
+    mc[n++] = (model_case){"one standard head (merged)", g, 3, 5};
     ac_nn_config a;
     memset(&a, 0, sizeof a);
     a.arch = AC_NN_ARCH_ATTENTION;
@@ -610,7 +625,7 @@ static void free_batch(ac_nn_batch *b)
 
 START_TEST(test_fd_models)
 {
-    model_case mc[16];
+    model_case mc[24];
     size_t n = model_cases(mc);
     for (size_t k = 0; k < n; k++) {
         ac_nn_model m;
@@ -654,7 +669,7 @@ END_TEST
 START_TEST(test_threads_deterministic)
 {
 #ifdef _OPENMP
-    model_case mc[16];
+    model_case mc[24];
     size_t n = model_cases(mc);
     /* and one whose causal attention takes the row strips on the tiled
      * product (AVX-512 builds: S > 16, T > 8) */
@@ -709,6 +724,78 @@ START_TEST(test_threads_deterministic)
     }
     omp_set_num_threads(saved);
 #endif
+}
+END_TEST
+
+/* Merged heads (attn_merged.c) against the unmerged block on the same
+ * weights: the same function and gradients, so they differ by rounding
+ * only, within the normwise bound train_torch.py derives for two
+ * implementations of one model (per tensor, max|g_merged - g| <= tol
+ * max|g|, tol = 2 * 16 * 12 (L + 2) n u, n the longest reduction), and the
+ * key bias has an exactly zero gradient in the merged block (a softmax row
+ * is unchanged by a constant). */
+START_TEST(test_merged_vs_unmerged)
+{
+    model_case mc[24];
+    size_t n = model_cases(mc), checked = 0;
+    for (size_t k = 0; k < n; k++) {
+        ac_nn_model m;
+        ac_err err;
+        ck_assert(ac_nn_model_init(&m, &mc[k].c, mc[k].B, mc[k].T, &err) == AC_OK);
+        if (!nn_merge_eligible(&m)) {
+            ck_assert_msg(!m.w->merge, "%s: merged heads on an ineligible model", mc[k].name);
+            ac_nn_model_free(&m);
+            continue;
+        }
+        ck_assert_msg(m.w->merge, "%s: merged heads are off by default", mc[k].name);
+        ac_nn_model_init_weights(&m, test_seed_value + k, 0.4);
+        test_rng r;
+        test_rng_init(&r, 300 + k);
+        for (size_t i = 0; i < m.nparams; i++)
+            m.params[i] += 0.1 * test_rng_gauss(&r); /* biases away from 0 */
+        ac_nn_batch b;
+        make_batch(&b, &mc[k].c, mc[k].B, mc[k].T, test_seed_value + k);
+        double loss[2], *g[2];
+        for (int merged = 1; merged >= 0; merged--) {
+            nn_merge_set(&m, merged);
+            ck_assert_int_eq(m.w->merge, merged);
+            ac_nn_stats st;
+            ck_assert(ac_nn_forward(&m, &b, &st, &err) == AC_OK);
+            ac_nn_zero_grad(&m);
+            ac_nn_backward(&m);
+            loss[merged] = st.loss;
+            g[merged] = vec(m.nparams);
+            memcpy(g[merged], m.grads, m.nparams * sizeof(double));
+        }
+        const ac_nn_config *c = &mc[k].c;
+        size_t red = mc[k].B * mc[k].T;
+        size_t cand[4] = {m.D, c->ffn, c->vocab, c->width};
+        for (int i = 0; i < 4; i++)
+            red = cand[i] > red ? cand[i] : red;
+        double tol = 2.0 * 16 * 12 * (double)(c->layers + 2) * (double)red * U;
+        ck_assert_msg(fabs(loss[1] - loss[0]) <= tol * fabs(loss[0]), "%s: loss %.17g vs %.17g",
+                      mc[k].name, loss[1], loss[0]);
+        for (size_t t = 0; t < m.ntensors; t++) {
+            const ac_nn_tensor *tt = &m.tensors[t];
+            double scale = 0, diff = 0;
+            for (size_t i = tt->offset; i < tt->offset + tt->size; i++) {
+                scale = fmax(scale, fabs(g[0][i]));
+                diff = fmax(diff, fabs(g[1][i] - g[0][i]));
+            }
+            ck_assert_msg(diff <= tol * scale, "%s: %s: max|diff| %.3g > %.3g x max|g| %.3g",
+                          mc[k].name, tt->name, diff, tol, scale);
+            if (strstr(tt->name, "attn.qkv.bias"))
+                for (size_t i = m.D; i < 2 * m.D; i++)
+                    ck_assert_msg(g[1][tt->offset + i] == 0.0, "%s: key bias gradient %g",
+                                  mc[k].name, g[1][tt->offset + i]);
+        }
+        checked++;
+        free(g[0]);
+        free(g[1]);
+        free_batch(&b);
+        ac_nn_model_free(&m);
+    }
+    ck_assert_uint_ge(checked, 3);
 }
 END_TEST
 
@@ -847,7 +934,7 @@ START_TEST(test_tensor_table)
 {
     /* the blocks are carved without gaps, and the attention stacks are
      * consecutive (Wq, Wk, Wv form one (3D, C) matrix) */
-    model_case mc[16];
+    model_case mc[24];
     size_t n = model_cases(mc);
     for (size_t k = 0; k < n; k++) {
         ac_nn_model m;
@@ -889,6 +976,7 @@ int main(void)
     tcase_set_timeout(tm, 300);
     tcase_add_test(tm, test_fd_models);
     tcase_add_test(tm, test_threads_deterministic);
+    tcase_add_test(tm, test_merged_vs_unmerged);
     tcase_add_test(tm, test_adamw);
     tcase_add_test(tm, test_adamw_vector);
     tcase_add_test(tm, test_errors);
