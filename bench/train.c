@@ -9,7 +9,9 @@
  * loss L gflops G cpu_ms Z": G = the step's matrix-product flops (forward
  * 2 m n k per product, backward twice that; attention counted dense, T^2
  * per head, as a dgemm implementation computes it, although the causal
- * paths skip most of the masked half) / step time; Z = the process's CPU
+ * paths skip most of the masked half; with heads at least as wide as the
+ * model, the products the merged block computes: src/nn/attn_merged.c)
+ * / step time; Z = the process's CPU
  * time per step (all threads, clock_gettime(CLOCK_PROCESS_CPUTIME_ID)),
  * which a loaded machine inflates much less than the wall clock.
  *
@@ -149,8 +151,14 @@ int main(int argc, char **argv)
     /* matrix-product flops of one forward: per layer qkv, projection, FFN;
      * attention scores and weighted sum per (sequence, head); the LM head */
     double T = (double)c.max_seq, C = (double)c.width, D = (double)m.D, F = (double)c.ffn;
-    double fwd = (double)c.layers * (2.0 * (double)N * (C * 3 * D + D * C + 2 * C * F) +
-                                     4.0 * (double)B * (double)c.heads * T * T * (double)m.S) +
+    double H = (double)c.heads, S = (double)m.S;
+    /* heads at least as wide as the model run merged (src/nn/attn_merged.c):
+     * products Q' and V' of width H C, attention at head size C, no key or
+     * output projection */
+    double attn = m.S >= c.width ? 2.0 * (double)N * C * 2 * H * C + 4.0 * (double)B * H * T * T * C
+                                 : 2.0 * (double)N * (C * 3 * D + D * C) +
+                                       4.0 * (double)B * H * T * T * S;
+    double fwd = (double)c.layers * (attn + 2.0 * (double)N * 2 * C * F) +
                  2.0 * (double)N * C * (double)c.vocab;
     printf("attncheck tokens_per_s %.0f step_ms %.2f params %zu threads %d loss %.6f gflops %.2f "
            "cpu_ms %.2f\n",

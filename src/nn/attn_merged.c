@@ -1,6 +1,6 @@
 /* attn_merged.c — the attention block of a transformer layer with each
  * head's two products merged, for heads at least as wide as the model
- * (head size S >= width C; doc/mathematics.md §6.5).
+ * (head size S >= width C; doc/mathematics.md §6.7).
  *
  * A head computes softmax((x Wq_h^T + bq_h)(x Wk_h^T + bk_h)^T / sqrt(S))
  * (x Wv_h^T + bv_h) Wp_h^T, Wp_h = columns [hS, hS+S) of the output

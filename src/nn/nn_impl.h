@@ -266,7 +266,7 @@ static inline const double *layer_output(const ac_nn_model *m, size_t l)
 void nn_attention_forward_len(double *out, double *att, const double *qkv, size_t B, size_t T,
                               size_t H, size_t S, int causal, const size_t *klen);
 
-/* ---- merged heads (attn_merged.c; doc/mathematics.md §6.5) ----
+/* ---- merged heads (attn_merged.c; doc/mathematics.md §6.7) ----
  * nn_merge_eligible: a transformer whose head size is at least its width;
  * nn_merge_set: use the merged block (on: if eligible; it is on by default
  *   after ac_nn_model_init) or the unmerged one, whose per-head outputs
