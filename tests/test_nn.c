@@ -730,14 +730,55 @@ END_TEST
 /* Merged heads (attn_merged.c) against the unmerged block on the same
  * weights: the same function and gradients, so they differ by rounding
  * only, within the normwise bound train_torch.py derives for two
- * implementations of one model (per tensor, max|g_merged - g| <= tol
- * max|g|, tol = 2 * 16 * 12 (L + 2) n u, n the longest reduction), and the
+ * implementations of one model, applied to the whole gradient vector
+ * (max|g_merged - g| <= tol max|g| over all parameters, tol = 2 * 16 * 12
+ * (L + 2) n u, n the longest reduction; a wrong term misses by 1e-4 or more
+ * of max|g|, as the planted bugs of the PyTorch check show), and the
  * key bias has an exactly zero gradient in the merged block (a softmax row
  * is unchanged by a constant). */
+/* Random transformers with head size S >= width C: widths 1 to 13 (not
+ * multiples of the register tiles), S = C, C + 1 or 2C + 3, 1 to 5 heads,
+ * sequences of 1 to 9 tokens, 1 to 4 of them, causal or not, pre- or
+ * post-LN, LM, classification or regression head. */
+static size_t merged_cases(model_case *mc, size_t cap, uint64_t seed)
+{
+    ac_rng r;
+    ac_rng_init(&r, seed, 0x6d657267 /* "merg" */, 0);
+    size_t n = 0;
+    while (n < cap) {
+        ac_nn_config c = base_tf();
+        c.width = 1 + (size_t)ac_rng_below(&r, 13);
+        c.heads = 1 + (size_t)ac_rng_below(&r, 5);
+        c.kind = AC_NN_ATTN_FIXED;
+        size_t pick = (size_t)ac_rng_below(&r, 3);
+        c.head_dim = pick == 0 ? c.width : pick == 1 ? c.width + 1 : 2 * c.width + 3;
+        c.layers = 1 + (size_t)ac_rng_below(&r, 2);
+        c.ffn = 1 + (size_t)ac_rng_below(&r, 9);
+        c.causal = (int)ac_rng_below(&r, 2);
+        c.ln = ac_rng_below(&r, 2) ? AC_NN_LN_POST : AC_NN_LN_PRE;
+        size_t head = (size_t)ac_rng_below(&r, 3);
+        c.max_seq = 9;
+        if (head == 1) {
+            c.head = AC_NN_HEAD_CLASSIFY;
+            c.out_dim = 3;
+            c.pool = AC_NN_POOL_MEAN;
+        } else if (head == 2) {
+            c.input = AC_NN_INPUT_VECTORS;
+            c.in_dim = 2;
+            c.head = AC_NN_HEAD_REGRESS;
+            c.out_dim = 2;
+        }
+        size_t B = 1 + (size_t)ac_rng_below(&r, 4), T = 1 + (size_t)ac_rng_below(&r, 9);
+        mc[n++] = (model_case){"random merged", c, B, T};
+    }
+    return n;
+}
+
 START_TEST(test_merged_vs_unmerged)
 {
-    model_case mc[24];
+    model_case mc[24 + 40];
     size_t n = model_cases(mc), checked = 0;
+    n += merged_cases(mc + n, 40, test_seed_value);
     for (size_t k = 0; k < n; k++) {
         ac_nn_model m;
         ac_err err;
@@ -773,8 +814,12 @@ START_TEST(test_merged_vs_unmerged)
         for (int i = 0; i < 4; i++)
             red = cand[i] > red ? cand[i] : red;
         double tol = 2.0 * 16 * 12 * (double)(c->layers + 2) * (double)red * U;
-        ck_assert_msg(fabs(loss[1] - loss[0]) <= tol * fabs(loss[0]), "%s: loss %.17g vs %.17g",
-                      mc[k].name, loss[1], loss[0]);
+        ck_assert_msg(fabs(loss[1] - loss[0]) <= tol * fabs(loss[0]),
+                      "%s (case %zu, seed %llu): loss %.17g vs %.17g", mc[k].name, k,
+                      (unsigned long long)test_seed_value, loss[1], loss[0]);
+        double gmax = 0;
+        for (size_t i = 0; i < m.nparams; i++)
+            gmax = fmax(gmax, fabs(g[0][i]));
         for (size_t t = 0; t < m.ntensors; t++) {
             const ac_nn_tensor *tt = &m.tensors[t];
             double scale = 0, diff = 0;
@@ -782,8 +827,15 @@ START_TEST(test_merged_vs_unmerged)
                 scale = fmax(scale, fabs(g[0][i]));
                 diff = fmax(diff, fabs(g[1][i] - g[0][i]));
             }
-            ck_assert_msg(diff <= tol * scale, "%s: %s: max|diff| %.3g > %.3g x max|g| %.3g",
-                          mc[k].name, tt->name, diff, tol, scale);
+            /* normwise over the whole gradient: a tensor whose gradient
+             * cancels (a LayerNorm of width 1 or 2, a nearly unused input)
+             * carries rounding errors of the size of the terms that cancel,
+             * which are of the order of the whole gradient, not of its own */
+            ck_assert_msg(diff <= tol * gmax,
+                          "%s (case %zu, seed %llu): %s: max|diff| %.3g > %.3g x max|g| %.3g "
+                          "(this tensor's max|g| %.3g)",
+                          mc[k].name, k, (unsigned long long)test_seed_value, tt->name, diff,
+                          tol, gmax, scale);
             if (strstr(tt->name, "attn.qkv.bias"))
                 for (size_t i = m.D; i < 2 * m.D; i++)
                     ck_assert_msg(g[1][tt->offset + i] == 0.0, "%s: key bias gradient %g",
@@ -795,7 +847,7 @@ START_TEST(test_merged_vs_unmerged)
         free_batch(&b);
         ac_nn_model_free(&m);
     }
-    ck_assert_uint_ge(checked, 3);
+    ck_assert_uint_ge(checked, 43);
 }
 END_TEST
 
