@@ -186,13 +186,36 @@ static void tf_head_backward_chunk(ac_nn_model *m, size_t b0, size_t nb)
                              w->lnf_mean + r0, w->lnf_rstd + r0, nr, C);
 }
 
+/* The attention block of layer l on one chunk (res = xres + block(xin)):
+ * gxin (=, or += if accumulate) the gradient of xin given gres; merged heads
+ * when w->merge (attn_merged.c), else the projection, the attention and qkv. */
+static void attn_block_backward(const ac_nn_model *m, size_t l, double *gxin, int accumulate,
+                                const double *gres, double *gatty, double *gqkv, double *scr,
+                                const double *qkv, const double *att, size_t nb)
+{
+    const ac_nn_config *c = &m->cfg;
+    size_t T = m->w->T, C = c->width, D = m->D, H = c->heads, S = m->S, nr = nb * T;
+    if (m->w->merge) {
+        nn_merged_block_backward(m, l, gxin, accumulate, gres, gatty, gqkv, scr, qkv, att, nb);
+        return;
+    }
+    const double *p = PAR(m, m->w->i_layer0 + (long)(l * L_NTENSORS));
+    const ac_nn_tensor *tt = &m->tensors[m->w->i_layer0 + l * L_NTENSORS];
+#define LP(slot) (p + (tt[slot].offset - tt[0].offset))
+    /* res = xres + atty Wo^T + bo, atty = attention(qkv), qkv = xin Wqkv^T + b */
+    ac_nn_linear_backward_input(gatty, gres, LP(L_PROJW), nr, D, C, 0);
+    ac_nn_attention_backward(gqkv, scr, gatty, qkv, att, nb, T, H, S, c->causal);
+    ac_nn_linear_backward_input(gxin, gqkv, LP(L_QKVW), nr, C, 3 * D, accumulate);
+#undef LP
+}
+
 /* One transformer layer, phase 1, on one chunk: from w->gout (gradient of
  * the layer's output) to w->gx (gradient of its input). */
 static void tf_layer_backward_chunk(ac_nn_model *m, size_t l, size_t chunk, size_t b0, size_t nb)
 {
     const ac_nn_config *c = &m->cfg;
     ac_nn_work *w = m->w;
-    size_t T = w->T, C = c->width, D = m->D, H = c->heads, S = m->S, F = c->ffn;
+    size_t T = w->T, C = c->width, D = m->D, H = c->heads, F = c->ffn;
     size_t r0 = b0 * T, nr = nb * T;
     const double *p = PAR(m, w->i_layer0 + (long)(l * L_NTENSORS));
     const ac_nn_tensor *tt = &m->tensors[w->i_layer0 + l * L_NTENSORS];
@@ -218,15 +241,8 @@ static void tf_layer_backward_chunk(ac_nn_model *m, size_t l, size_t chunk, size
         ac_nn_linear_backward_input(gln, gf, LP(L_FCW), nr, C, F, 0);
         /* ln2 = LN2(res2), and res2 also feeds res3 directly */
         ac_nn_layernorm_backward(gres2, gout, gln, res2, LP(L_LN2W), m2, s2, nr, C);
-        if (w->merge) {
-            nn_merged_block_backward(m, l, gln1, 0, gres2, gatty, gqkv, scr, qkv, att, nb);
-        } else {
-            /* res2 = x + atty Wo^T + bo */
-            ac_nn_linear_backward_input(gatty, gres2, LP(L_PROJW), nr, D, C, 0);
-            ac_nn_attention_backward(gqkv, scr, gatty, qkv, att, nb, T, H, S, c->causal);
-            /* qkv = ln1 Wqkv^T + b, ln1 = LN1(x), and x also feeds res2 */
-            ac_nn_linear_backward_input(gln1, gqkv, LP(L_QKVW), nr, C, 3 * D, 0);
-        }
+        /* res2 = x + attention(ln1), ln1 = LN1(x), and x also feeds res2 */
+        attn_block_backward(m, l, gln1, 0, gres2, gatty, gqkv, scr, qkv, att, nb);
         ac_nn_layernorm_backward(gx, gres2, gln1, x, LP(L_LN1W), m1, s1, nr, C);
         col_sums(bp + bs.fcp, gout, nr, C);
     } else {
@@ -241,15 +257,8 @@ static void tf_layer_backward_chunk(ac_nn_model *m, size_t l, size_t chunk, size
         /* ln1 = LN1(res2) */
         ac_nn_layernorm_backward(gres2, NULL, gln, res2, LP(L_LN1W), m1, s1, nr, C);
         memcpy(gx, gres2, nr * C * sizeof *gx);
-        if (w->merge) {
-            nn_merged_block_backward(m, l, gx, 1, gres2, gatty, gqkv, scr, qkv, att, nb);
-        } else {
-            /* res2 = x + atty Wo^T + bo */
-            ac_nn_linear_backward_input(gatty, gres2, LP(L_PROJW), nr, D, C, 0);
-            ac_nn_attention_backward(gqkv, scr, gatty, qkv, att, nb, T, H, S, c->causal);
-            /* qkv = x Wqkv^T + b */
-            ac_nn_linear_backward_input(gx, gqkv, LP(L_QKVW), nr, C, 3 * D, 1);
-        }
+        /* res2 = x + attention(x) */
+        attn_block_backward(m, l, gx, 1, gres2, gatty, gqkv, scr, qkv, att, nb);
         col_sums(bp + bs.fcp, gln1, nr, C);
     }
     /* the biases of the two products and the attention's qkv */
