@@ -44,7 +44,9 @@ void train_print_header(const ac_trainer *tr, size_t last, int nthreads)
 
 /* The bar takes the room the text leaves on the row (at most 30 columns;
  * none when fewer than 8 are left), so that the line never wraps: a wrapped
- * line cannot be redrawn in place with '\r'. */
+ * line cannot be redrawn in place with '\r'.  It is redrawn at most every
+ * 0.1 s, and always when FORCE is set: after an evaluation line (which
+ * cleared it) and at the end of the run. */
 void train_draw_bar(train_progress *rs, const ac_step_info *si, size_t steps,
                     const ac_eval_info *ev, double now, int force)
 {

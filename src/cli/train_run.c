@@ -138,7 +138,8 @@ static int train_loop(ac_trainer *tr, const train_run_opts *o, run_state *run)
             train_clear_bar(rs);
             train_print_eval(tr, si, evp, rs->tokens / (ac_seconds() - rs->t_start));
         }
-        train_draw_bar(rs, si, run->last, &run->last_ev, ac_seconds(), 0);
+        /* an evaluation line cleared the bar: draw it again at once */
+        train_draw_bar(rs, si, run->last, &run->last_ev, ac_seconds(), evp != NULL);
         if (o->save && o->save_every && si->step % o->save_every == 0 && si->step != run->last &&
             ac_trainer_save(tr, o->save, &err))
             return cli_fail_err(&err);
