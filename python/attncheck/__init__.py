@@ -13,12 +13,17 @@ the exit status the command line would give (64 usage, 65 data, 70 internal).
 See attncheck(1) and the README."""
 
 from ._config import VERSION as __version__
-from .core import (AttncheckError, Certificate, ConditionResult, ConditionRow, Layer,
-                   RepTheoremResult, SeparateResult, certify_head, condition, generate_instance,
-                   generate_layers, rep_theorem, separate)
+from ._commands import (COMMANDS, AttncheckError, InputError, Interval, Record, Result,
+                        Verdict, run)
+from .core import (Certificate, ConditionResult, ConditionRow, Layer, SeparateResult,
+                   certify_head, condition, generate_instance, generate_layers, rep_theorem,
+                   separate)
+
+RepTheoremResult = Result  # the name of rep_theorem's result before it mirrored the JSON
 from .checkpoint import fnv1a64, load_checkpoint, save_checkpoint
 
-__all__ = ["AttncheckError", "Certificate", "ConditionResult", "ConditionRow", "Layer",
+__all__ = ["COMMANDS", "InputError", "Interval", "Record", "Result", "Verdict", "run",
+           "AttncheckError", "Certificate", "ConditionResult", "ConditionRow", "Layer",
            "RepTheoremResult", "SeparateResult", "certify_head", "condition",
            "generate_instance", "generate_layers", "rep_theorem", "separate", "fnv1a64",
            "load_checkpoint", "save_checkpoint", "__version__"]

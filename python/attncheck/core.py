@@ -3,32 +3,25 @@
 import ctypes
 import decimal
 import math
+import os
 from dataclasses import dataclass, field
 from typing import Optional
 
 import numpy as np
 
-from ._native import Cert, CondInfo, Err, T1Info, T2Info, c_double_p, lib
+from ._commands import (AttncheckError, InputError, Interval, Record, Result, Verdict,
+                        make_function, run)
+from ._native import Cert, CondInfo, Err, T2Info, c_double_p, lib
 
 VERDICTS = ("PROVED", "REFUTED", "UNDECIDED")
 RELATIONS = ("<", "<=", ">", ">=")
 EXIT_STATUS = {64: "usage", 65: "data", 66: "noinput", 70: "internal", 73: "cantcreat"}
 
 
-class AttncheckError(Exception):
-    """An error reported by the library: .status is its exit-status code
-    (64 impossible arguments, 65 bad data, 70 internal), str() its message."""
-
-    def __init__(self, status, message, fields=""):
-        super().__init__(message)
-        self.status = status
-        self.fields = fields
-
-
 def _check(rc, err):
     if rc != 0:
-        raise AttncheckError(rc, err.msg.decode("utf-8", "replace"),
-                             err.fields.decode("utf-8", "replace"))
+        cls = InputError if rc in (64, 65, 66) else AttncheckError
+        raise cls(rc, err.msg.decode("utf-8", "replace"), err.fields.decode("utf-8", "replace"))
 
 
 def _arr(a, name, ndim):
@@ -89,74 +82,38 @@ class Certificate:
             self.precision, self.method)
 
 
-@dataclass(frozen=True)
-class RepTheoremResult:
-    """Theorem 1 (paper 1) for one (X, P, dk); see attncheck-rep-theorem(1)."""
-    verdict: str            # C(tol): some head of size dk has max|Softmax - P| <= tol
-    exact: str              # the column-normalised P is exactly representable
-    certificate: Certificate
-    weights_certificate: Certificate
-    route: str
-    rank: int
-    d: int
-    n: int
-    dk: int
-    distance: tuple         # certified (lo, hi) of inf over heads of max|Softmax - P|
-    summary: str
-    Wq: Optional[np.ndarray] = field(repr=False, default=None)
-    Wk: Optional[np.ndarray] = field(repr=False, default=None)
-
-    def __repr__(self):
-        return ("<rep_theorem %s (d=%d, n=%d, dk=%d): exact %s; distance in [%.3g, %.3g]; "
-                "rank X = %d; %s>" % (self.verdict, self.d, self.n, self.dk, self.exact,
-                                      self.distance[0], self.distance[1], self.rank, self.summary))
-
-    def _repr_html_(self):
-        return ("<b>rep_theorem: %s</b> (d=%d, n=%d, dk=%d)<br>exact representability: %s<br>"
-                "distance in [%.4g, %.4g]<br>%s" % (self.verdict, self.d, self.n, self.dk,
-                                                   self.exact, self.distance[0],
-                                                   self.distance[1], self.summary))
+def _rt_prepare(a):
+    """rep_theorem's arrays: real, and P n x n for X d x n (checked here so that
+    the message names the shapes as NumPy prints them)."""
+    X, P = a.get("X"), a.get("P")
+    shapes = {}
+    for name, v in (("X", X), ("P", P)):
+        if v is not None and not isinstance(v, (str, bytes, os.PathLike)):
+            x = np.asarray(v)
+            if x.dtype.kind not in "fiub":
+                raise TypeError("%s: expected a real array, got dtype %s" % (name, x.dtype))
+            if x.ndim != 2:
+                raise InputError(65, "%s: expected 2 dimensions, got shape %s" % (name, x.shape))
+            shapes[name] = x.shape
+    if "X" in shapes and "P" in shapes:
+        n = shapes["X"][1]
+        if shapes["P"] != (n, n):
+            raise InputError(65, "P: expected shape (%d, %d) for X of shape %s, got %s"
+                             % (n, n, shapes["X"], shapes["P"]))
+    if a.get("dk") is not None and a["dk"] < 1:
+        raise InputError(64, "dk must be at least 1")
 
 
-def rep_theorem(X, P, dk=None, tol=None, normalize=False, rows=False):
-    """Decide whether one attention head of size dk represents P on X.
+# the names the package's results had before they mirrored the JSON
+_RT_ALIASES = {"weights_certificate": "weights", "rank": "rank.value", "d": "instance.d",
+               "n": "instance.n", "dk": "instance.dk"}
 
-    X: d x n (columns are tokens, paper 1's layout); P: n x n, column-stochastic
-    (PyTorch's row-stochastic attention: rows=True checks P.T).  dk defaults to d; tol to
-    2^-26.  Returns a RepTheoremResult with the verdict, the certificate and the
-    weights Wq, Wk (dk x d) the library constructed and certified."""
-    Xa = _arr(X, "X", 2)
-    Pa = _arr(P, "P", 2)
-    if rows:
-        Pa = np.ascontiguousarray(Pa.T)
-    d, n = Xa.shape
-    if Pa.shape != (n, n):
-        raise ValueError("P: expected shape (%d, %d) for X of shape %s, got %s"
-                         % (n, n, Xa.shape, Pa.shape))
-    if dk is not None and dk < 1:
-        raise ValueError("dk must be at least 1")
-    err = Err()
-    h = ctypes.c_void_p()
-    rc = lib.ac_ffi_t1_check(ctypes.byref(h), _ptr(Xa), d, n, _ptr(Pa), dk or 0,
-                             -1.0 if tol is None else float(tol), int(bool(normalize)),
-                             ctypes.byref(err))
-    try:
-        _check(rc, err)
-        info = T1Info()
-        lib.ac_ffi_t1_get(h, ctypes.byref(info))
-        Wq = Wk = None
-        if info.has_weights:
-            Wq = np.empty((info.dk, info.d))
-            Wk = np.empty((info.dk, info.d))
-            lib.ac_ffi_t1_weights(h, 0, _ptr(Wq))
-            lib.ac_ffi_t1_weights(h, 1, _ptr(Wk))
-        return RepTheoremResult(
-            _verdict(info.verdict), _verdict(info.exact), Certificate._from(info.cert),
-            Certificate._from(info.weights_cert), "construct" if info.route == 0 else "decide",
-            info.rank, info.d, info.n, info.dk, (info.dist_lo, info.dist_hi),
-            info.summary.decode("utf-8", "replace"), Wq, Wk)
-    finally:
-        lib.ac_ffi_t1_free(h)
+rep_theorem = make_function(
+    "rep-theorem", "rep_theorem", aliases=_RT_ALIASES, prepare=_rt_prepare,
+    extra_doc="X: d x n (columns are tokens, paper 1's layout); P: n x n, column-stochastic\n"
+              "(PyTorch's row-stochastic attention: rows=True checks P.T).  Returns a Result\n"
+              "with every member of `attncheck rep-theorem --json` and the weights Wq, Wk\n"
+              "(dk x d) the library constructed and certified.")
 
 
 def generate_instance(d, n, seed=1, representable_dk=None):

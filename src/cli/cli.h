@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "attncheck/commands.h"
 #include "attncheck/common.h"
 #include "attncheck/fileio.h"
 #include "attncheck/json.h"
@@ -20,13 +21,35 @@
 #define CLI_EXIT_REFUTED 1
 #define CLI_EXIT_UNDECIDED 2
 
-/* A subcommand: git-style table entry (main.c). */
+/* A subcommand: git-style table entry (main.c).  A command of the library
+ * (lib, attncheck/commands.h) has its summary and --help from there. */
 typedef struct {
     const char *name;
     int (*run)(int argc, char **argv); /* argv[0] is the command name */
     const char *summary;               /* one line for `attncheck --help` */
     const char *help;                  /* full text for `CMD --help` / `help CMD` */
+    const ac_command *lib;             /* the library's command, or NULL */
 } cli_command;
+
+/* ---- the option tables (request_cli.c) ---- */
+/* Parse argv (argv[0] the command) into the request by its option table:
+ * AC_OK, or AC_EUSAGE after the usage message. */
+int cli_parse_request(ac_request *r, int argc, char **argv);
+/* The rules between options: AC_OK, or AC_EUSAGE after the usage message. */
+int cli_check_request(ac_request *r);
+/* cli_check_request, then the run (errors printed). */
+int cli_run_request(ac_request *r, void *hooks);
+/* An option's help paragraph with its default: a "(default" followed by
+ * ')', ';' or ',' in the help gets " DEF" inserted, else "(default DEF)" is
+ * appended. */
+void cli_opt_help(char *buf, size_t n, const ac_opt *o);
+/* --help of a command from its table. */
+void cli_print_help(FILE *f, const ac_command *c);
+/* The result as one JSON object on stdout. */
+int cli_print_json(const ac_request *r);
+/* --out-dir DIR: the result's arrays as NAME.npy and certificate.json,
+ * staged and swapped in by cli_finish. */
+int cli_write_outdir(const ac_request *r, const char *dir);
 
 extern const cli_command cli_commands[];
 const cli_command *cli_find_command(const char *name);
@@ -167,7 +190,6 @@ int cmd_condition(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 extern const char cmd_merge_help[];
-extern const char cmd_rep_theorem_help[];
 extern const char cmd_report_help[];
 extern const char cmd_separate_help[];
 extern const char cmd_condition_help[];

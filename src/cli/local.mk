@@ -9,7 +9,8 @@ attncheck_SOURCES += \
 	src/cli/util.c \
 	src/cli/rel_memory.c \
 	src/cli/json_contract.h \
-	src/cli/json_contract.c
+	src/cli/json_contract.c \
+	src/cli/request_cli.c
 
 # attncheck rep-theorem
 attncheck_SOURCES += \
@@ -18,8 +19,6 @@ attncheck_SOURCES += \
 # attncheck rep-theorem --learn (Theorem 1 on learned weights)
 attncheck_SOURCES += \
 	src/cli/rep_learn.h \
-	src/cli/rep_learn_impl.h \
-	src/cli/rep_learn.c \
 	src/cli/rep_learn_out.c
 
 # attncheck separate

@@ -12,22 +12,20 @@
 #include "json_contract.h"
 
 const cli_command cli_commands[] = {
-    {"rep-theorem", cmd_rep_theorem,
-     "Theorem 1: construct Wq, Wk for a context matrix P, or decide it is unreachable",
-     cmd_rep_theorem_help},
+    {"rep-theorem", cmd_rep_theorem, NULL, NULL, &ac_cmd_rep_theorem},
     {"separate", cmd_separate,
      "Theorem 2: find and certify an X where MultiHead f_W differs from FixedMultiHead g_V",
-     cmd_separate_help},
+     cmd_separate_help, NULL},
     {"condition", cmd_condition,
      "Theorem 3.2: sampled condition numbers of the multi-head block against every prediction",
-     cmd_condition_help},
+     cmd_condition_help, NULL},
     {"merge", cmd_merge, "combine the shard files of a condition sweep into its whole result",
-     cmd_merge_help},
+     cmd_merge_help, NULL},
     {"train", cmd_train, "train an attention stack (fit-p, teacher, listops, text) with checkpoints",
-     cmd_train_help},
+     cmd_train_help, NULL},
     {"report", cmd_report, "run every check on built-in defaults and print a one-page table",
-     cmd_report_help},
-    {NULL, NULL, NULL, NULL},
+     cmd_report_help, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
 };
 
 const cli_command *cli_find_command(const char *name)
@@ -65,8 +63,16 @@ static void print_main_help(FILE *f)
 {
     fputs(main_help_head, f);
     for (const cli_command *c = cli_commands; c->name; c++)
-        fprintf(f, "  %-13s %s\n", c->name, c->summary);
+        fprintf(f, "  %-13s %s\n", c->name, c->lib ? c->lib->summary : c->summary);
     fputs(main_help_tail, f);
+}
+
+static void print_command_help(const cli_command *c)
+{
+    if (c->lib)
+        cli_print_help(stdout, c->lib);
+    else
+        fputs(c->help, stdout);
 }
 
 static void print_version(void)
@@ -103,7 +109,7 @@ static int run(int argc, char **argv)
         const cli_command *c = cli_find_command(argv[2]);
         if (!c)
             return cli_usage("help: no such command '%s'", argv[2]);
-        fputs(c->help, stdout);
+        print_command_help(c);
         return 0;
     }
     if (a[0] == '-')
@@ -114,7 +120,7 @@ static int run(int argc, char **argv)
     cli_cmd_name = c->name;
     for (int i = 2; i < argc; i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            fputs(c->help, stdout);
+            print_command_help(c);
             return 0;
         }
     return c->run(argc - 1, argv + 1);

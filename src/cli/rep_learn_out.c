@@ -1,7 +1,8 @@
-/* rep_learn_out.c — the outputs of `rep-theorem --learn` (rep_learn_impl.h):
- * the table, the JSON object, the CSV file and the gnuplot script (learned
- * error and certified lower bound against dk, log scale, the tolerance and
- * a vertical line where the exact criterion stops refuting C(tol)). */
+/* rep_learn_out.c — the outputs of `rep-theorem --learn` (rep_learn.h): the
+ * table, the CSV file and the gnuplot script (learned error and certified
+ * lower bound against dk, log scale, the tolerance and a vertical line where
+ * the exact criterion stops refuting C(tol)); the JSON object is the
+ * library's.  The report's row of the experiment. */
 #include <config.h>
 
 #include <math.h>
@@ -9,12 +10,14 @@
 #include <string.h>
 
 #include "attncheck/json.h"
-#include "rep_learn_impl.h"
+#include "attncheck/theorem1.h"
 #include "json_contract.h"
+#include "plot.h"
+#include "rep_learn.h"
 
 /* ---- files ----------------------------------------------------------------- */
 
-int rep_learn_files_open(const rep_learn_opts *o, rep_learn_files *f)
+int rep_learn_files_open(const ac_rt_request *o, rep_learn_files *f)
 {
     ac_err err;
     int st;
@@ -50,17 +53,18 @@ static const char *short_verdict(ac_verdict v)
     return v == AC_PROVED ? "PROVED" : v == AC_REFUTED ? "REFUTED" : "UNDECIDED";
 }
 
-static void print_text(const learn_report *r)
+static void print_text(const ac_rt_result *res)
 {
     char b1[32], b2[32], b3[32], sent[1024];
-    const learn_summary *s = r->s;
-    printf("instance   %s", r->instance);
+    const ac_learn_t1_result *r = &res->lt;
+    const ac_learn_t1_summary *s = &r->s;
+    printf("instance   %s", res->instance);
     if (s->rank >= 0)
         printf("; rank X = %ld", s->rank);
     printf("\n");
     printf("learning   one head per dk: fit-p (BFGS on KL(P || Softmax), at most %zu steps, "
            "best iterate), its weights certified at tol = %s\n",
-           r->nrows ? r->rows[0].max_steps : 0, cli_num(b1, sizeof b1, r->tol));
+           r->nrows ? r->rows[0].max_steps : 0, cli_num(b1, sizeof b1, res->tol));
     printf("exact      the criterion of doc/mathematics.md §3.4-3.6 for the same dk: a "
            "certified lower bound on the distance, C(tol)\n\n");
     printf("%5s %6s  %-10s %-10s %-9s | %-10s %-10s %-9s %-9s\n", "dk", "steps", "learned",
@@ -68,91 +72,17 @@ static void print_text(const learn_report *r)
     printf("%5s %6s  %-10s %-10s %-9s | %-10s %-10s %-9s %-9s\n", "", "", "max|S-P|", "",
            "at tol", "(certif.)", "", "", "repr.");
     for (size_t i = 0; i < r->nrows; i++) {
-        const learn_row *w = &r->rows[i];
+        const ac_learn_t1_row *w = &r->rows[i];
         printf("%5zu %6zu  %-10s %-10.3g %-9s | %-10s %-10s %-9s %-9s\n", w->dk, w->steps,
                cli_num(b1, sizeof b1, w->learned.hi), w->kl, short_verdict(w->learned.verdict),
                cli_num(b2, sizeof b2, w->dist_lo), cli_num(b3, sizeof b3, w->dist_hi),
                short_verdict(w->verdict), short_verdict(w->exact));
     }
     printf("\n");
-    rep_learn_sentence(sent, sizeof sent, s, r->tol);
+    ac_learn_t1_sentence(sent, sizeof sent, s, res->tol);
     printf("transition %s\n", sent);
     printf("verdict    %s: the learned transition is where the exact criterion puts it "
-           "[%.2f s]\n", s->inconsistent >= 0 ? "INCONSISTENT" : ac_verdict_name(s->outcome),
-           r->seconds);
-}
-
-/* ---- JSON ------------------------------------------------------------------- */
-
-static void json_dk(ac_json *j, const char *key, long v)
-{
-    if (v >= 0)
-        ac_json_kv_int(j, key, v);
-    else {
-        ac_json_key(j, key);
-        ac_json_null(j);
-    }
-}
-
-static void write_json(ac_json *j, const learn_report *r)
-{
-    char sent[1024];
-    const learn_summary *s = r->s;
-    rep_learn_sentence(sent, sizeof sent, s, r->tol);
-    cli_json_envelope_begin(j, "rep-theorem", s->inconsistent >= 0 ? "INCONSISTENT"
-                                                                  : ac_verdict_name(s->outcome),
-                            NULL); /* one certificate per row, under "rows" */
-    cli_json_parameters_begin(j, r->seed);
-    ac_json_kv_bool(j, "learn", 1);
-    ac_json_kv_number(j, "tol", r->tol);
-    cli_json_parameters_end(j);
-    ac_json_kv_string(j, "mode", "learn");
-    ac_json_kv_string(j, "claim", "learned heads reach max|Softmax - P| <= tol exactly at the "
-                      "dk where the exact criterion does not refute C(tol)");
-    ac_json_kv_number(j, "tol", r->tol);
-    ac_json_key(j, "instance");
-    ac_json_begin_object(j);
-    ac_json_kv_string(j, "description", r->instance);
-    ac_json_kv_int(j, "d", (long long)r->d);
-    ac_json_kv_int(j, "n", (long long)r->n);
-    if (s->rank >= 0)
-        ac_json_kv_int(j, "rank", s->rank);
-    ac_json_kv_uint(j, "seed", r->seed);
-    ac_json_end_object(j);
-    json_dk(j, "learned_transition", s->learned_from);
-    json_dk(j, "criterion_transition", s->criterion_from);
-    ac_json_kv_string(j, "summary", sent);
-    cli_json_seconds(j, r->seconds);
-    ac_json_key(j, "rows");
-    ac_json_begin_array(j);
-    for (size_t i = 0; i < r->nrows; i++) {
-        const learn_row *w = &r->rows[i];
-        ac_json_begin_object(j);
-        ac_json_kv_int(j, "dk", (long long)w->dk);
-        ac_json_key(j, "learned");
-        ac_json_begin_object(j);
-        ac_json_kv_int(j, "steps", (long long)w->steps);
-        ac_json_kv_bool(j, "stalled", w->stalled);
-        ac_json_kv_int(j, "best_step", (long long)w->best_step);
-        ac_json_kv_number(j, "maxdev", w->dev);
-        ac_json_kv_number(j, "kl", w->kl);
-        ac_json_kv_string(j, "verdict", ac_verdict_name(w->learned.verdict));
-        ac_json_key(j, "certificate");
-        cli_json_cert(j, &w->learned);
-        ac_json_kv_number(j, "seconds", w->learn_seconds);
-        ac_json_end_object(j);
-        ac_json_key(j, "exact");
-        ac_json_begin_object(j);
-        ac_json_kv_string(j, "verdict", ac_verdict_name(w->verdict));
-        ac_json_kv_string(j, "representable", ac_verdict_name(w->exact));
-        ac_json_kv_number(j, "dist_lo", w->dist_lo);
-        ac_json_kv_number(j, "dist_hi", w->dist_hi);
-        ac_json_kv_number(j, "seconds", w->exact_seconds);
-        ac_json_end_object(j);
-        ac_json_end_object(j);
-    }
-    ac_json_end_array(j);
-    ac_json_end_object(j);
+           "[%.2f s]\n", ac_learn_t1_verdict_name(s), r->seconds);
 }
 
 /* ---- CSV --------------------------------------------------------------------- */
@@ -164,12 +94,12 @@ static void csv_num(FILE *f, double x)
     fprintf(f, ",%s", isfinite(x) ? b : "");
 }
 
-static void write_csv(FILE *f, const learn_report *r)
+static void write_csv(FILE *f, const ac_learn_t1_result *r)
 {
     fputs("dk,steps,learned_maxdev,learned_kl,learned_lo,learned_hi,learned_verdict,dist_lo,"
           "dist_hi,exact_verdict,exact_representable,seconds\n", f);
     for (size_t i = 0; i < r->nrows; i++) {
-        const learn_row *w = &r->rows[i];
+        const ac_learn_t1_row *w = &r->rows[i];
         fprintf(f, "%zu,%zu", w->dk, w->steps);
         csv_num(f, w->dev);
         csv_num(f, w->kl);
@@ -187,21 +117,21 @@ static void write_csv(FILE *f, const learn_report *r)
 /* ---- plot ---------------------------------------------------------------------- */
 
 typedef struct {
-    const learn_report *r;
-    const char *out;
+    const ac_rt_request *q;
+    const ac_rt_result *res;
 } plot_ctx;
 
 static void write_plot(FILE *f, void *ctx)
 {
     const plot_ctx *p = ctx;
-    const learn_report *r = p->r;
-    (void)p->out; /* the picture goes to gnuplot's standard output: no file name in the script */
-    fprintf(f, "set terminal %s\n", cli_plot_terminal(r->o->plot));
+    const ac_learn_t1_result *r = &p->res->lt;
+    /* the picture goes to gnuplot's standard output: no file name in the script */
+    fprintf(f, "set terminal %s\n", cli_plot_terminal(p->q->plot));
     /* columns: dk, learned error (certified), the certified distance interval
      * [lower bound (NaN when 0), upper bound] of the exact check */
     fputs("\n$data << EOD\n", f);
     for (size_t i = 0; i < r->nrows; i++) {
-        const learn_row *w = &r->rows[i];
+        const ac_learn_t1_row *w = &r->rows[i];
         fprintf(f, "%zu", w->dk);
         cli_gp_val(f, w->learned.hi > 0 ? w->learned.hi : NAN);
         cli_gp_val(f, w->dist_lo > 0 ? w->dist_lo : NAN);
@@ -209,56 +139,105 @@ static void write_plot(FILE *f, void *ctx)
         fputc('\n', f);
     }
     fputs("EOD\n", f);
-    fprintf(f, "set title 'Theorem 1 on learned weights: d = %zu, n = %zu, seed %llu'\n", r->d,
-            r->n, (unsigned long long)r->seed);
+    fprintf(f, "set title 'Theorem 1 on learned weights: d = %zu, n = %zu, seed %llu'\n",
+            p->res->X.rows, p->res->X.cols, (unsigned long long)p->q->seed);
     fputs("set xlabel 'head size d_k'\nset ylabel 'max|Softmax - P|'\nset logscale y\n"
           "set grid\nset key below box\n", f);
     fprintf(f, "set xrange [%g:%g]\n", (double)r->rows[0].dk - 0.5,
             (double)r->rows[r->nrows - 1].dk + 0.5);
-    if (r->s->criterion_from >= 0)
+    if (r->s.criterion_from >= 0)
         fprintf(f, "set arrow from %ld, graph 0 to %ld, graph 1 nohead dt 2 lw 2 "
-                "lc rgb '#2ca02c'\n", r->s->criterion_from, r->s->criterion_from);
+                "lc rgb '#2ca02c'\n", r->s.criterion_from, r->s.criterion_from);
     fputs("plot $data using 1:2 with linespoints pt 7 lw 2 lc rgb '#08519c' "
           "title 'learned head (certified error)', \\\n"
           "     $data using 1:3 with linespoints pt 4 dt 2 lw 2 lc rgb '#d62728' "
           "title 'certified lower bound on the distance', \\\n"
           "     $data using 1:4 with linespoints pt 8 dt 4 lw 2 lc rgb '#ff7f0e' "
           "title 'certified upper bound (weights of the exact check)', \\\n", f);
-    fprintf(f, "     %.17g with lines dt 3 lw 2 lc rgb '#7f7f7f' title 'tol', \\\n", r->tol);
+    fprintf(f, "     %.17g with lines dt 3 lw 2 lc rgb '#7f7f7f' title 'tol', \\\n", p->res->tol);
     fputs("     NaN with lines dt 2 lw 2 lc rgb '#2ca02c' "
           "title 'exact criterion: first d_k not refuted'\n", f);
 }
 
 /* ---- all outputs ------------------------------------------------------------------ */
 
-int rep_learn_write(const learn_report *r, rep_learn_files *f, int json)
+int rep_learn_write(const ac_rt_request *q, const ac_rt_result *res, rep_learn_files *f)
 {
     ac_err err;
     int st;
     ac_err_clear(&err);
-    if (r->o->plot) {
-        plot_ctx pc = {r, f->plot.tmp_path};
+    if (q->plot) {
+        plot_ctx pc = {q, res};
         int gs = cli_run_gnuplot(f->gp, fileno(f->plot.fp), write_plot, &pc);
         if (gs != 0) {
             rep_learn_files_abort(f);
             return cli_fail(AC_ECANTCREAT, "--plot %s: gnuplot (%s) failed (status %d)",
-                            r->o->plot, f->gp, gs);
+                            q->plot, f->gp, gs);
         }
     }
-    if (r->o->csv) {
-        write_csv(f->csv.fp, r);
+    if (q->csv) {
+        write_csv(f->csv.fp, &res->lt);
         if ((st = ac_atomic_commit(&f->csv, &err))) {
             rep_learn_files_abort(f);
             return cli_fail_err(&err);
         }
     }
-    if (r->o->plot && (st = ac_atomic_commit(&f->plot, &err)))
+    if (q->plot && (st = ac_atomic_commit(&f->plot, &err)))
         return cli_fail_err(&err);
-    if (json) {
+    if (q->json) {
         ac_json *j = cli_json_stdout();
-        write_json(j, r);
+        ac_cmd_rep_theorem.write_json(j, q, res);
         return cli_json_finish(j);
     }
-    print_text(r);
+    print_text(res);
     return AC_OK;
+}
+
+/* ---- report row ------------------------------------------------------------------------ */
+
+/* The learned transition on a small instance: n = d = 6 (rank X = n),
+ * Dirichlet P, dk = n - 2 and n - 1.  The row's verdict is the comparison's
+ * (PROVED: learning reaches tol = 1e-6 at dk = n - 1 and the exact
+ * criterion refutes C(tol) at dk = n - 2).  Measured: PROVED for seeds 1..30
+ * (see doc/mathematics.md §6.5). */
+void report_rows_learn(cli_report *rep)
+{
+    cli_report_row *row = cli_report_add(rep);
+    ac_mat X = {0}, P = {0};
+    ac_err err;
+    ac_learn_t1_row rows[2];
+    const size_t n = 6;
+    const double tol = 1e-6;
+    if (!row)
+        return;
+    snprintf(row->claim, sizeof row->claim, "Thm 1 learned: transition dk = n-1");
+    snprintf(row->instance, sizeof row->instance, "d = n = %zu, Dirichlet P, dk = %zu, %zu", n,
+             n - 2, n - 1);
+    row->expected = AC_PROVED;
+    row->verdict = AC_UNDECIDED;
+    ac_err_clear(&err);
+    double t0 = ac_seconds();
+    ac_schedule sched = ac_schedule_upto(512);
+    int st = ac_t1_generate(&X, &P, n, n, rep->seed, &err);
+    for (size_t i = 0; !st && i < 2; i++)
+        st = ac_learn_t1_row_run(&rows[i], &X, &P, n - 2 + i, rep->seed, tol, &sched, 200,
+                                 &err);
+    row->seconds = ac_seconds() - t0;
+    if (st) {
+        cli_report_fail(row, st, &err, NULL);
+    } else {
+        ac_learn_t1_summary s;
+        ac_learn_t1_summarise(&s, rows, 2, n);
+        row->verdict = s.inconsistent >= 0 ? AC_REFUTED : s.outcome;
+        snprintf(row->bound, sizeof row->bound, "dk=%zu: %.2g", n - 1, rows[1].learned.hi);
+        cli_report_bounds(row, "max|Softmax - P| of the head learned at dk = n - 1",
+                          rows[1].learned.lo, rows[1].learned.hi);
+        snprintf(row->detail, sizeof row->detail,
+                 "dk = %zu: learned error %.3g >= certified lower bound %.3g (%s); dk = %zu: "
+                 "learned error %.3g (%s at tol %g)", n - 2, rows[0].learned.hi, rows[0].dist_lo,
+                 ac_verdict_name(rows[0].verdict), n - 1, rows[1].learned.hi,
+                 ac_verdict_name(rows[1].learned.verdict), tol);
+    }
+    ac_mat_free(&X);
+    ac_mat_free(&P);
 }

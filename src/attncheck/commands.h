@@ -1,0 +1,279 @@
+/* attncheck/commands.h — the commands of the attncheck program as library
+ * calls: one option table, one run and one serialiser per command.
+ *
+ * Each command (rep-theorem, separate, condition, merge, train, report) is
+ *   - a *request*: one typed struct holding every option of the command,
+ *     described once in the command's option table (ac_opt): name, kind,
+ *     field, range, default, help text, group.  The program builds its
+ *     getopt table, its option switch and --help from the table; the Python
+ *     package its keyword arguments and docstrings; the test suite checks the
+ *     man pages against it.
+ *   - a *run*: every decision the command makes (the verdict included), on
+ *     inputs read from files or given in memory (ac_request_set_array);
+ *   - a *serialiser*: the one JSON object of the result (the program's
+ *     --json and certificate.json, the Python package's results), and the
+ *     list of arrays the result holds (the program's --out-dir .npy files,
+ *     the Python package's arrays).
+ * The front ends parse, call, print and write; they decide nothing.
+ *
+ * Generic access (ac_request) goes through the tables and is what the
+ * program and the Python package use; a C caller may equally fill a typed
+ * request (ac_rt_request, ...) and call the command's run directly.
+ */
+#ifndef ATTNCHECK_COMMANDS_H
+#define ATTNCHECK_COMMANDS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "attncheck/common.h"
+#include "attncheck/json.h"
+#include "attncheck/learned.h"
+#include "attncheck/npy.h"
+#include "attncheck/theorem1.h"
+#include "attncheck/verdict.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- options ------------------------------------------------------------ */
+
+typedef enum {
+    AC_OPT_FLAG,   /* no value: the int field is set to 1 */
+    AC_OPT_SIZE,   /* size_t in [min, max] */
+    AC_OPT_LONG,   /* long in [min, max] */
+    AC_OPT_U64,    /* uint64_t, any value (seeds) */
+    AC_OPT_DOUBLE, /* double in [min, max]; a literal that overflows, or a
+                      nonzero one that underflows to 0, is refused */
+    AC_OPT_STRING, /* const char *: a path or a word (the generic request
+                      keeps its own copy) */
+    AC_OPT_CHOICE, /* int: the index of the value in choices[] */
+    AC_OPT_SIZES,  /* "A,B,C": ac_opt_sizes of size_t in [min, max] */
+    AC_OPT_RANGE,  /* "A:B": size_t[2] in [min, max] with A <= B */
+    AC_OPT_SHARD   /* "I/K": size_t[2] with 1 <= I <= K <= max */
+} ac_opt_kind;
+
+/* The value of an AC_OPT_SIZES option. */
+#define AC_OPT_SIZES_MAX 64
+typedef struct {
+    size_t n;
+    size_t v[AC_OPT_SIZES_MAX];
+} ac_opt_sizes;
+
+/* flags of an option */
+enum {
+    AC_OPTF_PROGRAM = 1u << 0, /* what the program prints or writes (--json, --out-dir,
+                                  --plot ...): not an argument in Python */
+    AC_OPTF_ARRAY = 1u << 1,   /* an input array: a .npy file name in the program, an
+                                  array in memory in Python (ac_array at aoffset) */
+    AC_OPTF_POSITIONAL = 1u << 2, /* positional in Python (in table order) */
+    AC_OPTF_JOIN = 1u << 3,    /* --help shows it on one line with the next option,
+                                  whose help describes both (help is NULL) */
+    AC_OPTF_NEGATE = 1u << 4   /* AC_OPT_FLAG that sets the field to 0 (--no-causal) */
+};
+
+#define AC_OPT_NOSET ((size_t)-1)
+
+typedef struct ac_opt ac_opt;
+struct ac_opt {
+    const char *name;    /* the long option without "--" ("tol", "dk-range"); Python
+                            spells it with '_' for '-' unless pyname is set */
+    ac_opt_kind kind;
+    size_t offset;       /* offsetof the value in the request */
+    size_t set_offset;   /* offsetof an int set to 1 when the option is given, or
+                            AC_OPT_NOSET */
+    double min, max;     /* numeric range, inclusive (SIZE, LONG, DOUBLE, SIZES,
+                            RANGE; SHARD: max of K) */
+    const char *const *choices; /* AC_OPT_CHOICE: the words, NULL-terminated */
+    const char *def;     /* the default as option text, applied by
+                            ac_opts_default and shown by --help as "(default DEF)";
+                            NULL: none, or a default the help text explains */
+    const char *arg;     /* the value's name in --help ("FILE", "N"); NULL for flags */
+    const char *help;    /* one paragraph (wrapped by the front end) */
+    const char *group;   /* starts a group of --help under this heading, or NULL */
+    unsigned flags;      /* AC_OPTF_* */
+    size_t aoffset;      /* AC_OPTF_ARRAY: offsetof the ac_array in the request */
+    const char *pyname;  /* Python's name when it is not name with '_' for '-' */
+    const char *def_show; /* --help's text for the default when it differs from def
+                             ("2^-26 = 1.49e-08" for "0x1p-26") */
+    /* a check of the value after the kind's parsing (NULL: none): AC_EUSAGE */
+    int (*check)(const ac_opt *o, const void *q, const char *text, ac_err *err);
+};
+
+/* The option named name (long form, "dk-range", or Python's, "dk_range") in
+ * the table, or NULL. */
+const ac_opt *ac_opt_find(const ac_opt *table, const char *name);
+
+/* Parse text as the value of option o into the request q (text NULL for a
+ * flag).  AC_EUSAGE with a one-line message naming the option ("--n: 'x' is
+ * not a non-negative whole number", "--tol: 2 is out of range [0, 1]"). */
+int ac_opt_set(const ac_opt *o, void *q, const char *text, ac_err *err);
+
+/* Apply the default (ac_opt.def) of every option of the table to q. */
+int ac_opts_default(const ac_opt *table, void *q, ac_err *err);
+
+/* 1 if the option was given (its set_offset field), 0 if not or unknown. */
+int ac_opt_given(const ac_opt *o, const void *q);
+
+/* ---- commands ----------------------------------------------------------- */
+
+/* A named array of a result (a view: the result owns the data). */
+typedef struct {
+    const char *name;      /* the file stem in --out-dir ("Wq" -> Wq.npy) */
+    size_t ndim;
+    size_t shape[AC_NPY_MAXDIM];
+    const double *data;
+} ac_out_array;
+
+#define AC_OUT_ARRAYS_MAX 64
+
+typedef struct ac_command ac_command;
+struct ac_command {
+    const char *name;        /* "rep-theorem" */
+    const char *summary;     /* one line for `attncheck --help` */
+    const char *synopsis;    /* the usage line(s) without "Usage: " */
+    const char *description; /* --help above the options (paragraphs separated by "\n\n") */
+    const char *epilogue;    /* --help below the options (verdicts, exit status) */
+    const ac_opt *opts;      /* the option table, ending with a zeroed entry */
+    size_t request_size, result_size;
+    /* the request's defaults beyond the table's */
+    void (*init)(void *q);
+    /* the rules between options, after all were set: AC_EUSAGE */
+    int (*check)(void *q, ac_err *err);
+    /* the command; hooks is command-specific (progress, per-step callbacks;
+     * NULL for none).  res is zeroed by the caller and freed by result_free
+     * in every case. */
+    int (*run)(void *res, const void *q, void *hooks, ac_err *err);
+    /* the JSON object of the result (--json, certificate.json, Python) */
+    void (*write_json)(ac_json *j, const void *q, const void *res);
+    /* the arrays of the result (--out-dir, Python): up to max, returns the count */
+    size_t (*arrays)(const void *q, const void *res, ac_out_array *out, size_t max);
+    /* the exit status of the result: 0 proved, 1 refuted, 2 undecided, ... */
+    int (*status)(const void *q, const void *res);
+    void (*result_free)(void *res);
+    void (*request_free)(void *q); /* NULL: nothing to free */
+};
+
+/* The hooks of a command that reports progress (rep-theorem --learn, ...):
+ * fn(ctx, done, total) after each unit of work. */
+typedef struct {
+    void (*fn)(void *ctx, size_t done, size_t total);
+    void *ctx;
+} ac_cmd_progress;
+
+/* Every command, in the order of `attncheck --help`, ending with NULL. */
+extern const ac_command *const ac_commands[];
+const ac_command *ac_command_find(const char *name);
+
+/* The exit status of a verdict: 0 PROVED, 1 REFUTED, 2 UNDECIDED. */
+int ac_verdict_status(ac_verdict v);
+
+/* ---- generic requests (the program, the Python package) ---------------------- */
+
+typedef struct ac_request ac_request;
+
+/* A request of the command with its defaults.  AC_EUSAGE for an unknown
+ * command. */
+int ac_request_new(ac_request **r, const char *command, ac_err *err);
+void ac_request_free(ac_request *r);
+const ac_command *ac_request_command(const ac_request *r);
+/* Set option name (long or Python spelling) from text (NULL for a flag). */
+int ac_request_set(ac_request *r, const char *name, const char *text, ac_err *err);
+/* Give an AC_OPTF_ARRAY option an array in memory (copied; row-major). */
+int ac_request_set_array(ac_request *r, const char *name, size_t ndim, const size_t *shape,
+                         const double *data, ac_err *err);
+/* Check the rules between options, then run (once). */
+int ac_request_run(ac_request *r, void *hooks, ac_err *err);
+/* The typed request and result (the command's structs). */
+void *ac_request_options(ac_request *r);
+const void *ac_request_result(const ac_request *r);
+/* After a run: the JSON object (malloc'ed, NUL-terminated; NULL if out of
+ * memory), the arrays, the exit status. */
+char *ac_request_json(const ac_request *r, int indent);
+size_t ac_request_arrays(const ac_request *r, ac_out_array *out, size_t max);
+int ac_request_status(const ac_request *r);
+
+/* Every command and its options as one JSON document (for bindings):
+ * {"commands": [{"name", "summary", "synopsis", "description", "epilogue",
+ *  "options": [{"name", "python", "kind", "min", "max", "choices", "default",
+ *  "arg", "help", "group", "program_only", "array", "positional"}]}]}.
+ * malloc'ed; NULL if out of memory. */
+char *ac_commands_describe(void);
+/* Free a string the library returned (ac_request_json, ac_commands_describe):
+ * free() of the library's C library, for bindings that cannot call it. */
+void ac_free(void *p);
+
+/* ---- the shared top-level keys of every result (attncheck(1), JSON) ------------ */
+
+/* Raised when a key is removed or renamed, or a value changes type or
+ * meaning; adding keys does not raise it. */
+#define AC_JSON_SCHEMA_VERSION 1
+
+/* Open the top-level object and write "command", "version",
+ * "schema_version", "verdict" (null when verdict is NULL) and "certificate"
+ * (ac_json_cert, or null when cert is NULL). */
+void ac_json_envelope_begin(ac_json *j, const char *command, const char *verdict,
+                            const ac_cert *cert);
+/* "parameters": {"seed": seed, ... (the caller's members) ... } */
+void ac_json_parameters_begin(ac_json *j, uint64_t seed);
+void ac_json_parameters_end(ac_json *j);
+/* A certificate: {"verdict", "quantity", "relation", "tau", "lo", "hi",
+ * "stage", "stage_name", "precision_bits", "method", "seconds"}. */
+void ac_json_cert(ac_json *j, const ac_cert *c);
+/* The proof steps: [{step, quantity, lo, hi, stage, note}]. */
+void ac_json_steps(ac_json *j, const ac_step *steps, size_t n);
+/* "stage 0 (double)", "stage 2 (256-bit balls)", "exact", "not computed". */
+const char *ac_stage_name(char *buf, size_t n, int stage, long prec);
+
+
+/* ---- rep-theorem (Theorem 1 of paper 1; attncheck-rep-theorem(1)) ---------------- */
+
+typedef struct {
+    /* input: a file (the program) or an array in memory (Python) */
+    const char *x, *p, *d0;     /* --x, --p, --d0 */
+    ac_array x_mem, p_mem, d0_mem;
+    int have_x, have_p, have_d0;
+    int normalize, rows;        /* --normalize, --rows */
+    int example;                /* --example: -1 none, 0 paper */
+    int have_example;
+    size_t n, d;                /* --n, --d: generated sizes */
+    int have_n, have_d;
+    uint64_t seed;
+    int representable;
+    /* check */
+    size_t dk;
+    int have_dk;
+    double tol;
+    int have_tol;
+    long max_prec, optimize;
+    const char *wq, *wk;        /* --wq, --wk: a head to certify */
+    ac_array wq_mem, wk_mem;
+    int have_wq, have_wk;
+    /* learned weights */
+    int learn;
+    size_t dk_range[2];
+    int have_dk_range;
+    /* output (the program) */
+    int trace, json;
+    const char *out_dir, *csv, *plot;
+    int threads;
+} ac_rt_request;
+
+typedef struct {
+    int learn;                  /* which of the two results below */
+    ac_t1_result t1;            /* the check of (X, P, dk) */
+    ac_learn_t1_result lt;      /* --learn: the learned transition */
+    ac_mat X, P;                /* the instance checked */
+    int gen_x, gen_p;           /* X generated; P generated or changed */
+    char instance[256];         /* its description */
+    double tol;                 /* the tolerance used */
+} ac_rt_result;
+
+extern const ac_command ac_cmd_rep_theorem;
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ATTNCHECK_COMMANDS_H */

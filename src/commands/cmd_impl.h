@@ -1,0 +1,52 @@
+/* cmd_impl.h — internals of src/commands, the program's commands as library
+ * calls (attncheck/commands.h); not installed.
+ *   options.c      one description per option: parsing an option's text
+ *                  into its field by the option table;
+ *   request.c      the generic request (by option names), the list of
+ *                  commands, the tables as JSON for bindings;
+ *   envelope.c     the members every JSON result shares (envelope,
+ *                  parameters, certificates, proof steps, stage names);
+ *   inputs.c       inputs from files or arrays in memory, threads, the
+ *                  memory estimates checked before any work;
+ *   rep_theorem.c  rep-theorem: Theorem 1, and --learn.
+ */
+#ifndef AC_COMMANDS_CMD_IMPL_H
+#define AC_COMMANDS_CMD_IMPL_H
+
+#include "attncheck/commands.h"
+
+/* An input matrix: the array given in memory (when mem->data), else the
+ * .npy file path; name is the array's name in messages when in memory.
+ * AC_EDATA "NAME: expected a 2-D array, got shape (..)". */
+int ac_cmd_input_mat(ac_mat *m, const char *path, const ac_array *mem, const char *name,
+                     ac_err *err);
+/* The same for a 1-D vector (malloc'ed into *v, *n entries). */
+int ac_cmd_input_vec(double **v, size_t *n, const char *path, const ac_array *mem,
+                     const char *name, ac_err *err);
+/* The name of an input in messages and JSON: the file, or name when given
+ * in memory. */
+const char *ac_cmd_input_name(const char *path, const ac_array *mem, const char *name);
+
+/* --threads N (0: leave the defaults): BLAS and OpenMP threads. */
+void ac_cmd_apply_threads(long threads);
+
+/* The memory a command needs (an estimate in bytes, from measured peak
+ * sizes), and the check before any work: AC_OK, or status with "WHAT needs
+ * about X GiB of memory (an estimate); only Y GiB are available (SOURCE);
+ * nothing was computed" when the estimate exceeds 90% of
+ * ac_memory_available(). */
+double ac_cmd_mem_rep_theorem(size_t d, size_t n);
+int ac_cmd_memory_check(double need, int status, ac_err *err, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 4, 5)))
+#endif
+    ;
+
+/* Append the matrix m as the array name to out[k] (if k < max); returns k + 1. */
+size_t ac_cmd_out_mat(ac_out_array *out, size_t k, size_t max, const char *name,
+                      const ac_mat *m);
+
+/* --plot FILE: the name must end in .svg, .png or .pdf. */
+int ac_cmd_check_plot(const ac_opt *o, const void *q, const char *text, ac_err *err);
+
+#endif

@@ -1,0 +1,11 @@
+## src/commands/ — the program's commands as library calls: one option table,
+## one run and one JSON serialiser per command (attncheck/commands.h)
+## (included by the top-level Makefile.am)
+
+src_libattncheck_la_SOURCES += \
+	src/commands/cmd_impl.h \
+	src/commands/options.c \
+	src/commands/request.c \
+	src/commands/envelope.c \
+	src/commands/inputs.c \
+	src/commands/rep_theorem.c

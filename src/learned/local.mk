@@ -1,0 +1,6 @@
+## src/learned/ — the theorems on learned weights: experiments that train with
+## the training stack and certify what was learned (attncheck/learned.h)
+## (included by the top-level Makefile.am)
+
+src_libattncheck_la_SOURCES += \
+	src/learned/t1_transition.c

@@ -1,0 +1,213 @@
+/* t1_transition.c — Theorem 1 on learned weights (attncheck/learned.h,
+ * doc/mathematics.md §6.5): for each dk of a range, train one head on
+ * (X, P) and certify it, run the exact criterion for the same dk, and
+ * compare the two transitions. */
+#include <config.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attncheck/learned.h"
+#include "attncheck/theorem1.h"
+#include "attncheck/train.h"
+
+/* Train the head of size dk (fit-p's defaults: BFGS, evaluated at every
+ * step so that the best iterate is exact), certify its weights. */
+static int learn_head(const ac_mat *X, const ac_mat *P, size_t dk, uint64_t seed, double tol,
+                      const ac_schedule *sched, ac_learn_t1_row *row, ac_err *err)
+{
+    ac_train_config c;
+    ac_trainer tr;
+    ac_step_info si;
+    ac_eval_info ev;
+    ac_mat Xc = {0}, Pc = {0}, Wq = {0}, Wk = {0};
+    ac_train_config_default(&c, AC_TASK_FIT_P);
+    c.fitp_dk = dk;
+    c.seed = seed;
+    c.eval_every = 1;
+    memset(&si, 0, sizeof si);
+    int st = ac_trainer_init_fitp(&tr, &c, X, P, err);
+    while (!st && tr.step < tr.cfg.steps && !si.done) {
+        st = ac_trainer_step(&tr, &si, err);
+        if (!st)
+            st = ac_trainer_eval(&tr, &ev, err);
+    }
+    if (!st) {
+        row->steps = tr.step;
+        row->max_steps = tr.cfg.steps;
+        row->stalled = si.done;
+        if (!ac_trainer_fitp_best(&tr, &row->best_step, &row->dev, &row->kl))
+            row->dev = row->kl = NAN;
+        st = ac_trainer_fitp_instance(&tr, &Xc, &Pc, &Wq, &Wk, err);
+    }
+    if (!st)
+        st = ac_head_certify(&row->learned, X, &Wk, &Wq, P, tol, sched, err);
+    ac_trainer_free(&tr);
+    ac_mat_free(&Xc);
+    ac_mat_free(&Pc);
+    ac_mat_free(&Wq);
+    ac_mat_free(&Wk);
+    return st;
+}
+
+int ac_learn_t1_row_run(ac_learn_t1_row *row, const ac_mat *X, const ac_mat *P, size_t dk,
+                        uint64_t seed, double tol, const ac_schedule *sched, int optimize,
+                        ac_err *err)
+{
+    ac_t1_result r;
+    ac_t1_opts o;
+    memset(row, 0, sizeof *row);
+    memset(&r, 0, sizeof r);
+    row->dk = dk;
+    double t0 = ac_seconds();
+    int st = learn_head(X, P, dk, seed, tol, sched, row, err);
+    row->learn_seconds = ac_seconds() - t0;
+    if (st)
+        return st;
+    t0 = ac_seconds();
+    ac_t1_opts_default(&o);
+    o.dk = dk;
+    o.tol = tol;
+    o.sched = *sched;
+    o.optimize = optimize;
+    st = ac_t1_check(&r, X, P, &o, err);
+    row->exact_seconds = ac_seconds() - t0;
+    if (!st) {
+        row->verdict = r.verdict;
+        row->exact = r.exact;
+        row->dist_lo = r.dist_lo;
+        row->dist_hi = r.dist_hi;
+        row->rank = r.rank;
+    }
+    ac_t1_result_free(&r);
+    return st;
+}
+
+/* ---- the comparison -------------------------------------------------------------- */
+
+void ac_learn_t1_summarise(ac_learn_t1_summary *s, const ac_learn_t1_row *rows, size_t nrows,
+                           size_t n)
+{
+    memset(s, 0, sizeof *s);
+    s->learned_from = s->criterion_from = s->missed = s->open = s->inconsistent = -1;
+    s->rank = nrows ? rows[0].rank : -1;
+    s->n = n;
+    int agree = 1;
+    for (size_t i = 0; i < nrows; i++) {
+        const ac_learn_t1_row *r = &rows[i];
+        int lp = r->learned.verdict == AC_PROVED;
+        if (lp && s->learned_from < 0)
+            s->learned_from = (long)r->dk;
+        if (r->verdict != AC_REFUTED && s->criterion_from < 0)
+            s->criterion_from = (long)r->dk;
+        /* soundness: the learned head's error is at least the distance */
+        if (r->learned.hi < r->dist_lo && s->inconsistent < 0)
+            s->inconsistent = (long)r->dk;
+        if (r->verdict == AC_PROVED && !lp && s->missed < 0)
+            s->missed = (long)r->dk;
+        if (!lp && r->verdict != AC_REFUTED) {
+            agree = 0;
+            if (r->verdict != AC_PROVED && s->open < 0)
+                s->open = (long)r->dk;
+        }
+    }
+    s->outcome = s->missed >= 0 ? AC_REFUTED : agree ? AC_PROVED : AC_UNDECIDED;
+}
+
+const char *ac_learn_t1_verdict_name(const ac_learn_t1_summary *s)
+{
+    return s->inconsistent >= 0 ? "INCONSISTENT" : ac_verdict_name(s->outcome);
+}
+
+/* %.3g with inf and nan spelled out */
+static const char *num3(char *buf, size_t n, double x)
+{
+    if (x != x)
+        snprintf(buf, n, "nan");
+    else if (isinf(x))
+        snprintf(buf, n, x > 0 ? "inf" : "-inf");
+    else
+        snprintf(buf, n, "%.3g", x);
+    return buf;
+}
+
+void ac_learn_t1_sentence(char *buf, size_t len, const ac_learn_t1_summary *s, double tol)
+{
+    char t[32], pred[160] = "";
+    num3(t, sizeof t, tol);
+    if (s->rank >= 0 && (size_t)s->rank == s->n)
+        snprintf(pred, sizeof pred, " For rank X = n = %zu, doc/mathematics.md §3.5 puts exact "
+                 "representability at dk >= n - 1 = %zu (generic P).", s->n, s->n - 1);
+    if (s->inconsistent >= 0) {
+        snprintf(buf, len, "INCONSISTENT: at dk = %ld the learned head's certified error is below "
+                 "the certified lower bound on the distance; one of the two certificates is "
+                 "wrong (please report).", s->inconsistent);
+        return;
+    }
+    char lf[64], cf[64];
+    if (s->learned_from >= 0)
+        snprintf(lf, sizeof lf, "from dk = %ld", s->learned_from);
+    else
+        snprintf(lf, sizeof lf, "at no dk of the range");
+    if (s->criterion_from >= 0)
+        snprintf(cf, sizeof cf, "from dk = %ld", s->criterion_from);
+    else
+        snprintf(cf, sizeof cf, "at no dk of the range");
+    if (s->outcome == AC_PROVED && s->learned_from < 0)
+        snprintf(buf, len, "No learned head reaches max|Softmax - P| <= %s, and the exact "
+                 "criterion refutes C(tol) at every dk of the range: they agree, with no "
+                 "transition in the range.%s", t, pred);
+    else if (s->outcome == AC_PROVED)
+        snprintf(buf, len, "Learned heads reach max|Softmax - P| <= %s %s, exactly where the exact "
+                 "criterion stops refuting C(tol) (%s): the transition appears where the "
+                 "criterion puts it.%s", t, lf, cf, pred);
+    else if (s->outcome == AC_REFUTED)
+        snprintf(buf, len, "Learned heads reach tol %s %s, but the exact criterion proves C(tol) "
+                 "already at dk = %ld, where training did not get within tol: the learned "
+                 "transition does NOT appear where the criterion puts it (%s).%s", t, lf,
+                 s->missed, cf, pred);
+    else
+        snprintf(buf, len, "Learned heads reach tol %s %s; the exact criterion stops refuting "
+                 "C(tol) %s, and at dk = %ld neither training nor the criterion decides it: the "
+                 "transitions cannot be compared there.%s", t, lf, cf, s->open, pred);
+}
+
+/* ---- the experiment -------------------------------------------------------------------- */
+
+int ac_learn_t1_transition(ac_learn_t1_result *res, const ac_mat *X, const char *xname,
+                           const ac_mat *P, const char *pname, const ac_learn_t1_opts *o,
+                           ac_err *err)
+{
+    memset(res, 0, sizeof *res);
+    int st = ac_t1_validate(X, xname, P, pname, NULL, 0, "D0", 1, err);
+    if (st)
+        return st;
+    if (o->dk_lo < 1 || o->dk_lo > o->dk_hi)
+        return ac_err_set(err, AC_EUSAGE, "the head sizes %zu:%zu are not a range of sizes >= 1",
+                          o->dk_lo, o->dk_hi);
+    size_t nrows = o->dk_hi - o->dk_lo + 1;
+    if (!(res->rows = calloc(nrows, sizeof *res->rows)))
+        return ac_err_set(err, AC_EINTERNAL, "out of memory");
+    double t0 = ac_seconds();
+    for (size_t i = 0; i < nrows; i++) {
+        if ((st = ac_learn_t1_row_run(&res->rows[i], X, P, o->dk_lo + i, o->seed, o->tol,
+                                      &o->sched, o->optimize, err)))
+            return st;
+        res->nrows = i + 1;
+        if (o->progress)
+            o->progress(o->progress_ctx, i + 1, nrows);
+    }
+    ac_learn_t1_summarise(&res->s, res->rows, nrows, X->cols);
+    res->seconds = ac_seconds() - t0;
+    return AC_OK;
+}
+
+void ac_learn_t1_result_free(ac_learn_t1_result *res)
+{
+    if (!res)
+        return;
+    free(res->rows);
+    memset(res, 0, sizeof *res);
+}
