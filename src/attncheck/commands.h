@@ -228,6 +228,46 @@ void ac_json_steps(ac_json *j, const ac_step *steps, size_t n);
 const char *ac_stage_name(char *buf, size_t n, int stage, long prec);
 
 
+/* ---- the rows of `attncheck report` ------------------------------------------------ */
+
+/* One check on a built-in instance: the claim, its verdict, the verdict
+ * expected (the theory's prediction or a measured finding, per row), the
+ * certified bound. */
+typedef struct {
+    char claim[96];
+    char instance[96];
+    ac_verdict expected;
+    ac_verdict verdict;
+    char bound[96];
+    char quantity[64];  /* what lo, hi bound ("" = no numeric bound) */
+    double lo, hi;      /* certified bounds on quantity (NaN: none) */
+    double seconds;
+    int error;          /* nonzero: the check failed to run (its status) */
+    char detail[AC_ERR_MSG_MAX + 64];
+} ac_report_row;
+
+typedef struct {
+    ac_report_row *rows;
+    size_t n, cap;
+    uint64_t seed;
+    int quick;
+} ac_report;
+
+/* A new row (zeroed, lo = hi = NaN), or NULL if out of memory. */
+ac_report_row *ac_report_add(ac_report *r);
+/* The row's check failed with status st: verdict UNDECIDED, the error, and
+ * the library's message as the detail, each parameter it names (err->fields)
+ * spelled as its option: "--" + the field with '_' as '-', or as flags maps
+ * it (pairs {field, option}, ending with NULL; may be NULL). */
+void ac_report_fail(ac_report_row *row, int st, const ac_err *err, const char *const *flags);
+/* The row's numeric bounds: quantity lies in [lo, hi]. */
+void ac_report_bounds(ac_report_row *row, const char *quantity, double lo, double hi);
+void ac_report_free(ac_report *r);
+
+/* The rows of each theorem (each appends its rows). */
+void ac_report_rows_theorem1(ac_report *r);
+void ac_report_rows_learn(ac_report *r);
+
 /* ---- rep-theorem (Theorem 1 of paper 1; attncheck-rep-theorem(1)) ---------------- */
 
 typedef struct {

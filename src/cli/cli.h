@@ -195,33 +195,13 @@ extern const char cmd_separate_help[];
 extern const char cmd_condition_help[];
 extern const char cmd_train_help[];
 
-/* Report rows: each check module contributes a function that appends rows. */
-typedef struct {
-    char claim[96];
-    char instance[96];
-    ac_verdict expected;
-    ac_verdict verdict;
-    char bound[96];
-    char quantity[64];  /* what lo, hi bound ("" = no numeric bound) */
-    double lo, hi;      /* certified bounds on quantity (json_contract.h) */
-    double seconds;
-    int error;          /* nonzero: the check failed to run (status) */
-    char detail[AC_ERR_MSG_MAX + 64];
-} cli_report_row;
-
-typedef struct {
-    cli_report_row *rows;
-    size_t n, cap;
-    uint64_t seed;
-    int quick;
-} cli_report;
-
-cli_report_row *cli_report_add(cli_report *r);
-/* The row's check failed with status st: verdict UNDECIDED, the error, and
- * the library's message (parameters spelled by flags, or by the default
- * spelling when NULL) as the detail. */
+/* Report rows (attncheck/commands.h, ac_report): the rows not yet written
+ * in the library are made here with these names. */
+typedef ac_report_row cli_report_row;
+typedef ac_report cli_report;
+#define cli_report_add ac_report_add
+/* ac_report_fail with the message's parameters spelled by a cli_flag table */
 void cli_report_fail(cli_report_row *row, int st, const ac_err *err, const cli_flag *flags);
-void report_rows_theorem1(cli_report *r);
 void report_rows_theorem2(cli_report *r);
 void report_rows_condition(cli_report *r);
 void report_rows_train(cli_report *r);

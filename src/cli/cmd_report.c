@@ -47,12 +47,12 @@ static const struct option long_opts[] = {
 
 /* The rows, in order: one function per check module. */
 static void (*const row_sources[])(cli_report *) = {
-    report_rows_theorem1,
+    ac_report_rows_theorem1,
     report_rows_theorem2,
     report_rows_student,
     report_rows_condition,
     report_rows_train,
-    report_rows_learn,
+    ac_report_rows_learn,
     report_rows_trained_kappa,
 };
 

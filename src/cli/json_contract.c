@@ -34,17 +34,13 @@ void cli_json_parameters_end(ac_json *j)
 
 void cli_report_bounds(cli_report_row *row, const char *quantity, double lo, double hi)
 {
-    if (!row)
-        return;
-    snprintf(row->quantity, sizeof row->quantity, "%s", quantity);
-    row->lo = lo;
-    row->hi = hi;
+    ac_report_bounds(row, quantity, lo, hi);
 }
 
 void cli_report_last_bounds(cli_report *rep, const char *quantity, double lo, double hi)
 {
     if (rep->n > 0)
-        cli_report_bounds(&rep->rows[rep->n - 1], quantity, lo, hi);
+        ac_report_bounds(&rep->rows[rep->n - 1], quantity, lo, hi);
 }
 
 static double clock_start;

@@ -20,7 +20,4 @@ void rep_learn_files_abort(rep_learn_files *f);
 /* The plot (gnuplot), the CSV, then the table or JSON on stdout. */
 int rep_learn_write(const ac_rt_request *q, const ac_rt_result *res, rep_learn_files *f);
 
-/* `attncheck report`: the learned transition at dk = n - 1 for n = 6. */
-void report_rows_learn(cli_report *rep);
-
 #endif

@@ -492,18 +492,3 @@ void cli_report_fail(cli_report_row *row, int st, const ac_err *err, const cli_f
     snprintf(row->detail, sizeof row->detail, "%.255s", msg);
 }
 
-cli_report_row *cli_report_add(cli_report *r)
-{
-    if (r->n == r->cap) {
-        size_t cap = r->cap ? 2 * r->cap : 16;
-        cli_report_row *nr = realloc(r->rows, cap * sizeof *nr);
-        if (!nr)
-            return NULL;
-        r->rows = nr;
-        r->cap = cap;
-    }
-    cli_report_row *row = &r->rows[r->n++];
-    memset(row, 0, sizeof *row);
-    row->lo = row->hi = NAN; /* no numeric bound until cli_report_bounds */
-    return row;
-}

@@ -8,7 +8,9 @@
  *                  parameters, certificates, proof steps, stage names);
  *   inputs.c       inputs from files or arrays in memory, threads, the
  *                  memory estimates checked before any work;
- *   rep_theorem.c  rep-theorem: Theorem 1, and --learn.
+ *   rep_theorem.c  rep-theorem: Theorem 1, and --learn;
+ *   report_rows.c  the rows of `attncheck report`: list and helpers;
+ *   report_theorem1.c  the report's rows of Theorem 1.
  */
 #ifndef AC_COMMANDS_CMD_IMPL_H
 #define AC_COMMANDS_CMD_IMPL_H

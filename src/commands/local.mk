@@ -8,4 +8,6 @@ src_libattncheck_la_SOURCES += \
 	src/commands/request.c \
 	src/commands/envelope.c \
 	src/commands/inputs.c \
-	src/commands/rep_theorem.c
+	src/commands/rep_theorem.c \
+	src/commands/report_rows.c \
+	src/commands/report_theorem1.c
