@@ -29,6 +29,14 @@ EOT
     grep -q "^\.B $c\$" "$top_srcdir/man/attncheck.1" || err "attncheck(1) does not list '$c'"
     grep -q "attncheck $c" "$top_srcdir/README" || err "README does not mention 'attncheck $c'"
 done
+# the man page of each command agrees with its option table (value names,
+# defaults, choices, groups; tests/man_options.py), through the library
+lib="${top_builddir:-.}/src/.libs/libattncheck.so"
+if [ -f "$lib" ] && [ -n "${PYTHON3:-}" ]; then
+    asan=$(ldd "$lib" 2>/dev/null | sed -n 's/.*libasan[^ ]* => \([^ ]*\) .*/\1/p' | head -1)
+    LD_PRELOAD="${asan:-${LD_PRELOAD:-}}" ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0" \
+        "$PYTHON3" "$top_srcdir/tests/man_options.py" "$lib" "$top_srcdir/man" >&2 || fail=1
+fi
 # every function of the public headers is documented in a section-3 page
 fns=$(cat "$top_srcdir"/src/attncheck/*.h | sed 's#/\*.*\*/##' | grep -oE '\bac_[a-z0-9_]+[[:space:]]*\(' | sed 's/[[:space:](]//g' | sort -u)
 [ -n "$fns" ] || err "no functions found in the public headers"

@@ -214,6 +214,7 @@ static void describe_opt(ac_json *j, const ac_opt *o)
         ac_json_end_array(j);
     }
     ac_json_kv_string(j, "default", o->def);
+    ac_json_kv_string(j, "default_show", o->def_show);
     ac_json_kv_string(j, "arg", o->arg);
     ac_json_kv_string(j, "help", o->help);
     ac_json_kv_string(j, "group", o->group);
