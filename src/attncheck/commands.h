@@ -276,7 +276,7 @@ typedef struct {
     ac_array x_mem, p_mem, d0_mem;
     int have_x, have_p, have_d0;
     int normalize, rows;        /* --normalize, --rows */
-    int example;                /* --example: -1 none, 0 paper */
+    const char *example;        /* --example: NULL, or "paper" */
     int have_example;
     size_t n, d;                /* --n, --d: generated sizes */
     int have_n, have_d;
@@ -298,7 +298,7 @@ typedef struct {
     /* output (the program) */
     int trace, json;
     const char *out_dir, *csv, *plot;
-    int threads;
+    long threads;
 } ac_rt_request;
 
 typedef struct {
