@@ -73,9 +73,11 @@ static void write_data(FILE *f, const cli_report *rep, double *lo, double *hi)
     fputs("$data << EOD\n", f);
     for (size_t i = 0; i < rep->n; i++) {
         const cli_report_row *r = &rep->rows[i];
-        int rel, undecided = r->error || r->verdict == AC_UNDECIDED;
+        int rel;
         double b = r->error ? NAN : report_bound_value(r->bound, &rel);
-        long color = undecided ? 0xff7f0e : r->verdict == r->expected ? 0x2ca02c : 0xd62728;
+        ac_verdict outcome = ac_report_row_outcome(r);
+        long color = outcome == AC_UNDECIDED ? 0xff7f0e : outcome == AC_PROVED ? 0x2ca02c
+                                                                               : 0xd62728;
         if (!(b > 0)) /* not drawn on the log axis */
             rel = 0;
         else {
