@@ -127,6 +127,12 @@ int ac_task_parse(const char *s, ac_task_kind *t);
 const char *ac_train_optimizer_name(ac_train_optimizer o);
 int ac_train_optimizer_parse(const char *s, ac_train_optimizer *o);
 
+/* A path of the configuration (x_path, text_path, ...; AC_TRAIN_PATH_MAX
+ * bytes) made absolute in place (realpath), as checkpoints record paths;
+ * "" is left alone.  AC_ENOINPUT "PATH: cannot open: ..." when it does not
+ * exist, AC_EUSAGE when the absolute path is too long. */
+int ac_train_path_absolute(char *path, ac_err *err);
+
 /* The learning rate at step s = 1, 2, ..., steps: linear warm-up from
  * lr/warmup to lr over the first `warmup` steps, then cosine (or linear)
  * decay from lr to min_lr at the last step, or constant. */

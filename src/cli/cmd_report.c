@@ -22,13 +22,10 @@ static const ac_report_hooks program_rows = {
     .trained_kappa = report_rows_trained_kappa,
 };
 
-/* The marks of the table: "" as predicted, " !" contradicting, " ?"
- * undecided or not run (ac_report_row_outcome). */
-static const char *mark_of(const ac_report_row *r)
-{
-    ac_verdict v = ac_report_row_outcome(r);
-    return v == AC_PROVED ? "" : v == AC_REFUTED ? " !" : " ?";
-}
+/* The marks of the table by a row's outcome (ac_report_row_outcome): ""
+ * as predicted, " !" contradicting, " ?" undecided or not run. */
+static const char *const outcome_mark[] = {[AC_PROVED] = "", [AC_REFUTED] = " !",
+                                           [AC_UNDECIDED] = " ?"};
 
 /* 98 columns at most: the instance on a line of its own, under the claim
  * (one line would need 125) */
@@ -43,7 +40,7 @@ static void print_table(const ac_report_result *res)
         const ac_report_row *r = &rep->rows[i];
         printf("%-36.36s %-9s %-9s %-30.30s %7.3fs%s\n    %.90s\n", r->claim,
                ac_verdict_name(r->verdict), ac_verdict_name(r->expected),
-               r->error ? "error" : r->bound, r->seconds, mark_of(r), r->instance);
+               r->error ? "error" : r->bound, r->seconds, outcome_mark[ac_report_row_outcome(r)], r->instance);
     }
     printf("\n%zu checks: %zu as the theory predicts, %zu contradicting (!), %zu undecided "
            "(?); %.2f s\n", rep->n, res->as_expected, res->contradicting, res->undecided,

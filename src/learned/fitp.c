@@ -7,10 +7,6 @@
  * evaluation of a head (attncheck/head.h). */
 #include <config.h>
 
-#define _GNU_SOURCE 1 /* realpath */
-#include <errno.h>
-#include <limits.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "attncheck/head.h"
@@ -18,20 +14,6 @@
 #include "attncheck/npy.h"
 #include "attncheck/theorem1.h"
 #include "attncheck/train.h"
-
-/* path made absolute (realpath), as a checkpoint records it */
-static int canon_path(char *path, ac_err *err)
-{
-    char buf[PATH_MAX];
-    if (!path[0])
-        return AC_OK;
-    if (!realpath(path, buf))
-        return ac_err_set(err, AC_ENOINPUT, "%s: cannot open: %s", path, strerror(errno));
-    if (strlen(buf) >= AC_TRAIN_PATH_MAX)
-        return ac_err_set(err, AC_EUSAGE, "%s: path too long", buf);
-    strcpy(path, buf);
-    return AC_OK;
-}
 
 /* m: a copy of the matrix given in memory, else read from path (if set) */
 static int read_mat(ac_mat *m, const ac_mat *given, const char *path, ac_err *err)
@@ -49,9 +31,9 @@ static int load_instance(ac_mat *X, ac_mat *P, const char **xname, const char **
 {
     int st;
     int have_x = Xin || c->x_path[0], have_p = Pin || c->p_path[0];
-    if (!Xin && (st = canon_path(c->x_path, err)))
+    if (!Xin && (st = ac_train_path_absolute(c->x_path, err)))
         return st;
-    if (!Pin && (st = canon_path(c->p_path, err)))
+    if (!Pin && (st = ac_train_path_absolute(c->p_path, err)))
         return st;
     *xname = Xin ? "X" : c->x_path[0] ? c->x_path : "Gaussian";
     *pname = Pin ? "P" : c->p_path[0] ? c->p_path : "Dirichlet";

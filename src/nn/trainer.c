@@ -37,9 +37,7 @@ static void data_free(ac_train_data *d)
     free(d);
 }
 
-/* Make path absolute (realpath) so that a checkpoint names its data
- * unambiguously. */
-static int canon_path(char *path, ac_err *err)
+int ac_train_path_absolute(char *path, ac_err *err)
 {
     char buf[PATH_MAX];
     if (!path[0])
@@ -113,7 +111,7 @@ static int open_data(ac_train_data *d, ac_train_config *c, const ac_mat *X, cons
         return ac_err_set_field(err, AC_EUSAGE, "optimizer", "unknown optimizer");
     switch (c->task) {
     case AC_TASK_TEXT:
-        if ((st = canon_path(c->text_path, err)) || (st = train_text_open(d, c, err)))
+        if ((st = ac_train_path_absolute(c->text_path, err)) || (st = train_text_open(d, c, err)))
             return st;
         break;
     case AC_TASK_LISTOPS:
@@ -121,7 +119,7 @@ static int open_data(ac_train_data *d, ac_train_config *c, const ac_mat *X, cons
             return st;
         break;
     case AC_TASK_TEACHER:
-        if ((st = canon_path(c->teacher_dir, err)) || (st = train_teacher_open(d, c, err)))
+        if ((st = ac_train_path_absolute(c->teacher_dir, err)) || (st = train_teacher_open(d, c, err)))
             return st;
         break;
     case AC_TASK_FIT_P:
