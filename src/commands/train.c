@@ -700,7 +700,9 @@ static int run_steps(ac_train_result *res, const ac_train_request *q, const ac_t
         return st;
     double t_start = ac_seconds();
     res->first_step = tr->step;
-    res->maxevals = (res->last - tr->step) / (c->eval_every ? c->eval_every : 1) + 2;
+    /* (a resumed run may start at or after its --stop-at: no step, then) */
+    size_t todo = res->last > tr->step ? res->last - tr->step : 0;
+    res->maxevals = todo / (c->eval_every ? c->eval_every : 1) + 2;
     res->evals = calloc(res->maxevals, sizeof *res->evals);
     if (!res->evals)
         return ac_err_set(err, AC_EINTERNAL, "out of memory");
