@@ -4,7 +4,6 @@
 Run it after `make install` (or from the build tree as tests/python_pkg.sh
 does).  Each step prints what a notebook cell would show."""
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -30,19 +29,16 @@ A = np.exp(np.random.default_rng(0).normal(size=(8, 8)))
 A /= A.sum(axis=1, keepdims=True)
 print("row-stochastic A with rows=True:", attncheck.rep_theorem(X, A, dk=8, rows=True).verdict)
 
-# Learned weights: train a head in C, load it into torch, change, save, certify.
+# Learned weights: train a head with the library (train --task fit-p), load the
+# checkpoint it wrote (the weights it certified) into torch, change, save, certify.
 tmp = tempfile.mkdtemp()
-np.save(os.path.join(tmp, "X.npy"), X)
-np.save(os.path.join(tmp, "P.npy"), P)
-exe = os.environ.get("ATTNCHECK", "attncheck")
-subprocess.run([exe, "train", "--task", "fit-p", "--x", os.path.join(tmp, "X.npy"), "--p",
-                os.path.join(tmp, "P.npy"), "--steps", "500", "--save",
-                os.path.join(tmp, "ck")], stdout=subprocess.DEVNULL, check=False)
+t = attncheck.train(task="fit-p", X=X, P=P, steps=500, save=os.path.join(tmp, "ck"))
+print("trained:", t.verdict, "at step", t.checkpoint_step, t.certificate)
 head = attncheck.load_checkpoint(os.path.join(tmp, "ck"))
 print(head.__class__.__name__, [k for k, _ in head.named_parameters()])
 before = attncheck.certify_head(X, P, head.Wq.detach().numpy(), head.Wk.detach().numpy(),
                                 tol=1e-3)
-print("trained:", before)
+print("the checkpoint's weights:", before)
 import torch  # noqa: E402
 with torch.no_grad():
     head.Wq.mul_(2.0)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 
 #include <attncheck/blas.h>
+#include <attncheck/learned.h>
 #include <attncheck/theorem1.h>
 #include <attncheck/train.h>
 
@@ -24,7 +25,7 @@ int main(int argc, char **argv)
     cfg.steps = argc > 1 ? (size_t)strtoul(argv[1], NULL, 10) : 3000;
     if (cfg.steps == 0)
         cfg.steps = 1;
-    if (ac_trainer_init(&tr, &cfg, &err)) {
+    if (ac_learn_fitp_init(&tr, &cfg, NULL, NULL, &err)) { /* generated X, P */
         fprintf(stderr, "train_fitp: %s\n", err.msg);
         ac_trainer_free(&tr);
         return err.status;

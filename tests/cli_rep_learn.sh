@@ -154,6 +154,33 @@ assert d["best"]["step"] == best["step"] and d["best"]["maxdev"] == best["maxdev
 c = d["certificate"]
 assert c["lo"] <= best["maxdev"] * (1 + 1e-9) and best["maxdev"] <= c["hi"] * (1 + 1e-9), c
 EOF
+# the certificate printed is about the files written: --save writes the best
+# iterate (the weights certified) at its step, and rep-theorem certifies the
+# saved Wq.npy, Wk.npy with the same bounds and verdict (at this seed the
+# last iterate is worse than the best; with the native kernels 4.5e-4 > tol,
+# REFUTED); a run resumed from that checkpoint ends with the same
+# checkpoint, byte for byte
+expect 0 "$A" rep-theorem --n 8 --seed 3 --tol 1 --out-dir g
+expect 0 "$A" train --task fit-p --x g/X.npy --p g/P.npy --optimizer adamw --steps 20000 \
+    --tol 3e-4 --save ck --json
+cp out.txt fitp.json
+expect 0 "$A" rep-theorem --x g/X.npy --p g/P.npy --wq ck/Wq.npy --wk ck/Wk.npy --tol 3e-4 --json
+"$PY" - <<'EOF' || err "fit-p --save: the certificate printed is not about the files written"
+import json
+t, r, ck = (json.load(open(f)) for f in ("fitp.json", "out.txt", "ck/config.json"))
+c, g = t["certificate"], r["given_head"]
+assert t["verdict"] == "PROVED" and g["verdict"] == t["verdict"], (t["verdict"], g)
+assert (g["lo"], g["hi"]) == (c["lo"], c["hi"]), (g, c)
+assert t["checkpoint_step"] == t["best"]["step"] == ck["step"] == ck["best"]["step"], (t, ck)
+# the case: the last iterate is not the one certified (worse than the best)
+assert t["best"]["step"] < t["step"] and t["evals"][-1]["maxdev"] > t["best"]["maxdev"], t
+EOF
+cp -r ck ck0
+expect 0 "$A" train --resume ck --save ck2 --quiet
+for f in ck0/*; do
+    cmp -s "$f" "ck2/$(basename "$f")" ||
+        err "fit-p: resumed from the best iterate, $(basename "$f") differs from the first run's"
+done
 # a BFGS checkpoint cannot be resumed (its curvature is not saved)
 expect 0 "$A" train --task fit-p --n 4 --steps 5 --tol 1 --save ck --quiet
 expect 64 "$A" train --resume ck --steps 10

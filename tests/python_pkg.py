@@ -244,5 +244,76 @@ if torch is not None:
           and np.array_equal(Wq2, Wq * 1.01),
           "fit-p weights certified before (%.3g) and after a change in torch (%.3g)" % (d1, d2))
 
+# ---- train, report: the program's runs, through the library -----------------------
+TIMING = ("seconds", "tokens_per_s", "threads")
+
+
+def untimed(d):
+    if isinstance(d, dict):
+        return {k: untimed(v) for k, v in d.items() if k not in TIMING}
+    if isinstance(d, list):
+        return [untimed(v) for v in d]
+    return d
+
+
+check(set(p for p in __import__("inspect").signature(ac.train).parameters) ==
+      set(o["python"] for o in ac.COMMANDS["train"]["options"] if not o["program_only"]),
+      "train: a keyword for every option of the table but the program's")
+for args, kw in [(("--task", "fit-p", "--n", "6", "--steps", "40", "--optimizer", "adamw"),
+                  dict(task="fit-p", n=6, steps=40, optimizer="adamw")),
+                 (("--task", "fit-p", "--n", "5", "--d", "3", "--steps", "30", "--tol", "0.5"),
+                  dict(task="fit-p", n=5, d=3, steps=30, tol=0.5)),
+                 (("--task", "listops", "--layers", "1", "--heads", "2", "--width", "16", "--seq",
+                   "24", "--steps", "4", "--batch", "2"),
+                  dict(task="listops", layers=1, heads=2, width=16, seq=24, steps=4, batch=2))]:
+    rc, out, _ = run("train", *args, "--quiet", "--json")
+    j = json_schema.load(out, "train")
+    t = ac.train(**kw)
+    check(untimed(t.json) == untimed(j) and t.status == rc,
+          "train(%s) is the program's run (%s, exit %d)" % (kw, t.verdict, rc))
+X, P = ac.generate_instance(8, 6, seed=3)
+np.save(os.path.join(tempfile.gettempdir(), "tX.npy"), X)
+np.save(os.path.join(tempfile.gettempdir(), "tP.npy"), P)
+with tempfile.TemporaryDirectory() as tmp:
+    ck = os.path.join(tmp, "ck")
+    t = ac.train(task="fit-p", X=X, P=P, optimizer="adamw", steps=3000, tol=1e-3, save=ck)
+    cfg = json.load(open(os.path.join(ck, "config.json")))
+    Wq, Wk = np.load(os.path.join(ck, "Wq.npy")), np.load(os.path.join(ck, "Wk.npy"))
+    c = ac.certify_head(X, P, Wq, Wk, tol=1e-3)
+    check(np.array_equal(t.Wq, Wq) and np.array_equal(t.Wk, Wk) and t.Wq.shape == (8, 8)
+          and cfg["step"] == t.checkpoint_step == t.best.step
+          and (c.lo, c.hi) == (t.certificate.lo, t.certificate.hi) and c.verdict == t.verdict,
+          "train(save=...): the checkpoint holds the weights certified (step %d, %s)"
+          % (t.checkpoint_step, t.verdict))
+    d = maxdev(X, P, t.Wq, t.Wk)
+    check(t.certificate.lo - SLACK <= d <= t.certificate.hi + SLACK,
+          "  NumPy max|Softmax - P| %.6g within the certified [%.6g, %.6g]"
+          % (d, t.certificate.lo, t.certificate.hi))
+    f = ac.train(task="fit-p", X=os.path.join(tempfile.gettempdir(), "tX.npy"),
+                 P=os.path.join(tempfile.gettempdir(), "tP.npy"), optimizer="adamw",
+                 steps=3000, tol=1e-3)
+    check(untimed(f.best.json) == untimed(t.best.json) and f.certificate.hi == t.certificate.hi,
+          "train: X, P as arrays or as .npy files, the same run")
+expect_error(lambda: ac.train(task="fit-p", steps=0), ac.InputError, 64, ["steps"],
+             "train steps=0")
+expect_error(lambda: ac.train(task="text", n=3), ac.InputError, 64, ["does not apply"],
+             "train: an option of another task")
+expect_error(lambda: ac.train(n=3), ac.InputError, 64, ["--task is required"], "train: no task")
+Xn = X.copy()
+Xn[0, 0] = np.nan
+expect_error(lambda: ac.train(task="fit-p", X=Xn, P=P, steps=2), ac.InputError, 65, ["NaN"],
+             "train: NaN in X")
+expect_error(lambda: ac.train(task="fit-p", X=X, P=P[:3]), ValueError, None, ["P"],
+             "train: P of the wrong shape")
+rc, out, _ = run("report", "--quick", "--json")
+j = json_schema.load(out, "report")
+r = ac.report(quick=True)
+mine = {row["claim"]: row for row in untimed(r.json)["rows"]}
+theirs = {row["claim"]: row for row in untimed(j)["rows"]}
+check(len(mine) >= 8 and all(theirs.get(k) == v for k, v in mine.items())
+      and r.as_expected + r.contradicting + r.undecided == len(mine),
+      "report(quick=True): %d rows, each the program's (%d as expected)"
+      % (len(mine), r.as_expected))
+
 print("%d failure(s)" % failures)
 sys.exit(1 if failures else 0)

@@ -23,6 +23,7 @@
 
 #include "attncheck/blas.h"
 #include "attncheck/head.h"
+#include "attncheck/learned.h"
 #include "attncheck/theorem1.h"
 #include "attncheck/train.h"
 #include "testutil.h"
@@ -121,6 +122,44 @@ static ac_verdict check_weights(const ac_trainer *t, double tol, double expect_d
     return cert.verdict;
 }
 
+/* ac_trainer_fitp_restore_best on a trainer whose best iterate (at step,
+ * max dev best) is not its last: the state becomes the best iterate's (its
+ * weights are the ones returned, its evaluation gives best again), a
+ * checkpoint of it records it, and a trainer loading that checkpoint has it
+ * as its best so far. */
+static void restore_best(ac_trainer *t, size_t step, double best)
+{
+    ac_mat X = {0}, P = {0}, Wq = {0}, Wk = {0};
+    ac_eval_info ev;
+    ac_err err;
+    size_t bstep;
+    double bdev;
+    char dir[256];
+    ck_assert(ac_trainer_fitp_instance(t, &X, &P, &Wq, &Wk, &err) == AC_OK);
+    ck_assert(t->step != step);
+    ck_assert_int_eq(ac_trainer_fitp_restore_best(t), 1);
+    ck_assert_uint_eq(t->step, step);
+    const ac_nn_tensor *q = ac_nn_tensor_find(&t->model, "Wq");
+    ck_assert(memcmp(t->model.params + q->offset, Wq.data, Wq.rows * Wq.cols * sizeof(double)) ==
+              0);
+    ck_assert(ac_trainer_eval(t, &ev, &err) == AC_OK);
+    ck_assert(ev.maxdev == best);
+    snprintf(dir, sizeof dir, "%s/test_fitp_best.%ld",
+             getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp", (long)getpid());
+    ck_assert(ac_trainer_save(t, dir, &err) == AC_OK);
+    ac_trainer u;
+    ck_assert(ac_learn_fitp_init(&u, &t->cfg, &X, &P, &err) == AC_OK);
+    ck_assert_msg(ac_trainer_load(&u, dir, &err) == AC_OK, "%s", err.msg);
+    ck_assert(ac_trainer_fitp_best(&u, &bstep, &bdev, NULL));
+    ck_assert(bstep == step && bdev == best);
+    ck_assert(memcmp(u.model.m, t->model.m, t->model.nparams * sizeof(double)) == 0);
+    ac_trainer_free(&u);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    ck_assert(system(cmd) == 0);
+    ac_mat_free(&X), ac_mat_free(&P), ac_mat_free(&Wq), ac_mat_free(&Wk);
+}
+
 /* AdamW at a fixed learning rate oscillates: on this instance (n = 8,
  * seed 3, 20000 steps, the brief's case) the last evaluation is worse than
  * an earlier one; the trainer must return (and the certificate use) the
@@ -137,7 +176,7 @@ START_TEST(test_best_iterate)
     c.warmup = 2000;
     c.min_lr = c.lr / 10;
     c.seed = 3;
-    ck_assert(ac_trainer_init(&t, &c, &err) == AC_OK);
+    ck_assert(ac_learn_fitp_init(&t, &c, NULL, NULL, &err) == AC_OK);
     size_t step;
     ck_assert(!ac_trainer_fitp_best(&t, &step, NULL, NULL)); /* no evaluation yet */
     run(&t, 2000, &last, &later);
@@ -149,6 +188,7 @@ START_TEST(test_best_iterate)
     /* the returned weights are the best iterate's, not the last */
     ck_assert_int_eq(check_weights(&t, 2 * best, best), AC_PROVED);
     ck_assert_int_eq(check_weights(&t, 0.5 * last, best), AC_PROVED);
+    restore_best(&t, step, best);
     ac_trainer_free(&t);
 }
 END_TEST
@@ -176,7 +216,7 @@ START_TEST(test_bfgs_representable)
         c.fitp_d = cases[k].d;
         c.fitp_dk = cases[k].dk;
         c.seed = cases[k].seed;
-        ck_assert(ac_trainer_init(&t, &c, &err) == AC_OK);
+        ck_assert(ac_learn_fitp_init(&t, &c, NULL, NULL, &err) == AC_OK);
         run(&t, 100, &last, &later);
         double best;
         ck_assert(ac_trainer_fitp_best(&t, NULL, &best, NULL));
@@ -195,7 +235,7 @@ START_TEST(test_bfgs_representable)
     double last, later, best;
     ac_train_config_default(&c, AC_TASK_FIT_P);
     c.fitp_dk = 2;
-    ck_assert(ac_trainer_init_fitp(&t, &c, &X, &P, &err) == AC_OK);
+    ck_assert(ac_learn_fitp_init(&t, &c, &X, &P, &err) == AC_OK);
     run(&t, 100, &last, &later);
     ck_assert(ac_trainer_fitp_best(&t, NULL, &best, NULL));
     ck_assert_msg(check_weights(&t, 1e-6, best) == AC_PROVED, "dk = 2 < d: max dev %g", best);
@@ -221,7 +261,7 @@ START_TEST(test_kl_oracle)
     ac_train_config_default(&c, AC_TASK_FIT_P);
     c.fitp_n = 16;
     c.seed = 11;
-    ck_assert(ac_trainer_init(&t, &c, &err) == AC_OK);
+    ck_assert(ac_learn_fitp_init(&t, &c, NULL, NULL, &err) == AC_OK);
     ck_assert(ac_trainer_eval(&t, &ev, &err) == AC_OK);
     ck_assert(ac_trainer_fitp_instance(&t, &X, &P, &Wq, &Wk, &err) == AC_OK);
     head_ld(&X, &P, &Wq, &Wk, &md, &kl);
@@ -259,7 +299,7 @@ START_TEST(test_threads)
         ac_train_config_default(&c, AC_TASK_FIT_P);
         c.fitp_n = 12;
         c.fitp_dk = 10;
-        ck_assert(ac_trainer_init(&t, &c, &err) == AC_OK);
+        ck_assert(ac_learn_fitp_init(&t, &c, NULL, NULL, &err) == AC_OK);
         run(&t, 7, &last, &later);
         np = t.model.nparams;
         w[k] = malloc(np * sizeof(double));
@@ -291,7 +331,7 @@ START_TEST(test_config)
     c.warmup = 0; /* a checkpoint's warmup is at most its steps */
     snprintf(dir, sizeof dir, "%s/test_fitp.%ld", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
              (long)getpid());
-    ck_assert(ac_trainer_init(&t, &c, &err) == AC_OK);
+    ck_assert(ac_learn_fitp_init(&t, &c, NULL, NULL, &err) == AC_OK);
     ck_assert(ac_trainer_step(&t, NULL, &err) == AC_OK);
     ck_assert(ac_trainer_save(&t, dir, &err) == AC_OK);
     ck_assert(ac_train_config_read(dir, &r, &step, &err) == AC_OK);
@@ -309,22 +349,34 @@ START_TEST(test_config)
     ck_assert_int_eq(ac_trainer_init(&t, &c, &err), AC_EUSAGE);
     ck_assert_str_eq(err.fields, "optimizer");
     ac_trainer_free(&t);
-    /* in-memory instances: no files, valid P, consistent d */
-    ac_mat X = {0}, P = {0};
+    /* in-memory instances: the training stack takes fit-p's instance only
+     * in memory, checks its shapes and the sizes given; the values are
+     * validated above it (ac_learn_fitp_init) */
+    ac_mat X = {0}, P = {0}, P4 = {0};
     ck_assert(ac_t1_generate(&X, &P, 3, 5, 1, &err) == AC_OK);
     ac_train_config_default(&c, AC_TASK_FIT_P);
-    snprintf(c.x_path, sizeof c.x_path, "X.npy");
-    ck_assert_int_eq(ac_trainer_init_fitp(&t, &c, &X, &P, &err), AC_EUSAGE);
+    ck_assert_int_eq(ac_trainer_init(&t, &c, &err), AC_EUSAGE); /* no instance */
+    ck_assert(strstr(err.msg, "in memory") != NULL);
     ac_trainer_free(&t);
-    ac_train_config_default(&c, AC_TASK_FIT_P);
+    ck_assert(ac_mat_init(&P4, 4, 4, &err) == AC_OK);
+    ck_assert_int_eq(ac_trainer_init_fitp(&t, &c, &X, "X", &P4, "P4", &err), AC_EDATA);
+    ck_assert(strstr(err.msg, "P4") != NULL);
+    ac_trainer_free(&t);
     c.fitp_d = 4;
-    ck_assert_int_eq(ac_trainer_init_fitp(&t, &c, &X, &P, &err), AC_EUSAGE);
+    ck_assert_int_eq(ac_trainer_init_fitp(&t, &c, &X, NULL, &P, NULL, &err), AC_EUSAGE);
+    ac_trainer_free(&t);
+    ck_assert_int_eq(ac_learn_fitp_init(&t, &c, &X, &P, &err), AC_EUSAGE);
+    ck_assert_str_eq(err.fields, "fitp_d");
     ac_trainer_free(&t);
     c.fitp_d = 0;
     AC_MAT(&P, 0, 0) += 0.25; /* a column summing to 1.25 */
-    ck_assert_int_eq(ac_trainer_init_fitp(&t, &c, &X, &P, &err), AC_EDATA);
+    ck_assert_int_eq(ac_learn_fitp_init(&t, &c, &X, &P, &err), AC_EDATA);
     ac_trainer_free(&t);
-    ac_mat_free(&X), ac_mat_free(&P);
+    c.p_rows = 1; /* the transpose of P, a row-stochastic P, is validated */
+    AC_MAT(&P, 0, 0) -= 0.25;
+    ck_assert_int_eq(ac_learn_fitp_init(&t, &c, &X, &P, &err), AC_EDATA);
+    ac_trainer_free(&t);
+    ac_mat_free(&X), ac_mat_free(&P), ac_mat_free(&P4);
 }
 END_TEST
 

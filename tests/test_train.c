@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "attncheck/blas.h"
+#include "attncheck/learned.h"
 #include "attncheck/npy.h"
 #include "attncheck/train.h"
 #include "io/jsonparse.h"
@@ -390,7 +391,7 @@ START_TEST(test_text_and_fitp)
     ac_train_config_default(&c, AC_TASK_FIT_P);
     c.fitp_n = 5;
     c.steps = 3000;
-    ck_assert(ac_trainer_init(&t, &c, &err) == AC_OK);
+    ck_assert(ac_learn_fitp_init(&t, &c, NULL, NULL, &err) == AC_OK);
     ck_assert_uint_eq(t.cfg.seq, 5);
     train_steps(&t, 3000, NULL);
     ck_assert(ac_trainer_eval(&t, &e1, &err) == AC_OK);

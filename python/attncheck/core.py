@@ -296,3 +296,23 @@ def certify_head(X, P, Wq, Wk, tol=2.0 ** -26):
                                  Qa.shape[0], _ptr(Pa), float(tol), ctypes.byref(err))
     _check(rc, err)
     return Certificate._from(cert)
+
+
+# ---- train, report (attncheck-train(1), attncheck-report(1)) -----------------------
+
+train = make_function(
+    "train", "train", prepare=_rt_prepare,
+    extra_doc="Every option is keyword-only.  fit-p's X (d x n) and P (n x n) are arrays or .npy\n"
+              "file names (PyTorch's row-stochastic attention: rows=True fits P.T); the other\n"
+              "tasks read their data from files (teacher=DIR, text=FILE).  save=DIR writes the\n"
+              "checkpoint (attncheck.load_checkpoint reads it; fit-p: the best iterate, whose\n"
+              "weights are the ones certified), resume=DIR continues from one.  Returns a Result\n"
+              "with every member of `attncheck train --json` (fit-p: the verdict and\n"
+              "certificate on the learned head, and its weights Wq, Wk, dk x d).")
+
+report = make_function(
+    "report", "report",
+    extra_doc="Returns a Result with every member of `attncheck report --json`: .rows (claim,\n"
+              "verdict, expected, bound, ...) and the counts as_expected, contradicting,\n"
+              "undecided.  The rows of Theorem 2, the students, the conditioning and the trained\n"
+              "kappa are still made by the program (`attncheck report`), not here.")

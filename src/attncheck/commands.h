@@ -267,6 +267,12 @@ void ac_report_free(ac_report *r);
 /* The rows of each theorem (each appends its rows). */
 void ac_report_rows_theorem1(ac_report *r);
 void ac_report_rows_learn(ac_report *r);
+/* Theorem 1 on a head trained by AdamW (fit-p), certified. */
+void ac_report_rows_train(ac_report *r);
+
+/* How a row came out: PROVED its verdict is the one expected, REFUTED it
+ * contradicts it, UNDECIDED undecided or not run (an error). */
+ac_verdict ac_report_row_outcome(const ac_report_row *row);
 
 /* ---- rep-theorem (Theorem 1 of paper 1; attncheck-rep-theorem(1)) ---------------- */
 
@@ -312,6 +318,164 @@ typedef struct {
 } ac_rt_result;
 
 extern const ac_command ac_cmd_rep_theorem;
+
+/* ---- train (the training stack on a task; attncheck-train(1)) ------------------------ */
+
+/* The options of train.  The configuration of the run is the task's
+ * defaults (or the checkpoint's, with --resume) with the options given
+ * (have_*) applied; see attncheck-train(1) for each option. */
+typedef struct {
+    /* task and data */
+    int task, have_task;            /* --task: index in ac_task_names */
+    const char *x, *p;              /* --x, --p (fit-p): files, or ... */
+    ac_array x_mem, p_mem;          /* ... arrays in memory (Python) */
+    int have_x, have_p;
+    int rows;                       /* --rows */
+    size_t n, d, dk;
+    int have_n, have_d, have_dk;
+    const char *teacher;            /* --teacher DIR */
+    const char *teacher_stack;      /* "W" or "V" */
+    const char *text;               /* --text FILE */
+    int have_teacher, have_teacher_stack, have_text;
+    double holdout;
+    size_t listops_depth, listops_args, listops_min_len, listops_max_len;
+    int have_holdout, have_listops_depth, have_listops_args, have_listops_min_len,
+        have_listops_max_len;
+    /* model */
+    int arch, attention, ln, positions, pool; /* indices in the name tables */
+    int have_arch, have_attention, have_ln, have_positions, have_pool;
+    size_t layers, width, heads, head_dim, ffn_mult, seq;
+    int have_layers, have_width, have_heads, have_head_dim, have_ffn_mult, have_seq;
+    int causal, no_causal;          /* --causal, --no-causal (--no-causal wins) */
+    double init_std;
+    int have_init_std;
+    /* optimisation */
+    int optimizer, schedule;
+    int have_optimizer, have_schedule;
+    size_t steps, batch, warmup;
+    int have_steps, have_batch, have_warmup;
+    double lr, min_lr, weight_decay, beta1, beta2, adam_eps, clip;
+    int have_lr, have_min_lr, have_weight_decay, have_beta1, have_beta2, have_adam_eps,
+        have_clip;
+    /* the run */
+    uint64_t seed;
+    int have_seed;
+    size_t eval_every, eval_batches, save_every, stop_at;
+    int have_eval_every, have_eval_batches, have_save_every, have_stop_at;
+    const char *save, *resume, *dump_grads; /* directories */
+    double tol;                     /* fit-p's certified claim */
+    long max_prec;
+    int have_tol, have_max_prec;
+    long threads;                   /* 0: all cores */
+    /* what the program prints or writes */
+    const char *log, *plot;
+    int log_format, have_log_format; /* 0 csv, 1 jsonl */
+    int quiet, json;
+} ac_train_request;
+
+/* One evaluation of a run: its step, the mean training loss of the steps
+ * since the previous evaluation (or the start), the evaluation. */
+typedef struct {
+    size_t step;
+    double train_loss;
+    ac_eval_info ev;
+} ac_train_eval;
+
+/* Where a run is, for the hooks (every pointer valid during the call). */
+typedef struct {
+    const ac_trainer *tr;
+    const ac_step_info *step;       /* the step just done */
+    const ac_eval_info *eval;       /* its evaluation, or NULL */
+    const ac_eval_info *last_eval;  /* the latest evaluation (NaN before the first) */
+    size_t first_step, last;        /* the run does the steps first_step + 1 .. last */
+    double step_tokens_per_s;       /* of this step */
+    double tokens;                  /* tokens since the start of the run */
+    double seconds;                 /* since the start of the run */
+} ac_train_progress;
+
+/* The hooks of train's run (each may be NULL): the program draws its
+ * progress bar, prints the evaluation lines and writes --log from them. */
+typedef struct {
+    void *ctx;
+    /* the trainer is built (or loaded), before the first step (last: the step
+     * the run stops after; threads: OpenMP threads): nonzero stops the run
+     * with that status and err */
+    int (*start)(void *ctx, const ac_trainer *tr, size_t last, int threads, ac_err *err);
+    /* after each step and its evaluation */
+    void (*step)(void *ctx, const ac_train_progress *p);
+    /* after the last step, before the checkpoint and the certificate:
+     * nonzero stops the run with that status and err */
+    int (*end)(void *ctx, const ac_train_progress *p, ac_err *err);
+} ac_train_hooks;
+
+typedef struct {
+    ac_trainer tr;                  /* at the end (after --save of fit-p: its best iterate) */
+    int dump;                       /* --dump-grads: written, nothing trained */
+    double dump_loss;
+    size_t first_step, last;        /* the steps run: first_step + 1 .. last */
+    size_t step;                    /* steps done at the end */
+    ac_step_info si;                /* the last step */
+    ac_eval_info last_eval;         /* the last evaluation */
+    ac_train_eval *evals;
+    size_t nevals, maxevals;
+    double tokens, seconds, tokens_per_s;
+    int threads;
+    int saved;                      /* --save written */
+    size_t saved_step;              /* its step (fit-p: the best iterate's) */
+    /* fit-p */
+    int certified;                  /* cert holds the verdict */
+    ac_cert cert;                   /* max|Softmax - P| <= tol for the weights certified */
+    int have_best;                  /* the best evaluation: its step, max dev, KL */
+    size_t best_step;
+    double best_maxdev, best_kl;
+    ac_mat Wq, Wk;                  /* the weights certified (dk x d) */
+} ac_train_result;
+
+/* How train spells the fields of its configuration (ac_train_config,
+ * ac_nn_config; ac_err.fields) as options: pairs {field, option},
+ * NULL-terminated ("text_path", "--text", ...); a field not listed is "--"
+ * with the field's '_' as '-'. */
+extern const char *const ac_train_fields[];
+
+/* The configuration of a run: the defaults of the task (or the checkpoint's
+ * configuration, --resume), the options given applied, the defaults that
+ * follow from them, the checks between them (AC_EUSAGE; the checkpoint's
+ * errors: AC_ENOINPUT, AC_EDATA). */
+int ac_train_configure(ac_train_config *cfg, const ac_train_request *q, ac_err *err);
+
+extern const ac_command ac_cmd_train;
+
+/* ---- report (every check on built-in instances; attncheck-report(1)) ---------------- */
+
+typedef struct {
+    uint64_t seed;
+    int quick;
+    long threads;
+    /* the program's */
+    int json;
+    const char *plot;
+} ac_report_request;
+
+/* The row sources the program still makes (theorem 2, the students,
+ * conditioning, the trained kappa): the hooks of report's run, called in
+ * the report's order; NULL (and no hooks, Python) leaves their rows out
+ * until they are the library's. */
+typedef struct {
+    void (*theorem2)(ac_report *r);
+    void (*student)(ac_report *r);
+    void (*condition)(ac_report *r);
+    void (*trained_kappa)(ac_report *r);
+} ac_report_hooks;
+
+typedef struct {
+    ac_report rep;                  /* the rows */
+    size_t as_expected, contradicting, undecided; /* by ac_report_row_outcome */
+    ac_verdict outcome;             /* PROVED all as expected, REFUTED some contradicts,
+                                       UNDECIDED some undecided or not run, none contradicts */
+    double seconds;
+} ac_report_result;
+
+extern const ac_command ac_cmd_report;
 
 #ifdef __cplusplus
 }

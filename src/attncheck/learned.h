@@ -4,8 +4,8 @@
  * (doc/mathematics.md §6.5, §4.8, §6.6).
  *
  * Each experiment decides its own verdict here, in the library; the program
- * (rep-theorem --learn, separate --student, condition --model, report) and
- * the Python package only present it.
+ * (rep-theorem --learn, train --task fit-p, separate --student, condition
+ * --model, report) and the Python package only present it.
  */
 #ifndef ATTNCHECK_LEARNED_H
 #define ATTNCHECK_LEARNED_H
@@ -15,6 +15,7 @@
 
 #include "attncheck/common.h"
 #include "attncheck/json.h"
+#include "attncheck/train.h"
 #include "attncheck/verdict.h"
 
 #ifdef __cplusplus
@@ -91,6 +92,26 @@ void ac_learn_t1_result_free(ac_learn_t1_result *res);
  * below a certified lower bound (a bug: one certificate is wrong), else the
  * outcome's name. */
 const char *ac_learn_t1_verdict_name(const ac_learn_t1_summary *s);
+
+/* ---- Theorem 1: one learned head (attncheck train --task fit-p) ----------------- */
+
+/* The trainer of fit-p (attncheck/train.h) on its instance: X and P given
+ * in memory (X, P non-NULL, named "X", "P"), else read from cfg's x_path,
+ * p_path (made absolute, as checkpoints record them; p_rows: the file is
+ * row-stochastic, its transpose is fitted), else generated as rep-theorem's
+ * (Gaussian X of fitp_d x fitp_n, Dirichlet P, keyed by cfg's seed),
+ * validated by Theorem 1's checks (ac_t1_validate: shapes, finite values,
+ * P positive and column-stochastic, messages naming the files), then
+ * ac_trainer_init_fitp.  tr is freed by ac_trainer_free in every case. */
+int ac_learn_fitp_init(ac_trainer *tr, const ac_train_config *cfg, const ac_mat *X,
+                       const ac_mat *P, ac_err *err);
+
+/* The certified claim "max|Softmax((Wk X)^T (Wq X)/sqrt(dk)) - P| <= tol"
+ * for the weights the trainer returns (ac_trainer_fitp_instance: the best
+ * iterate), by ac_head_certify with the ball stages of sched; the quantity
+ * says "of the learned weights". */
+int ac_learn_fitp_certify(ac_cert *cert, const ac_trainer *tr, double tol,
+                          const ac_schedule *sched, ac_err *err);
 
 #ifdef __cplusplus
 }

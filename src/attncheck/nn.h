@@ -217,6 +217,20 @@ typedef enum {
 } ac_nn_head;
 typedef enum { AC_NN_POOL_FIRST = 0, AC_NN_POOL_LAST = 1, AC_NN_POOL_MEAN = 2 } ac_nn_pool;
 
+/* The names of the values above, in enum order, NULL-terminated: the one
+ * spelling of each (a checkpoint's config.json, the options of attncheck
+ * train, messages).  ac_nn_arch_names: "transformer", "attention", "scores";
+ * ac_nn_input_names: "tokens", "vectors"; ac_nn_kind_names: "standard",
+ * "fixed"; ac_nn_ln_names: "pre", "post"; ac_nn_head_names: "lm",
+ * "classify", "regress", "scores"; ac_nn_pool_names: "first", "last",
+ * "mean". */
+extern const char *const ac_nn_arch_names[];
+extern const char *const ac_nn_input_names[];
+extern const char *const ac_nn_kind_names[];
+extern const char *const ac_nn_ln_names[];
+extern const char *const ac_nn_head_names[];
+extern const char *const ac_nn_pool_names[];
+
 /* The model.  Which fields matter:
  *   ARCH_TRANSFORMER: everything.  Blocks (pre-LN, GPT-2):
  *        x = x + Wo Attn(LN1(x));  x = x + FFN(LN2(x));

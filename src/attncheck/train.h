@@ -13,6 +13,9 @@
  *            the layout of rep-theorem's Wq.npy, Wk.npy) trained so that
  *            Softmax((Wk X)^T (Wq X)/sqrt(dk)) matches a given P on a given X
  *            (X d x n, P n x n column-stochastic, as read by rep-theorem).
+ *            The instance is given in memory (ac_trainer_init_fitp; read
+ *            or generated, Gaussian X and Dirichlet P, and validated by
+ *            ac_learn_fitp_init of attncheck/learned.h).
  *            Loss: mean over the n columns of the cross-entropy
  *            -sum_i P_ij log S_ij, minimal exactly when S = P; the loss
  *            *reported* (ac_step_info.loss, ac_eval_info.loss) is instead
@@ -83,7 +86,9 @@ typedef struct {
     ac_train_optimizer optimizer;
     uint64_t seed;
     size_t eval_every, eval_batches;
-    /* fit-p: X, P files (empty = generated with fitp_d x fitp_n and the seed) */
+    /* fit-p: the X, P files the instance was read from (empty: generated with
+     * fitp_d x fitp_n and the seed, or given in memory); read by
+     * ac_learn_fitp_init (attncheck/learned.h), recorded in checkpoints */
     char x_path[AC_TRAIN_PATH_MAX], p_path[AC_TRAIN_PATH_MAX];
     int p_rows;            /* fit-p: the P file is row-stochastic (PyTorch's layout): its
                               transpose is fitted */
@@ -107,12 +112,26 @@ typedef struct {
  * clipping at norm 1, seed 1.  See attncheck-train(1) for each task's. */
 void ac_train_config_default(ac_train_config *c, ac_task_kind task);
 
+/* The names of the tasks, schedules and optimisers, in enum order,
+ * NULL-terminated (the one spelling of each: config.json, the options of
+ * attncheck train): "fit-p", "teacher", "listops", "text"; "cosine",
+ * "linear", "constant"; "adamw", "bfgs". */
+extern const char *const ac_task_names[];
+extern const char *const ac_sched_names[];
+extern const char *const ac_train_optimizer_names[];
+
 /* "fit-p", "teacher", "listops", "text"; and back (AC_EUSAGE on others). */
 const char *ac_task_name(ac_task_kind t);
 int ac_task_parse(const char *s, ac_task_kind *t);
 /* "adamw", "bfgs"; and back (AC_EUSAGE on others). */
 const char *ac_train_optimizer_name(ac_train_optimizer o);
 int ac_train_optimizer_parse(const char *s, ac_train_optimizer *o);
+
+/* A path of the configuration (x_path, text_path, ...; AC_TRAIN_PATH_MAX
+ * bytes) made absolute in place (realpath), as checkpoints record paths;
+ * "" is left alone.  AC_ENOINPUT "PATH: cannot open: ..." when it does not
+ * exist, AC_EUSAGE when the absolute path is too long. */
+int ac_train_path_absolute(char *path, ac_err *err);
 
 /* The learning rate at step s = 1, 2, ..., steps: linear warm-up from
  * lr/warmup to lr over the first `warmup` steps, then cosine (or linear)
@@ -135,18 +154,23 @@ typedef struct {
 } ac_trainer;
 
 /* Load or generate the task's data, complete cfg from it (vocabulary,
- * widths of the teacher, n and d of fit-p, ...), build the model and draw
- * its initial weights.  AC_ENOINPUT / AC_EDATA for unreadable or bad input
- * files (messages name the file), AC_EUSAGE for an impossible
- * configuration, AC_EINTERNAL.  tr must be freed with ac_trainer_free in
- * every case. */
+ * widths of the teacher, ...), build the model and draw its initial
+ * weights.  AC_ENOINPUT / AC_EDATA for unreadable or bad input files
+ * (messages name the file), AC_EUSAGE for an impossible configuration,
+ * AC_EINTERNAL.  fit-p's instance is not read here: ac_trainer_init_fitp
+ * (fit-p without it is AC_EUSAGE).  tr must be freed with ac_trainer_free
+ * in every case. */
 int ac_trainer_init(ac_trainer *tr, const ac_train_config *cfg, ac_err *err);
-/* fit-p on an instance in memory: as ac_trainer_init, with X (d x n) and P
- * (n x n) copied from the arguments instead of cfg's files or the
- * generator (cfg's x_path and p_path must be empty; names used in messages:
- * "X", "P"). */
+/* fit-p on the instance X (d x n), P (n x n) in memory, copied: as
+ * ac_trainer_init, cfg completed from the instance (n, d, dk = d unless
+ * set).  The values are not checked here (the checks of Theorem 1 belong
+ * above the training stack: attncheck/learned.h, ac_learn_fitp_init, reads
+ * or generates the instance and validates it), the shapes are (AC_EDATA).
+ * xname, pname name X and P in messages and in the data summary (NULL:
+ * "X", "P"); cfg's x_path and p_path, when set, record the files they
+ * were read from (in checkpoints; a resumed run compares them). */
 int ac_trainer_init_fitp(ac_trainer *tr, const ac_train_config *cfg, const ac_mat *X,
-                         const ac_mat *P, ac_err *err);
+                         const char *xname, const ac_mat *P, const char *pname, ac_err *err);
 void ac_trainer_free(ac_trainer *tr);
 
 /* A short description of the data ("text.txt: 12345 characters, 65 in the
@@ -186,8 +210,20 @@ int ac_trainer_eval(ac_trainer *tr, ac_eval_info *ev, ac_err *err);
 /* fit-p: the best iterate of the evaluations so far: its step, max|S - P|
  * and KL(P || S) summed over columns (all in double).  Returns 0 (and
  * leaves the outputs alone) before the first evaluation or for another
- * task.  A resumed run tracks the best from the resumed step on. */
+ * task.  A resumed run tracks the best from the resumed step on; a
+ * checkpoint of the best iterate (below) is its best so far. */
 int ac_trainer_fitp_best(const ac_trainer *tr, size_t *step, double *maxdev, double *kl);
+
+/* fit-p: make the best iterate the trainer's state again: its weights, its
+ * AdamW moments and its step (the state the run had at that evaluation),
+ * so that ac_trainer_save writes the weights ac_trainer_fitp_instance
+ * returns (the ones certified) as a checkpoint of their step; its
+ * config.json then says so ("best": {"step", "maxdev", "kl"}), and
+ * ac_trainer_load makes it the resumed run's best so far (evaluated again;
+ * the run continues bit-identically from that step, as the AdamW run that
+ * wrote it did; BFGS starts afresh).  Returns 1, or 0 (nothing changed)
+ * before the first evaluation or for another task. */
+int ac_trainer_fitp_restore_best(ac_trainer *tr);
 
 /* Checkpoints: the directory DIR holds config.json (the configuration, the
  * step, and an FNV-1a checksum of every tensor), one .npy per parameter

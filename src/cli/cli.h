@@ -35,7 +35,8 @@ typedef struct {
 /* Parse argv (argv[0] the command) into the request by its option table:
  * AC_OK, or AC_EUSAGE after the usage message. */
 int cli_parse_request(ac_request *r, int argc, char **argv);
-/* The rules between options: AC_OK, or AC_EUSAGE after the usage message. */
+/* The rules between options: AC_OK, or AC_EUSAGE after the usage message
+ * (another status after its message when the rules read a file). */
 int cli_check_request(ac_request *r);
 /* cli_check_request, then the run (errors printed). */
 int cli_run_request(ac_request *r, void *hooks);
@@ -178,7 +179,6 @@ int cli_finish(int status);
  * exceeds 90% of ac_memory_available(). */
 double cli_mem_rep_theorem(size_t d, size_t n);
 double cli_mem_separate(size_t d, size_t h, size_t p, size_t dp, size_t n);
-double cli_mem_train(const ac_train_config *c);
 int cli_memory_check(double need, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -190,10 +190,8 @@ int cmd_condition(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 extern const char cmd_merge_help[];
-extern const char cmd_report_help[];
 extern const char cmd_separate_help[];
 extern const char cmd_condition_help[];
-extern const char cmd_train_help[];
 
 /* Report rows (attncheck/commands.h, ac_report): the rows not yet written
  * in the library are made here with these names. */
@@ -204,7 +202,6 @@ typedef ac_report cli_report;
 void cli_report_fail(cli_report_row *row, int st, const ac_err *err, const cli_flag *flags);
 void report_rows_theorem2(cli_report *r);
 void report_rows_condition(cli_report *r);
-void report_rows_train(cli_report *r);
 void report_rows_trained_kappa(cli_report *r); /* report_trained.c */
 
 #endif

@@ -51,7 +51,6 @@ attncheck_SOURCES += \
 attncheck_SOURCES += \
 	src/cli/cmd_train.c \
 	src/cli/train_cli.h \
-	src/cli/train_run.c \
 	src/cli/train_progress.c \
 	src/cli/train_plot.c \
 	src/cli/tty_width.c \

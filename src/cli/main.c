@@ -21,10 +21,8 @@ const cli_command cli_commands[] = {
      cmd_condition_help, NULL},
     {"merge", cmd_merge, "combine the shard files of a condition sweep into its whole result",
      cmd_merge_help, NULL},
-    {"train", cmd_train, "train an attention stack (fit-p, teacher, listops, text) with checkpoints",
-     cmd_train_help, NULL},
-    {"report", cmd_report, "run every check on built-in defaults and print a one-page table",
-     cmd_report_help, NULL},
+    {"train", cmd_train, NULL, NULL, &ac_cmd_train},
+    {"report", cmd_report, NULL, NULL, &ac_cmd_report},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

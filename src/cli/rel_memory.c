@@ -40,30 +40,6 @@ double cli_mem_separate(size_t d, size_t h, size_t p, size_t dp, size_t n)
                                16.0 * D * D + 40.0 * D * N + 8.0 * H * N * N);
 }
 
-double cli_mem_train(const ac_train_config *c)
-{
-    const ac_nn_config *m = &c->model;
-    double B = (double)c->batch, T = (double)(c->seq ? c->seq : 8), L = (double)m->layers;
-    double w = (double)m->width, h = (double)m->heads, ffn = (double)m->ffn;
-    double V = (double)(m->vocab ? m->vocab : 256);
-    if (c->task == AC_TASK_FIT_P) {
-        /* n = 64 .. 256: 34 n x n per head (scores, gradients, AdamW, the
-         * certification at the end) */
-        double n = (double)(c->fitp_n ? c->fitp_n : 8);
-        return BASE_BYTES + 8.0 * 40.0 * n * n * (h > 0 ? h : 1);
-    }
-    if (m->arch != AC_NN_ARCH_TRANSFORMER) {
-        L = 1;
-        ffn = 0;
-    }
-    /* width 128 .. 512, layers 2 .. 4, batch 4 .. 16: the parameters with
-     * their gradients and two AdamW moments, 12 w + 4 ffn activations per
-     * token and layer, 3 T x T per head and layer, 3 logits per token */
-    double P = L * (4.0 * w * w + 2.0 * w * ffn) + (V + T) * w + V * w;
-    double act = B * T * L * (12.0 * w + 4.0 * ffn) + 3.0 * B * L * h * T * T + 3.0 * B * T * V;
-    return BASE_BYTES + 8.0 * (4.0 * P + act);
-}
-
 int cli_memory_check(double need, int status, const char *fmt, ...)
 {
     const char *src;

@@ -55,11 +55,16 @@ double report_bound_value(const char *bound, int *rel)
     return v;
 }
 
-/* The column of a verdict on the left panel. */
+/* The column of a verdict on the left panel: PROVED, REFUTED, UNDECIDED. */
 static int verdict_x(ac_verdict v)
 {
-    return v == AC_PROVED ? 0 : v == AC_REFUTED ? 1 : 2;
+    return (unsigned)v <= AC_UNDECIDED ? (int)v : 2;
 }
+
+/* The colour of a row by its outcome (ac_report_row_outcome): green as
+ * predicted, red contradicting, orange undecided or not run. */
+static const long outcome_color[] = {
+    [AC_PROVED] = 0x2ca02c, [AC_REFUTED] = 0xd62728, [AC_UNDECIDED] = 0xff7f0e};
 
 typedef struct {
     const cli_report *rep;
@@ -73,9 +78,9 @@ static void write_data(FILE *f, const cli_report *rep, double *lo, double *hi)
     fputs("$data << EOD\n", f);
     for (size_t i = 0; i < rep->n; i++) {
         const cli_report_row *r = &rep->rows[i];
-        int rel, undecided = r->error || r->verdict == AC_UNDECIDED;
+        int rel;
         double b = r->error ? NAN : report_bound_value(r->bound, &rel);
-        long color = undecided ? 0xff7f0e : r->verdict == r->expected ? 0x2ca02c : 0xd62728;
+        long color = outcome_color[ac_report_row_outcome(r)];
         if (!(b > 0)) /* not drawn on the log axis */
             rel = 0;
         else {

@@ -53,10 +53,14 @@ int cli_parse_request(ac_request *r, int argc, char **argv)
 int cli_check_request(ac_request *r)
 {
     ac_err err;
+    char buf[2 * AC_ERR_MSG_MAX];
     ac_err_clear(&err);
     const ac_command *c = ac_request_command(r);
-    if (c->check && c->check(ac_request_options(r), &err))
-        return cli_usage("%s", err.msg);
+    int st = c->check ? c->check(ac_request_options(r), &err) : AC_OK;
+    if (st == AC_EUSAGE)
+        return cli_usage("%s", cli_err_message(buf, sizeof buf, &err));
+    if (st) /* a file the rules read (train --resume's checkpoint) */
+        return cli_fail_err(&err);
     return AC_OK;
 }
 

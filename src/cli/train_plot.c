@@ -11,7 +11,7 @@
 
 typedef struct {
     const ac_trainer *tr;
-    const train_eval_rec *e;
+    const ac_train_eval *e;
     size_t n, first_step;
     double tol; /* fit-p: the tolerance of the certified claim; else NaN */
     const char *term, *out;
@@ -50,7 +50,7 @@ static void write_data(FILE *f, const plot_ctx *p)
 {
     fputs("$data << EOD\n", f);
     for (size_t i = 0; i < p->n; i++) {
-        const train_eval_rec *r = &p->e[i];
+        const ac_train_eval *r = &p->e[i];
         fprintf(f, "%zu", r->step);
         cli_gp_val(f, r->train_loss);
         cli_gp_val(f, r->ev.loss);
@@ -143,7 +143,7 @@ static void write_script(FILE *f, void *ctx)
 }
 
 int train_plot_write(const char *gp, const char *term, int out_fd, const ac_trainer *tr,
-                     const train_eval_rec *e, size_t n, size_t first_step, double tol)
+                     const ac_train_eval *e, size_t n, size_t first_step, double tol)
 {
     plot_ctx p = {tr, e, n, first_step, tol, term, NULL};
     return cli_run_gnuplot(gp, out_fd, write_script, &p);

@@ -47,15 +47,17 @@ void train_print_header(const ac_trainer *tr, size_t last, int nthreads)
  * line cannot be redrawn in place with '\r'.  It is redrawn at most every
  * 0.1 s, and always when FORCE is set: after an evaluation line (which
  * cleared it) and at the end of the run. */
-void train_draw_bar(train_progress *rs, const ac_step_info *si, size_t steps,
-                    const ac_eval_info *ev, double now, int force)
+void train_draw_bar(train_progress *rs, const ac_train_progress *p, double now, int force)
 {
     if (!rs->bar || (!force && now - rs->t_last_draw < 0.1))
         return;
+    const ac_step_info *si = p->step;
+    const ac_eval_info *ev = p->last_eval;
+    size_t steps = p->last;
     rs->t_last_draw = now;
     double el = now - rs->t_start;
-    double tps = el > 0 ? rs->tokens / el : 0;
-    double done = (double)(si->step - rs->first_step);
+    double tps = el > 0 ? p->tokens / el : 0;
+    double done = (double)(si->step - p->first_step);
     double eta = done > 0 ? el / done * (double)(steps - si->step) : NAN;
     char eb[32], head[64], tail[160], bar[40], line[320];
     cli_fmt_duration(eb, sizeof eb, eta);
@@ -134,14 +136,14 @@ void train_log_row(train_progress *rs, const ac_step_info *si, const ac_eval_inf
     fputs(rs->jsonl ? "}\n" : "\n", f);
 }
 
-int train_log_open(train_progress *rs, const train_run_opts *o)
+int train_log_open(train_progress *rs, const char *path, int jsonl, int append, ac_err *err)
 {
-    int to_stdout = strcmp(o->log, "-") == 0; /* "-": standard output */
-    int append = !to_stdout && o->resume != NULL && access(o->log, F_OK) == 0;
-    rs->log = to_stdout ? stdout : fopen(o->log, append ? "a" : "w");
+    int to_stdout = strcmp(path, "-") == 0; /* "-": standard output */
+    append = append && !to_stdout && access(path, F_OK) == 0;
+    rs->log = to_stdout ? stdout : fopen(path, append ? "a" : "w");
     if (!rs->log)
-        return cli_fail(AC_ECANTCREAT, "%s: cannot create: %s", o->log, strerror(errno));
-    rs->jsonl = o->log_jsonl;
+        return ac_err_set(err, AC_ECANTCREAT, "%s: cannot create: %s", path, strerror(errno));
+    rs->jsonl = jsonl;
     if (!rs->jsonl && (!append || ftell(rs->log) == 0))
         fprintf(rs->log, "%s\n", log_columns);
     return AC_OK;

@@ -10,7 +10,11 @@
  *                  memory estimates checked before any work;
  *   rep_theorem.c  rep-theorem: Theorem 1, and --learn;
  *   report_rows.c  the rows of `attncheck report`: list and helpers;
- *   report_theorem1.c  the report's rows of Theorem 1.
+ *   report_theorem1.c  the report's rows of Theorem 1;
+ *   train.c        train: the configuration, the training loop, fit-p's
+ *                  certificate;
+ *   report_train.c the report's row of a head trained by AdamW;
+ *   report.c       report: every row source, the outcome.
  */
 #ifndef AC_COMMANDS_CMD_IMPL_H
 #define AC_COMMANDS_CMD_IMPL_H
@@ -47,6 +51,9 @@ int ac_cmd_memory_check(double need, int status, ac_err *err, const char *fmt, .
 /* Append the matrix m as the array name to out[k] (if k < max); returns k + 1. */
 size_t ac_cmd_out_mat(ac_out_array *out, size_t k, size_t max, const char *name,
                       const ac_mat *m);
+
+/* x as %.3g, with inf and nan spelled out (report rows). */
+const char *ac_cmd_num3(char *buf, size_t n, double x);
 
 /* --plot FILE: the name must end in .svg, .png or .pdf. */
 int ac_cmd_check_plot(const ac_opt *o, const void *q, const char *text, ac_err *err);

@@ -11,3 +11,9 @@ src_libattncheck_la_SOURCES += \
 	src/commands/rep_theorem.c \
 	src/commands/report_rows.c \
 	src/commands/report_theorem1.c
+
+# train and report (attncheck-train(1), attncheck-report(1))
+src_libattncheck_la_SOURCES += \
+	src/commands/train.c \
+	src/commands/report_train.c \
+	src/commands/report.c

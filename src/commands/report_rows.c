@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "attncheck/commands.h"
+#include "commands/cmd_impl.h"
 
 ac_report_row *ac_report_add(ac_report *r)
 {
@@ -105,4 +106,22 @@ void ac_report_fail(ac_report_row *row, int st, const ac_err *err, const char *c
     row->error = st;
     row->verdict = AC_UNDECIDED;
     snprintf(row->detail, sizeof row->detail, "%.255s", out);
+}
+
+const char *ac_cmd_num3(char *buf, size_t n, double x)
+{
+    if (x != x)
+        snprintf(buf, n, "nan");
+    else if (isinf(x))
+        snprintf(buf, n, x > 0 ? "inf" : "-inf");
+    else
+        snprintf(buf, n, "%.3g", x);
+    return buf;
+}
+
+ac_verdict ac_report_row_outcome(const ac_report_row *row)
+{
+    if (row->error || row->verdict == AC_UNDECIDED)
+        return AC_UNDECIDED;
+    return row->verdict == row->expected ? AC_PROVED : AC_REFUTED;
 }

@@ -21,6 +21,8 @@ extern const ac_command ac_cmd_rep_theorem;
 
 const ac_command *const ac_commands[] = {
     &ac_cmd_rep_theorem,
+    &ac_cmd_train,
+    &ac_cmd_report,
     NULL,
 };
 

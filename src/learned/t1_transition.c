@@ -28,7 +28,7 @@ static int learn_head(const ac_mat *X, const ac_mat *P, size_t dk, uint64_t seed
     c.seed = seed;
     c.eval_every = 1;
     memset(&si, 0, sizeof si);
-    int st = ac_trainer_init_fitp(&tr, &c, X, P, err);
+    int st = ac_trainer_init_fitp(&tr, &c, X, NULL, P, NULL, err);
     while (!st && tr.step < tr.cfg.steps && !si.done) {
         st = ac_trainer_step(&tr, &si, err);
         if (!st)

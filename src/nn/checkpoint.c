@@ -21,24 +21,6 @@
 #include "io/jsonparse.h"
 #include "nn/nn_impl.h"
 
-/* The spellings of the enums in config.json. */
-const char *const ck_sched_names[] = {"cosine", "linear", "constant"};
-const char *const ck_arch_names[] = {"transformer", "attention", "scores"};
-const char *const ck_input_names[] = {"tokens", "vectors"};
-const char *const ck_kind_names[] = {"standard", "fixed"};
-const char *const ck_ln_names[] = {"pre", "post"};
-const char *const ck_head_names[] = {"lm", "classify", "regress", "scores"};
-const char *const ck_pool_names[] = {"first", "last", "mean"};
-
-int ck_name_index(const char *s, const char *const *names, int n)
-{
-    for (int i = 0; i < n; i++)
-        if (strcmp(s, names[i]) == 0)
-            return i;
-    return -1;
-}
-
-
 /* ---------------------------------------------------------------- writing */
 
 static void hex64(char *buf, uint64_t h)
@@ -51,8 +33,8 @@ static void write_model_json(ac_json *j, const ac_nn_config *m, size_t head_size
 {
     ac_json_key(j, "model");
     ac_json_begin_object(j);
-    ac_json_kv_string(j, "arch", ck_arch_names[m->arch]);
-    ac_json_kv_string(j, "input", ck_input_names[m->input]);
+    ac_json_kv_string(j, "arch", ac_nn_arch_names[m->arch]);
+    ac_json_kv_string(j, "input", ac_nn_input_names[m->input]);
     ac_json_kv_int(j, "vocab", (long long)m->vocab);
     ac_json_kv_int(j, "in_dim", (long long)m->in_dim);
     ac_json_kv_bool(j, "positions", m->positions);
@@ -60,14 +42,14 @@ static void write_model_json(ac_json *j, const ac_nn_config *m, size_t head_size
     ac_json_kv_int(j, "width", (long long)m->width);
     ac_json_kv_int(j, "layers", (long long)m->layers);
     ac_json_kv_int(j, "heads", (long long)m->heads);
-    ac_json_kv_string(j, "attention", ck_kind_names[m->kind]);
+    ac_json_kv_string(j, "attention", ac_nn_kind_names[m->kind]);
     ac_json_kv_int(j, "head_dim", (long long)head_size);
     ac_json_kv_int(j, "ffn", (long long)m->ffn);
-    ac_json_kv_string(j, "ln", ck_ln_names[m->ln]);
+    ac_json_kv_string(j, "ln", ac_nn_ln_names[m->ln]);
     ac_json_kv_bool(j, "causal", m->causal);
-    ac_json_kv_string(j, "head", ck_head_names[m->head]);
+    ac_json_kv_string(j, "head", ac_nn_head_names[m->head]);
     ac_json_kv_int(j, "out_dim", (long long)m->out_dim);
-    ac_json_kv_string(j, "pool", ck_pool_names[m->pool]);
+    ac_json_kv_string(j, "pool", ac_nn_pool_names[m->pool]);
     ac_json_kv_number(j, "ln_eps", AC_NN_LN_EPS);
     ac_json_kv_string(j, "gelu", "tanh");
     ac_json_end_object(j);
@@ -85,7 +67,7 @@ static void write_train_json(ac_json *j, const ac_train_config *c)
     ac_json_kv_int(j, "warmup", (long long)c->warmup);
     ac_json_kv_number(j, "lr", c->lr);
     ac_json_kv_number(j, "min_lr", c->min_lr);
-    ac_json_kv_string(j, "schedule", ck_sched_names[c->schedule]);
+    ac_json_kv_string(j, "schedule", ac_sched_names[c->schedule]);
     ac_json_kv_string(j, "optimizer", ac_train_optimizer_name(c->optimizer));
     ac_json_kv_number(j, "beta1", c->beta1);
     ac_json_kv_number(j, "beta2", c->beta2);
@@ -178,6 +160,17 @@ static void write_config_json(ac_json *j, const ac_trainer *tr, const uint64_t *
     ac_json_kv_int(j, "version", AC_CKPT_VERSION);
     ac_json_kv_string(j, "attncheck", AC_VERSION_STRING);
     ac_json_kv_int(j, "step", (long long)tr->step);
+    size_t bstep;
+    double bdev, bkl;
+    if (train_fitp_best_current(tr) && ac_trainer_fitp_best(tr, &bstep, &bdev, &bkl)) {
+        /* fit-p: these weights are the best iterate (evaluated again on load) */
+        ac_json_key(j, "best");
+        ac_json_begin_object(j);
+        ac_json_kv_int(j, "step", (long long)bstep);
+        ac_json_kv_number(j, "maxdev", bdev);
+        ac_json_kv_number(j, "kl", bkl);
+        ac_json_end_object(j);
+    }
     ac_json_kv_string(j, "task", ac_task_name(c->task));
     write_model_json(j, &c->model, tr->model.S);
     write_train_json(j, c);

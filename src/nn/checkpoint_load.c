@@ -21,14 +21,14 @@
 
 /* ---------------------------------------------------------------- reading */
 
-static int get_enum(const ac_jv *o, const char *key, const char *const *names, int n, int *out,
+static int get_enum(const ac_jv *o, const char *key, const char *const *names, int *out,
                     const char *file, ac_err *err)
 {
     const char *s;
     int st = ac_jv_get_string(o, key, &s, file, err);
     if (st)
         return st;
-    int i = ck_name_index(s, names, n);
+    int i = train_name_index(s, names);
     if (i < 0)
         return ac_err_set(err, AC_EDATA, "%s: \"%s\": unknown value \"%s\"", file, key, s);
     *out = i;
@@ -52,22 +52,22 @@ static int get_path(const ac_jv *o, const char *key, char *out, const char *file
 static int model_from_json(const ac_jv *m, ac_nn_config *mc, const char *file, ac_err *err)
 {
     int st, e;
-    if ((st = get_enum(m, "arch", ck_arch_names, 3, &e, file, err)))
+    if ((st = get_enum(m, "arch", ac_nn_arch_names, &e, file, err)))
         return st;
     mc->arch = (ac_nn_arch)e;
-    if ((st = get_enum(m, "input", ck_input_names, 2, &e, file, err)))
+    if ((st = get_enum(m, "input", ac_nn_input_names, &e, file, err)))
         return st;
     mc->input = (ac_nn_input)e;
-    if ((st = get_enum(m, "attention", ck_kind_names, 2, &e, file, err)))
+    if ((st = get_enum(m, "attention", ac_nn_kind_names, &e, file, err)))
         return st;
     mc->kind = (ac_nn_attn_kind)e;
-    if ((st = get_enum(m, "ln", ck_ln_names, 2, &e, file, err)))
+    if ((st = get_enum(m, "ln", ac_nn_ln_names, &e, file, err)))
         return st;
     mc->ln = (ac_nn_ln_place)e;
-    if ((st = get_enum(m, "head", ck_head_names, 4, &e, file, err)))
+    if ((st = get_enum(m, "head", ac_nn_head_names, &e, file, err)))
         return st;
     mc->head = (ac_nn_head)e;
-    if ((st = get_enum(m, "pool", ck_pool_names, 3, &e, file, err)))
+    if ((st = get_enum(m, "pool", ac_nn_pool_names, &e, file, err)))
         return st;
     mc->pool = (ac_nn_pool)e;
     if ((st = ac_jv_get_size(m, "vocab", &mc->vocab, file, err)) ||
@@ -107,7 +107,7 @@ static int train_from_json(const ac_jv *t, ac_train_config *c, const char *file,
         (st = ac_jv_get_size(t, "eval_every", &c->eval_every, file, err)) ||
         (st = ac_jv_get_size(t, "eval_batches", &c->eval_batches, file, err)))
         return st;
-    if ((st = get_enum(t, "schedule", ck_sched_names, 3, &e, file, err)))
+    if ((st = get_enum(t, "schedule", ac_sched_names, &e, file, err)))
         return st;
     c->schedule = (ac_sched_kind)e;
     /* "optimizer" (absent in checkpoints written before BFGS: AdamW) */
@@ -465,6 +465,16 @@ int ac_trainer_load(ac_trainer *tr, const char *dir, ac_err *err)
     memset(m->grads, 0, n * sizeof *m->grads);
     tr->step = step;
     train_fitp_reset(tr); /* fit-p: the best iterate and BFGS start again here */
+    /* fit-p: a checkpoint of the best iterate (ac_trainer_fitp_restore_best)
+     * is the best so far of the resumed run, as it was of the run that wrote
+     * it: evaluated again here (its maxdev is not taken from the file) */
+    const ac_jv *best = ac_jv_get(root, "best");
+    size_t bstep;
+    if (tr->cfg.task == AC_TASK_FIT_P && best && best->type == AC_JV_OBJECT &&
+        !ac_jv_get_size(best, "step", &bstep, p, NULL) && bstep == step) {
+        ac_eval_info ev;
+        st = ac_trainer_eval(tr, &ev, err);
+    }
 out:
     free(np);
     free(nm);

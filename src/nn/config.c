@@ -9,38 +9,52 @@
 
 #include "nn/nn_impl.h"
 
-static const char *const task_names[] = {"fit-p", "teacher", "listops", "text"};
+/* The spellings of the enums (attncheck/train.h, attncheck/nn.h): in
+ * config.json, the options of attncheck train and messages. */
+const char *const ac_task_names[] = {"fit-p", "teacher", "listops", "text", NULL};
+const char *const ac_sched_names[] = {"cosine", "linear", "constant", NULL};
+const char *const ac_train_optimizer_names[] = {"adamw", "bfgs", NULL};
+const char *const ac_nn_arch_names[] = {"transformer", "attention", "scores", NULL};
+const char *const ac_nn_input_names[] = {"tokens", "vectors", NULL};
+const char *const ac_nn_kind_names[] = {"standard", "fixed", NULL};
+const char *const ac_nn_ln_names[] = {"pre", "post", NULL};
+const char *const ac_nn_head_names[] = {"lm", "classify", "regress", "scores", NULL};
+const char *const ac_nn_pool_names[] = {"first", "last", "mean", NULL};
+
+int train_name_index(const char *s, const char *const *names)
+{
+    for (int i = 0; names[i]; i++)
+        if (strcmp(s, names[i]) == 0)
+            return i;
+    return -1;
+}
 
 const char *ac_task_name(ac_task_kind t)
 {
-    return (unsigned)t < 4 ? task_names[t] : "unknown";
+    return (unsigned)t < 4 ? ac_task_names[t] : "unknown";
 }
 
 int ac_task_parse(const char *s, ac_task_kind *t)
 {
-    for (int i = 0; i < 4; i++)
-        if (strcmp(s, task_names[i]) == 0) {
-            *t = (ac_task_kind)i;
-            return AC_OK;
-        }
-    return AC_EUSAGE;
+    int i = train_name_index(s, ac_task_names);
+    if (i < 0)
+        return AC_EUSAGE;
+    *t = (ac_task_kind)i;
+    return AC_OK;
 }
-
-static const char *const optimizer_names[] = {"adamw", "bfgs"};
 
 const char *ac_train_optimizer_name(ac_train_optimizer o)
 {
-    return (unsigned)o < 2 ? optimizer_names[o] : "unknown";
+    return (unsigned)o < 2 ? ac_train_optimizer_names[o] : "unknown";
 }
 
 int ac_train_optimizer_parse(const char *s, ac_train_optimizer *o)
 {
-    for (int i = 0; i < 2; i++)
-        if (strcmp(s, optimizer_names[i]) == 0) {
-            *o = (ac_train_optimizer)i;
-            return AC_OK;
-        }
-    return AC_EUSAGE;
+    int i = train_name_index(s, ac_train_optimizer_names);
+    if (i < 0)
+        return AC_EUSAGE;
+    *o = (ac_train_optimizer)i;
+    return AC_OK;
 }
 
 /* ---------------------------------------------------------------- config */

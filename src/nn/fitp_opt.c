@@ -41,9 +41,11 @@
 #include "nn/nn_impl.h"
 
 struct train_fitp_state {
-    /* the best iterate */
-    double *best;
+    /* the best iterate: its weights and AdamW moments (the trainer's state
+     * at best_step, which ac_trainer_fitp_restore_best brings back) */
+    double *best, *best_m, *best_v;
     int have_best;
+    int best_current; /* the trainer's state is the best iterate's */
     size_t best_step;
     double best_maxdev, best_kl;
     /* BFGS */
@@ -66,7 +68,9 @@ int train_fitp_setup(ac_trainer *tr, ac_err *err)
         return ac_err_set(err, AC_EINTERNAL, "out of memory");
     tr->data->fitp = s;
     s->best = malloc(tr->model.nparams * sizeof(double));
-    if (!s->best)
+    s->best_m = malloc(tr->model.nparams * sizeof(double));
+    s->best_v = malloc(tr->model.nparams * sizeof(double));
+    if (!s->best || !s->best_m || !s->best_v)
         return ac_err_set(err, AC_EINTERNAL, "out of memory");
     return AC_OK;
 }
@@ -83,16 +87,16 @@ void train_fitp_free(ac_train_data *d)
     free(s->M);
     free(s->Minv);
     free(s->best);
+    free(s->best_m);
+    free(s->best_v);
     free(s);
     d->fitp = NULL;
 }
 
-void train_fitp_reset(ac_trainer *tr)
+/* Forget the BFGS minimiser: the next step starts one at the trainer's
+ * weights. */
+static void bfgs_forget(struct train_fitp_state *s)
 {
-    struct train_fitp_state *s = tr->data ? tr->data->fitp : NULL;
-    if (!s)
-        return;
-    s->have_best = 0;
     if (s->mz)
         gsl_multimin_fdfminimizer_free(s->mz);
     if (s->x)
@@ -103,6 +107,46 @@ void train_fitp_reset(ac_trainer *tr)
     s->x = NULL;
     s->M = s->Minv = NULL;
     s->restarted = s->done = 0;
+}
+
+void train_fitp_reset(ac_trainer *tr)
+{
+    struct train_fitp_state *s = tr->data ? tr->data->fitp : NULL;
+    if (!s)
+        return;
+    s->have_best = s->best_current = 0;
+    bfgs_forget(s);
+}
+
+void train_fitp_moved(ac_trainer *tr)
+{
+    struct train_fitp_state *s = tr->data ? tr->data->fitp : NULL;
+    if (s)
+        s->best_current = 0;
+}
+
+int train_fitp_best_current(const ac_trainer *tr)
+{
+    const struct train_fitp_state *s = tr->data ? tr->data->fitp : NULL;
+    return s && s->have_best && s->best_current;
+}
+
+int ac_trainer_fitp_restore_best(ac_trainer *tr)
+{
+    struct train_fitp_state *s = tr->data ? tr->data->fitp : NULL;
+    ac_nn_model *m = &tr->model;
+    if (tr->cfg.task != AC_TASK_FIT_P || !s || !s->have_best)
+        return 0;
+    if (s->best_current)
+        return 1;
+    memcpy(m->params, s->best, m->nparams * sizeof(double));
+    memcpy(m->m, s->best_m, m->nparams * sizeof(double));
+    memcpy(m->v, s->best_v, m->nparams * sizeof(double));
+    memset(m->grads, 0, m->nparams * sizeof(double));
+    tr->step = s->best_step;
+    s->best_current = 1;
+    bfgs_forget(s); /* a later step starts BFGS afresh from these weights */
+    return 1;
 }
 
 /* KL(P || S) summed over the columns, from the logits z of the last
@@ -145,7 +189,10 @@ void train_fitp_note(ac_trainer *tr, double maxdev, double kl)
     if (!s || (s->have_best && !(maxdev < s->best_maxdev)))
         return;
     memcpy(s->best, tr->model.params, tr->model.nparams * sizeof(double));
+    memcpy(s->best_m, tr->model.m, tr->model.nparams * sizeof(double));
+    memcpy(s->best_v, tr->model.v, tr->model.nparams * sizeof(double));
     s->have_best = 1;
+    s->best_current = 1;
     s->best_step = tr->step;
     s->best_maxdev = maxdev;
     s->best_kl = kl;

@@ -2,10 +2,11 @@
  *
  *   the trainer (attncheck/train.h): config.c (defaults, names, schedule),
  *     one file per data source — data_text.c, data_listops.c,
- *     data_teacher.c, data_fitp.c: each opens its data (completing the
- *     configuration) and fills batches —, trainer.c (init, steps,
- *     evaluation) and checkpoint.c (config.json, the staged directory swap,
- *     loading);
+ *     data_teacher.c, data_fitp.c (the instance given in memory): each
+ *     opens its data (completing the configuration) and fills batches —,
+ *     fitp_opt.c (fit-p's best iterate and BFGS), trainer.c (init, steps,
+ *     evaluation), checkpoint.c (config.json, the staged directory swap)
+ *     and checkpoint_load.c (reading one back);
  *   the model (attncheck/nn.h): model.c (configuration check, tensor table,
  *     allocation, initial weights), forward.c, backward.c, adamw.c.
  */
@@ -72,8 +73,8 @@ int train_teacher_open(ac_train_data *d, ac_train_config *c, ac_err *err);
 void train_regress_sums(const ac_nn_model *m, const ac_nn_batch *b, double *sse, double *syy);
 int train_teacher_batch(ac_train_data *d, const ac_train_config *c, int split, size_t index,
                         ac_nn_batch *b, ac_err *err);
-int train_fitp_open(ac_train_data *d, ac_train_config *c, const ac_mat *X, const ac_mat *P,
-                    ac_err *err);
+int train_fitp_open(ac_train_data *d, ac_train_config *c, const ac_mat *X, const char *xname,
+                    const ac_mat *P, const char *pname, ac_err *err);
 void train_fitp_batch(ac_train_data *d, const ac_train_config *c, ac_nn_batch *b);
 
 /* fit-p's optimisation state (fitp_opt.c): the best iterate and BFGS.
@@ -89,6 +90,9 @@ void train_fitp_batch(ac_train_data *d, const ac_train_config *c, ac_nn_batch *b
 int train_fitp_setup(ac_trainer *tr, ac_err *err);
 void train_fitp_free(ac_train_data *d);
 void train_fitp_reset(ac_trainer *tr); /* after a load: forget the best, restart BFGS */
+void train_fitp_moved(ac_trainer *tr); /* a step leaves the best iterate */
+/* The trainer's state is the best iterate's (a checkpoint of it says so). */
+int train_fitp_best_current(const ac_trainer *tr);
 double train_fitp_kl(const ac_trainer *tr);
 void train_fitp_note(ac_trainer *tr, double maxdev, double kl);
 int train_fitp_bfgs_step(ac_trainer *tr, ac_step_info *info, ac_err *err);
@@ -293,11 +297,8 @@ void nn_merged_param_grads(ac_nn_model *m, size_t l);
 /* ---- checkpoints (checkpoint.c writes, checkpoint_load.c reads) ---- */
 #define AC_CKPT_FORMAT "attncheck-train-checkpoint"
 #define AC_CKPT_VERSION 1
-/* The spellings of the enums in config.json, in enum order. */
-extern const char *const ck_sched_names[3], *const ck_arch_names[3], *const ck_input_names[2],
-    *const ck_kind_names[2], *const ck_ln_names[2], *const ck_head_names[4],
-    *const ck_pool_names[3];
-/* Index of s in names[0 .. n-1], or -1. */
-int ck_name_index(const char *s, const char *const *names, int n);
+/* Index of s in the NULL-terminated names (the enums' spellings,
+ * ac_task_names, ac_nn_arch_names, ...: config.c), or -1. */
+int train_name_index(const char *s, const char *const *names);
 
 #endif /* AC_NN_IMPL_H */

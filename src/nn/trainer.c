@@ -2,8 +2,8 @@
  * data, the model and its initial weights), one AdamW step with gradient
  * clipping (doc/mathematics.md §6.2), evaluation on the held-out data.
  *
- * The training loop itself lives in the program (src/cli/train_run.c), as
- * the main() of llm.c's train_gpt2.c does; this module provides its pieces.
+ * The training loop itself is the command's (src/commands/train.c), as the
+ * main() of llm.c's train_gpt2.c is; this module provides its pieces.
  */
 #include <config.h>
 
@@ -37,9 +37,7 @@ static void data_free(ac_train_data *d)
     free(d);
 }
 
-/* Make path absolute (realpath) so that a checkpoint names its data
- * unambiguously. */
-static int canon_path(char *path, ac_err *err)
+int ac_train_path_absolute(char *path, ac_err *err)
 {
     char buf[PATH_MAX];
     if (!path[0])
@@ -93,8 +91,8 @@ static size_t eval_batch_count(const ac_trainer *tr)
 
 /* Check the optimiser's settings, then open the task's data (completing
  * the configuration); fit-p's X and P from memory when given. */
-static int open_data(ac_train_data *d, ac_train_config *c, const ac_mat *X, const ac_mat *P,
-                     ac_err *err)
+static int open_data(ac_train_data *d, ac_train_config *c, const ac_mat *X, const char *xname,
+                     const ac_mat *P, const char *pname, ac_err *err)
 {
     int st;
     if (c->batch == 0)
@@ -113,7 +111,7 @@ static int open_data(ac_train_data *d, ac_train_config *c, const ac_mat *X, cons
         return ac_err_set_field(err, AC_EUSAGE, "optimizer", "unknown optimizer");
     switch (c->task) {
     case AC_TASK_TEXT:
-        if ((st = canon_path(c->text_path, err)) || (st = train_text_open(d, c, err)))
+        if ((st = ac_train_path_absolute(c->text_path, err)) || (st = train_text_open(d, c, err)))
             return st;
         break;
     case AC_TASK_LISTOPS:
@@ -121,12 +119,12 @@ static int open_data(ac_train_data *d, ac_train_config *c, const ac_mat *X, cons
             return st;
         break;
     case AC_TASK_TEACHER:
-        if ((st = canon_path(c->teacher_dir, err)) || (st = train_teacher_open(d, c, err)))
+        if ((st = ac_train_path_absolute(c->teacher_dir, err)) || (st = train_teacher_open(d, c, err)))
             return st;
         break;
     case AC_TASK_FIT_P:
-        if ((st = canon_path(c->x_path, err)) || (st = canon_path(c->p_path, err)) ||
-            (st = train_fitp_open(d, c, X, P, err)))
+        /* x_path, p_path only name the files the caller read X, P from */
+        if ((st = train_fitp_open(d, c, X, xname, P, pname, err)))
             return st;
         break;
     default:
@@ -136,7 +134,7 @@ static int open_data(ac_train_data *d, ac_train_config *c, const ac_mat *X, cons
 }
 
 static int trainer_init(ac_trainer *tr, const ac_train_config *cfg, const ac_mat *X,
-                        const ac_mat *P, ac_err *err)
+                        const char *xname, const ac_mat *P, const char *pname, ac_err *err)
 {
     int st;
     memset(tr, 0, sizeof *tr);
@@ -146,7 +144,7 @@ static int trainer_init(ac_trainer *tr, const ac_train_config *cfg, const ac_mat
     if (!tr->data)
         return ac_err_set(err, AC_EINTERNAL, "out of memory");
     ac_train_data *d = tr->data;
-    if ((st = open_data(d, c, X, P, err)))
+    if ((st = open_data(d, c, X, xname, P, pname, err)))
         return st;
     if (c->seq == 0)
         return ac_err_set_field(err, AC_EUSAGE, "seq", "seq must be at least 1");
@@ -175,19 +173,18 @@ static int trainer_init(ac_trainer *tr, const ac_train_config *cfg, const ac_mat
 
 int ac_trainer_init(ac_trainer *tr, const ac_train_config *cfg, ac_err *err)
 {
-    return trainer_init(tr, cfg, NULL, NULL, err);
+    return trainer_init(tr, cfg, NULL, NULL, NULL, NULL, err);
 }
 
 int ac_trainer_init_fitp(ac_trainer *tr, const ac_train_config *cfg, const ac_mat *X,
-                         const ac_mat *P, ac_err *err)
+                         const char *xname, const ac_mat *P, const char *pname, ac_err *err)
 {
     memset(tr, 0, sizeof *tr);
-    if (cfg->task != AC_TASK_FIT_P || cfg->x_path[0] || cfg->p_path[0])
-        return ac_err_set(err, AC_EUSAGE, "ac_trainer_init_fitp needs the fit-p task without "
-                          "input files");
+    if (cfg->task != AC_TASK_FIT_P)
+        return ac_err_set(err, AC_EUSAGE, "ac_trainer_init_fitp needs the fit-p task");
     if (!X || !P)
         return ac_err_set(err, AC_EUSAGE, "ac_trainer_init_fitp needs X and P");
-    return trainer_init(tr, cfg, X, P, err);
+    return trainer_init(tr, cfg, X, xname ? xname : "X", P, pname ? pname : "P", err);
 }
 
 void ac_trainer_free(ac_trainer *tr)
@@ -226,6 +223,7 @@ int ac_trainer_step(ac_trainer *tr, ac_step_info *info, ac_err *err)
     ac_nn_stats st;
     int rc;
     size_t s = tr->step + 1;
+    train_fitp_moved(tr);
     if (c->optimizer == AC_OPT_BFGS)
         return train_fitp_bfgs_step(tr, info, err);
     if ((rc = train_fill_batch(tr, 0, s, &b, err)))
