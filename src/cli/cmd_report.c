@@ -11,7 +11,6 @@
 #include "plot.h"
 #include "rep_learn.h"
 #include "report_plot.h"
-#include "separate_student.h"
 
 const char cmd_report_help[] =
     "Usage: attncheck report [OPTIONS]\n"
@@ -48,8 +47,8 @@ static const struct option long_opts[] = {
 /* The rows, in order: one function per check module. */
 static void (*const row_sources[])(cli_report *) = {
     ac_report_rows_theorem1,
-    report_rows_theorem2,
-    report_rows_student,
+    ac_report_rows_theorem2,
+    ac_report_rows_student,
     report_rows_condition,
     report_rows_train,
     ac_report_rows_learn,

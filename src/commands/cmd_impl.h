@@ -10,7 +10,12 @@
  *                  memory estimates checked before any work;
  *   rep_theorem.c  rep-theorem: Theorem 1, and --learn;
  *   report_rows.c  the rows of `attncheck report`: list and helpers;
- *   report_theorem1.c  the report's rows of Theorem 1.
+ *   report_theorem1.c  the report's rows of Theorem 1;
+ *   separate.c     separate: Theorem 2, --embed and --student (options,
+ *                  layers, run, arrays);
+ *   separate_json.c  separate's JSON result;
+ *   report_theorem2.c  the report's rows of Theorem 2 and of the students,
+ *                  and the directed numbers of printed bounds.
  */
 #ifndef AC_COMMANDS_CMD_IMPL_H
 #define AC_COMMANDS_CMD_IMPL_H
@@ -38,6 +43,9 @@ void ac_cmd_apply_threads(long threads);
  * nothing was computed" when the estimate exceeds 90% of
  * ac_memory_available(). */
 double ac_cmd_mem_rep_theorem(size_t d, size_t n);
+/* separate: f_W of h heads of size p, g_V of head size dp, n tokens, k
+ * sample inputs kept (--embed) */
+double ac_cmd_mem_separate(size_t d, size_t h, size_t p, size_t dp, size_t n, size_t k);
 int ac_cmd_memory_check(double need, int status, ac_err *err, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))
@@ -47,6 +55,10 @@ int ac_cmd_memory_check(double need, int status, ac_err *err, const char *fmt, .
 /* Append the matrix m as the array name to out[k] (if k < max); returns k + 1. */
 size_t ac_cmd_out_mat(ac_out_array *out, size_t k, size_t max, const char *name,
                       const ac_mat *m);
+
+/* separate's JSON result (separate_json.c): the object of the separation,
+ * of --embed or of --student. */
+void ac_sep_write_json(ac_json *j, const void *q, const void *res);
 
 /* --plot FILE: the name must end in .svg, .png or .pdf. */
 int ac_cmd_check_plot(const ac_opt *o, const void *q, const char *text, ac_err *err);

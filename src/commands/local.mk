@@ -11,3 +11,9 @@ src_libattncheck_la_SOURCES += \
 	src/commands/rep_theorem.c \
 	src/commands/report_rows.c \
 	src/commands/report_theorem1.c
+
+# separate (Theorem 2, --embed, --student) and the report's rows of Theorem 2
+src_libattncheck_la_SOURCES += \
+	src/commands/separate.c \
+	src/commands/separate_json.c \
+	src/commands/report_theorem2.c

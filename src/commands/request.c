@@ -17,10 +17,9 @@ struct ac_request {
     size_t nstrings;
 };
 
-extern const ac_command ac_cmd_rep_theorem;
-
 const ac_command *const ac_commands[] = {
     &ac_cmd_rep_theorem,
+    &ac_cmd_separate,
     NULL,
 };
 

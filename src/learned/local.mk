@@ -3,4 +3,5 @@
 ## (included by the top-level Makefile.am)
 
 src_libattncheck_la_SOURCES += \
-	src/learned/t1_transition.c
+	src/learned/t1_transition.c \
+	src/learned/students.c

@@ -92,9 +92,10 @@ static size_t eval_batch_count(const ac_trainer *tr)
 }
 
 /* Check the optimiser's settings, then open the task's data (completing
- * the configuration); fit-p's X and P from memory when given. */
+ * the configuration); fit-p's X and P, the teacher's layer, from memory when
+ * given. */
 static int open_data(ac_train_data *d, ac_train_config *c, const ac_mat *X, const ac_mat *P,
-                     ac_err *err)
+                     const ac_mh *teacher, ac_err *err)
 {
     int st;
     if (c->batch == 0)
@@ -121,7 +122,8 @@ static int open_data(ac_train_data *d, ac_train_config *c, const ac_mat *X, cons
             return st;
         break;
     case AC_TASK_TEACHER:
-        if ((st = canon_path(c->teacher_dir, err)) || (st = train_teacher_open(d, c, err)))
+        if ((!teacher && (st = canon_path(c->teacher_dir, err))) ||
+            (st = train_teacher_open(d, c, teacher, err)))
             return st;
         break;
     case AC_TASK_FIT_P:
@@ -136,7 +138,7 @@ static int open_data(ac_train_data *d, ac_train_config *c, const ac_mat *X, cons
 }
 
 static int trainer_init(ac_trainer *tr, const ac_train_config *cfg, const ac_mat *X,
-                        const ac_mat *P, ac_err *err)
+                        const ac_mat *P, const ac_mh *teacher, ac_err *err)
 {
     int st;
     memset(tr, 0, sizeof *tr);
@@ -146,7 +148,7 @@ static int trainer_init(ac_trainer *tr, const ac_train_config *cfg, const ac_mat
     if (!tr->data)
         return ac_err_set(err, AC_EINTERNAL, "out of memory");
     ac_train_data *d = tr->data;
-    if ((st = open_data(d, c, X, P, err)))
+    if ((st = open_data(d, c, X, P, teacher, err)))
         return st;
     if (c->seq == 0)
         return ac_err_set_field(err, AC_EUSAGE, "seq", "seq must be at least 1");
@@ -175,7 +177,7 @@ static int trainer_init(ac_trainer *tr, const ac_train_config *cfg, const ac_mat
 
 int ac_trainer_init(ac_trainer *tr, const ac_train_config *cfg, ac_err *err)
 {
-    return trainer_init(tr, cfg, NULL, NULL, err);
+    return trainer_init(tr, cfg, NULL, NULL, NULL, err);
 }
 
 int ac_trainer_init_fitp(ac_trainer *tr, const ac_train_config *cfg, const ac_mat *X,
@@ -187,7 +189,19 @@ int ac_trainer_init_fitp(ac_trainer *tr, const ac_train_config *cfg, const ac_ma
                           "input files");
     if (!X || !P)
         return ac_err_set(err, AC_EUSAGE, "ac_trainer_init_fitp needs X and P");
-    return trainer_init(tr, cfg, X, P, err);
+    return trainer_init(tr, cfg, X, P, NULL, err);
+}
+
+int ac_trainer_init_teacher(ac_trainer *tr, const ac_train_config *cfg, const ac_mh *teacher,
+                            ac_err *err)
+{
+    memset(tr, 0, sizeof *tr);
+    if (cfg->task != AC_TASK_TEACHER || cfg->teacher_dir[0])
+        return ac_err_set(err, AC_EUSAGE, "ac_trainer_init_teacher needs the teacher task "
+                          "without teacher_dir");
+    if (!teacher)
+        return ac_err_set(err, AC_EUSAGE, "ac_trainer_init_teacher needs a teacher layer");
+    return trainer_init(tr, cfg, NULL, NULL, teacher, err);
 }
 
 void ac_trainer_free(ac_trainer *tr)
