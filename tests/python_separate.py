@@ -2,8 +2,8 @@
 """Tests of attncheck.separate and attncheck.Layer (the Python package over
 the library's command `separate`, attncheck/commands.h).
 
-Usage: python_separate.py ATTNCHECK   (run by python_separate.sh with
-PYTHONPATH and ATTNCHECK_LIBRARY set; ATTNCHECK the program of the same build).
+Usage: python_separate.py ATTNCHECK   (run by python_pkg.sh with PYTHONPATH
+and ATTNCHECK_LIBRARY set; ATTNCHECK the program of the same build).
 
 Oracles:
   - the program of the same build: for every class of option (generated

@@ -225,27 +225,9 @@ class Layer:
         return Y
 
 
-class _IntRecord(int):
-    """An int (the old attribute) that also reads as the JSON object it comes
-    from: r.case == 1 and r.case.name."""
-
-    def __new__(cls, value, obj):
-        x = super().__new__(cls, value)
-        x._record = Record(obj)
-        return x
-
-    def __getattr__(self, name):
-        if name == "_record":
-            raise AttributeError(name)
-        return getattr(self._record, name)
-
-    def __getitem__(self, key):
-        return self._record[key]
-
-
-class _StrRecord(str):
-    """A verdict string (the old attribute) that also reads as the JSON object
-    it comes from: r.hypotheses == "PROVED" and r.hypotheses.sv_full_rank."""
+class _RecordValue:
+    """A value of the package's old API (an int, a verdict string) that also
+    reads as the JSON object it comes from: r.case == 1 and r.case.name."""
 
     def __new__(cls, value, obj):
         x = super().__new__(cls, value)
@@ -260,7 +242,15 @@ class _StrRecord(str):
     def __getitem__(self, key):
         if isinstance(key, str):
             return self._record[key]
-        return str.__getitem__(self, key)
+        return super().__getitem__(key)
+
+
+class _IntRecord(_RecordValue, int):
+    pass
+
+
+class _StrRecord(_RecordValue, str):
+    pass
 
 
 class SeparateResult(Result):

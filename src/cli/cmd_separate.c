@@ -32,7 +32,7 @@ static void student_progress(void *ctx, size_t done, size_t total)
 int cmd_separate(int argc, char **argv)
 {
     ac_request *r = NULL;
-    sep_student_files files;
+    cli_plot_files files;
     ac_err err;
     int st;
     memset(&files, 0, sizeof files);
@@ -43,7 +43,7 @@ int cmd_separate(int argc, char **argv)
     if ((st = cli_parse_request(r, argc, argv)))
         goto out;
     const ac_sep_request *q = ac_request_options(r);
-    if ((st = cli_check_request(r)) || (q->student && (st = sep_student_files_open(q, &files))))
+    if ((st = cli_check_request(r)) || (q->student && (st = cli_plot_files_open(&files, q->csv, q->plot))))
         goto out;
     ac_cmd_progress prog = {student_progress, NULL};
     int tty = q->student && !q->json && isatty(2);
@@ -70,7 +70,7 @@ int cmd_separate(int argc, char **argv)
     }
     st = ac_request_status(r);
 out:
-    sep_student_files_abort(&files);
+    cli_plot_files_abort(&files);
     ac_request_free(r);
     return st;
 }

@@ -10,26 +10,17 @@
 #include "attncheck/commands.h"
 #include "attncheck/fileio.h"
 #include "cli.h"
+#include "plot.h"
 
 /* separate_text.c: the text report of a separation, of --embed, of --student */
 void sep_print(const ac_sep_request *q, const ac_sep_result *res);
 void sep_print_embed(const ac_sep_request *q, const ac_sep_result *res);
 void sep_print_student(const ac_sep_request *q, const ac_sep_result *res);
 
-/* separate_student_out.c: --student's --csv and --plot, staged (ac_atomic)
- * before the work and committed after. */
-typedef struct {
-    ac_atomic csv, plot;
-    char gpbuf[4096];
-    const char *gp;
-} sep_student_files;
-
-/* Find gnuplot and open the staged files: AC_OK, or the error printed. */
-int sep_student_files_open(const ac_sep_request *q, sep_student_files *f);
-void sep_student_files_abort(sep_student_files *f);
-/* The plot first (gnuplot may fail), then the CSV: AC_OK, or the error
- * printed. */
+/* separate_student_out.c: --student's --csv and --plot (cli_plot_files of
+ * plot.h, opened before the run): the plot, then the CSV.  AC_OK, or the
+ * error printed. */
 int sep_student_files_write(const ac_sep_request *q, const ac_sep_result *res,
-                            sep_student_files *f);
+                            cli_plot_files *f);
 
 #endif

@@ -1,7 +1,7 @@
 /* separate_student_out.c — the files of `attncheck separate --student`
  * (separate.h): the CSV of the training curves and the gnuplot script of
- * --plot, staged before the run and committed after; the table and the JSON
- * are separate_text.c's and the library's. */
+ * --plot (staged and committed by plot.h's cli_plot_files); the table and
+ * the JSON are separate_text.c's and the library's. */
 #include <config.h>
 
 #include <stdio.h>
@@ -15,39 +15,17 @@ static const char *kind_name(const ac_learn_t2_row *w)
     return w->fixed ? "fixed" : "standard";
 }
 
-/* ---- files ------------------------------------------------------------------------- */
-
-int sep_student_files_open(const ac_sep_request *q, sep_student_files *f)
-{
-    ac_err err;
-    int st;
-    memset(f, 0, sizeof *f);
-    ac_err_clear(&err);
-    if (q->plot) {
-        if (!(f->gp = cli_find_gnuplot(f->gpbuf, sizeof f->gpbuf)))
-            return cli_fail(AC_ECANTCREAT, "--plot %s: gnuplot not found (install it: apt-get "
-                            "install gnuplot-nox, or set ATTNCHECK_GNUPLOT); nothing was "
-                            "computed", q->plot);
-        if ((st = ac_atomic_open(&f->plot, q->plot, &err)))
-            return cli_fail_err(&err);
-    }
-    if (q->csv && (st = ac_atomic_open(&f->csv, q->csv, &err))) {
-        ac_atomic_abort(&f->plot);
-        return cli_fail_err(&err);
-    }
-    return AC_OK;
-}
-
-void sep_student_files_abort(sep_student_files *f)
-{
-    ac_atomic_abort(&f->csv);
-    ac_atomic_abort(&f->plot);
-}
-
 /* ---- the CSV ------------------------------------------------------------------------ */
 
-static void write_csv(FILE *f, const ac_sep_request *q, const ac_learn_t2_result *r)
+typedef struct {
+    const ac_sep_request *q;
+    const ac_sep_result *res;
+} plot_ctx;
+
+static void write_csv(FILE *f, void *ctx)
 {
+    const ac_sep_request *q = ((const plot_ctx *)ctx)->q;
+    const ac_learn_t2_result *r = &((const plot_ctx *)ctx)->res->stu;
     fprintf(f, "kind,heads,head_size,seed,step,loss,eval_rel_error\n");
     for (size_t i = 0; i < r->nrows; i++) {
         const ac_learn_t2_row *w = &r->rows[i];
@@ -63,11 +41,6 @@ static void write_csv(FILE *f, const ac_sep_request *q, const ac_learn_t2_result
 }
 
 /* ---- the plot ----------------------------------------------------------------------- */
-
-typedef struct {
-    const ac_sep_request *q;
-    const ac_sep_result *res;
-} plot_ctx;
 
 /* Evaluation relative error against the step, one curve per student and
  * seed (log scale); the picture goes to gnuplot's standard output. */
@@ -109,24 +82,8 @@ static void write_gnuplot(FILE *f, void *ctx)
 }
 
 int sep_student_files_write(const ac_sep_request *q, const ac_sep_result *res,
-                            sep_student_files *f)
+                            cli_plot_files *f)
 {
-    ac_err err;
-    int st;
-    ac_err_clear(&err);
-    if (q->plot) {
-        plot_ctx pc = {q, res};
-        int gs = cli_run_gnuplot(f->gp, fileno(f->plot.fp), write_gnuplot, &pc);
-        if (gs != 0)
-            return cli_fail(AC_ECANTCREAT, "--plot %s: gnuplot (%s) failed (status %d)", q->plot,
-                            f->gp, gs);
-    }
-    if (q->csv) {
-        write_csv(f->csv.fp, q, &res->stu);
-        if ((st = ac_atomic_commit(&f->csv, &err)))
-            return cli_fail_err(&err);
-    }
-    if (q->plot && (st = ac_atomic_commit(&f->plot, &err)))
-        return cli_fail_err(&err);
-    return AC_OK;
+    plot_ctx pc = {q, res};
+    return cli_plot_files_commit(f, write_csv, write_gnuplot, &pc);
 }

@@ -10,21 +10,10 @@
 #include <string.h>
 
 #include "attncheck/commands.h"
+#include "commands/cmd_impl.h"
 
 /* How rep-theorem spells the parameters the library's messages name. */
 static const char *const t1_flags[] = {"normalize", "--normalize", "rows", "--rows", NULL};
-
-/* %.3g with inf and nan spelled out */
-static const char *num3(char *buf, size_t n, double x)
-{
-    if (x != x)
-        snprintf(buf, n, "nan");
-    else if (isinf(x))
-        snprintf(buf, n, x > 0 ? "inf" : "-inf");
-    else
-        snprintf(buf, n, "%.3g", x);
-    return buf;
-}
 
 /* ---- report rows ---------------------------------------------------------- */
 
@@ -53,10 +42,11 @@ static void t1_row(ac_report *rep, const char *claim, const char *instance, ac_v
         row->verdict = r.verdict;
         ac_report_bounds(row, "max|Softmax - P| over heads of size dk", r.dist_lo, r.dist_hi);
         if (r.verdict == AC_REFUTED)
-            snprintf(row->bound, sizeof row->bound, "dist >= %s", num3(b1, sizeof b1, r.dist_lo));
+            snprintf(row->bound, sizeof row->bound, "dist >= %s",
+                     ac_cmd_num3(b1, sizeof b1, r.dist_lo));
         else
             snprintf(row->bound, sizeof row->bound, "dist <= %s",
-                     num3(b2, sizeof b2, r.dist_hi));
+                     ac_cmd_num3(b2, sizeof b2, r.dist_hi));
         snprintf(row->detail, sizeof row->detail, "%.255s", r.summary);
     }
     ac_t1_result_free(&r);

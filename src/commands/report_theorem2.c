@@ -3,8 +3,9 @@
  * each decided by ac_t2_case_verdict), two of the embedding check (s = 2
  * exact, s = sqrt 2 rounded), and the students (a standard student against
  * the fixed one, ac_learn_t2_compare; doc/mathematics.md §4.8).  Every
- * verdict is the library's.  Also the directed 3-digit numbers of the
- * printed bounds (ac_num3_bound), here and in `separate`'s text. */
+ * verdict is the library's.  Also the 3-digit numbers of the rows
+ * (ac_cmd_num3) and of printed bounds rounded outward (ac_num3_bound, also
+ * `separate`'s text). */
 #include <config.h>
 
 #include <math.h>
@@ -13,9 +14,9 @@
 #include <string.h>
 
 #include "attncheck/commands.h"
+#include "commands/cmd_impl.h"
 
-/* %.3g rounded to nearest, with inf and nan spelled out */
-static const char *num3(char *buf, size_t n, double x)
+const char *ac_cmd_num3(char *buf, size_t n, double x)
 {
     if (x != x)
         snprintf(buf, n, "nan");
@@ -28,7 +29,7 @@ static const char *num3(char *buf, size_t n, double x)
 
 const char *ac_num3_bound(char *buf, size_t n, double x, int up)
 {
-    num3(buf, n, x);
+    ac_cmd_num3(buf, n, x);
     if (!isfinite(x) || x == 0)
         return buf;
     double y = strtod(buf, NULL);
@@ -204,7 +205,8 @@ void ac_report_rows_student(ac_report *rep)
                          s->cert_lo[0], s->cert_hi[0]);
         /* rounded to nearest, as before (the golden outputs): NOT outward */
         snprintf(row->bound, sizeof row->bound, "std >= %s, fixed <= %s",
-                 num3(b1, sizeof b1, s->cert_lo[0]), num3(b2, sizeof b2, f->cert_hi[0]));
+                 ac_cmd_num3(b1, sizeof b1, s->cert_lo[0]),
+                 ac_cmd_num3(b2, sizeof b2, f->cert_hi[0]));
         snprintf(row->detail, sizeof row->detail,
                  "held-out |f-g|^2/|g|^2: standard %.3g, fixed %.3g (ratio %.3g); %s", s->mean,
                  f->mean, s->ratio, r.hc.summary);

@@ -331,6 +331,20 @@ static const char *layer_source(const ac_sep_request *q, int l)
     return dir ? dir : l ? "the arrays Vq, Vk, Vv, Vo" : "the arrays Wq, Wk, Wv, Wo";
 }
 
+/* g_V given (--v-dir or its arrays), checked against --d, --h, --dp */
+static int load_given_v(ac_sep_result *res, const ac_sep_request *q, ac_err *err)
+{
+    int st = input_layer(&res->V, q, 1, err);
+    if (st)
+        return st;
+    if ((q->have_d && q->d != res->V.d) || (q->have_h && q->h != res->V.h) ||
+        (q->have_dp && q->dp != res->V.hs))
+        return ac_err_set(err, AC_EUSAGE, "--d/--h/--dp contradict %s (d = %zu, h = %zu, "
+                          "dp = %zu)", layer_source(q, 1), res->V.d, res->V.h, res->V.hs);
+    snprintf(res->vdesc, sizeof res->vdesc, "loaded from %s", layer_source(q, 1));
+    return AC_OK;
+}
+
 /* --w-dir, --v-dir (or their arrays): the given layers, checked against
  * --d, --h, --dp */
 static int load_given(ac_sep_result *res, const ac_sep_request *q, ac_err *err)
@@ -351,16 +365,7 @@ static int load_given(ac_sep_result *res, const ac_sep_request *q, ac_err *err)
                               layer_source(q, 0), res->W.d, res->W.h);
         snprintf(res->wdesc, sizeof res->wdesc, "loaded from %s", layer_source(q, 0));
     }
-    if (res->v_given) {
-        if ((st = input_layer(&res->V, q, 1, err)))
-            return st;
-        if ((q->have_d && q->d != res->V.d) || (q->have_h && q->h != res->V.h) ||
-            (q->have_dp && q->dp != res->V.hs))
-            return ac_err_set(err, AC_EUSAGE, "--d/--h/--dp contradict %s (d = %zu, h = %zu, "
-                              "dp = %zu)", layer_source(q, 1), res->V.d, res->V.h, res->V.hs);
-        snprintf(res->vdesc, sizeof res->vdesc, "loaded from %s", layer_source(q, 1));
-    }
-    return AC_OK;
+    return res->v_given ? load_given_v(res, q, err) : AC_OK;
 }
 
 /* --embed: f_W given or random, g_V given or its embedding (dp) */
@@ -516,13 +521,8 @@ static int run_student(ac_sep_result *res, const ac_sep_request *q, void *hooks,
     int st;
     res->mode = AC_SEP_STUDENT;
     if (res->v_given) {
-        if ((st = input_layer(&res->V, q, 1, err)))
+        if ((st = load_given_v(res, q, err)))
             return st;
-        if ((q->have_d && q->d != res->V.d) || (q->have_h && q->h != res->V.h) ||
-            (q->have_dp && q->dp != res->V.hs))
-            return ac_err_set(err, AC_EUSAGE, "--d/--h/--dp contradict %s (d = %zu, h = %zu, "
-                              "dp = %zu)", layer_source(q, 1), res->V.d, res->V.h, res->V.hs);
-        snprintf(res->vdesc, sizeof res->vdesc, "loaded from %s", layer_source(q, 1));
     } else {
         if ((st = ac_t2_generate_v(&res->V, q->d, q->h, q->dp, AC_T2_GEN_GAUSSIAN, q->seed,
                                    err)))

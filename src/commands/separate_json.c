@@ -170,7 +170,9 @@ static void write_separation(ac_json *j, const ac_sep_request *q, const ac_sep_r
     json_hypotheses(j, &r->hyp);
     json_case(j, &r->cls);
     ac_json_kv_string(j, "equal_as_functions",
-                      r->identical == 1 ? "yes" : r->identical == 0 ? "criterion fails" : "unknown");
+                      r->identical == 1   ? "yes"
+                      : r->identical == 0 ? "criterion fails"
+                                          : "unknown");
     ac_json_kv_string(j, "identity", r->identity_note);
     json_search(j, r);
     ac_json_key(j, "trace");
@@ -198,7 +200,9 @@ static void write_embed(ac_json *j, const ac_sep_request *q, const ac_sep_result
     json_instance(j, q, res);
     ac_json_kv_string(j, "rescaling", res->embnote);
     ac_json_kv_string(j, "parameters_identical_head_by_head",
-                      e->params_identical == 1 ? "yes" : e->params_identical == 0 ? "no" : "unknown");
+                      e->params_identical == 1   ? "yes"
+                      : e->params_identical == 0 ? "no"
+                                                 : "unknown");
     ac_json_kv_string(j, "equal_as_functions",
                       e->equal_functions == 1 ? "yes"
                       : e->equal_functions == 0 ? "criterion fails" : "unknown");
