@@ -205,7 +205,8 @@ int ac_request_status(const ac_request *r);
 /* Every command and its options as one JSON document (for bindings):
  * {"commands": [{"name", "summary", "synopsis", "description", "epilogue",
  *  "options": [{"name", "python", "kind", "min", "max", "choices", "default",
- *  "arg", "help", "group", "program_only", "array", "positional"}]}]}.
+ *  "arg", "help", "group", "program_only", "array", "positional",
+ *  "library_only"}]}]}.
  * malloc'ed; NULL if out of memory. */
 char *ac_commands_describe(void);
 /* Free a string the library returned (ac_request_json, ac_commands_describe):

@@ -219,6 +219,7 @@ static void describe_opt(ac_json *j, const ac_opt *o)
     ac_json_kv_bool(j, "program_only", (o->flags & AC_OPTF_PROGRAM) != 0);
     ac_json_kv_bool(j, "array", (o->flags & AC_OPTF_ARRAY) != 0);
     ac_json_kv_bool(j, "positional", (o->flags & AC_OPTF_POSITIONAL) != 0);
+    ac_json_kv_bool(j, "library_only", (o->flags & AC_OPTF_LIBRARY) != 0);
     ac_json_end_object(j);
 }
 
