@@ -76,6 +76,16 @@ ATTNCHECK_GNUPLOT=/nonexistent/gnuplot "$exe" separate --student $small --plot "
 grep -q "gnuplot not found.*nothing was computed" "$work/err" || err "--plot without gnuplot: $(cat "$work/err")"
 [ ! -e "$work/n.svg" ] && [ ! -e "$work/n.csv" ] && [ ! -e "$work/n" ] || err "--plot without gnuplot left files"
 
+# progress on a terminal (stderr), none with --json or off a terminal
+if command -v script >/dev/null 2>&1; then
+    script -qec "'$exe' separate --student $small >/dev/null" /dev/null >"$work/tty" 2>&1
+    grep -q "students 2/2 trained" "$work/tty" || err "no progress on a terminal: $(od -c "$work/tty" | head -3)"
+    script -qec "'$exe' separate --student $small --json >/dev/null" /dev/null >"$work/tty" 2>&1
+    grep -q "trained" "$work/tty" && err "progress with --json"
+fi
+"$exe" separate --student $small >/dev/null 2>"$work/err"
+[ -s "$work/err" ] && err "progress off a terminal: $(cat "$work/err")"
+
 # a given g_V (--v-dir): the teacher of --out-dir, and the same table
 "$exe" separate --student --v-dir "$work/o" --n 4 --student-heads 1 --student-steps 3 --student-seeds 1 --samples 2 --json >"$work/j3" 2>"$work/err" ||
     { err "separate --student --v-dir failed"; cat "$work/err" >&2; }
