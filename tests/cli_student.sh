@@ -3,7 +3,8 @@
 # `attncheck train --task teacher` (doc/mathematics.md §4.8): every class of
 # bad option (exit 64 / 66), the shape of the student table (JSON, CSV), the
 # relative errors, worst inputs and certified bounds recomputed with NumPy
-# from --out-dir (student_numpy.py), the same numbers for any --threads, the
+# from --out-dir (student_numpy.py), --plot and --csv (and nothing written
+# or computed without gnuplot), the same numbers for any --threads, the
 # teacher's default stack (V, the fixed-head g_V) against --teacher-stack W,
 # and train's relative MSE recomputed with NumPy from a checkpoint.
 # Exit status: 0 pass, 1 failure, 77 skipped (no python3/numpy), 99 setup error.
@@ -57,6 +58,33 @@ args="--d 8 --h 4 --dp 4 --n 4 --student-heads 1,2,4 --student-steps 40 --studen
 for pat in "head count 1 logit class" "1:yes 2:yes 4:no 8:no" "^standard     4    2" "^fixed        4    4" "agrees"; do
     grep -q -- "$pat" "$work/t" || err "text table lacks '$pat'"
 done
+
+# --plot and --csv: the curves of the run (2 students x 1 seed x 20 points,
+# one per step of 20);
+# without gnuplot the command stops before any training and leaves no file
+small="--d 8 --h 4 --dp 4 --n 4 --student-heads 2 --student-steps 20 --student-seeds 1 --samples 2"
+if command -v gnuplot >/dev/null 2>&1; then
+    "$exe" separate --student $small --plot "$work/s.svg" --csv "$work/s.csv" >"$work/t2" 2>"$work/err" ||
+        { err "separate --student --plot failed"; cat "$work/err" >&2; }
+    grep -q "<svg" "$work/s.svg" 2>/dev/null || err "--plot wrote no SVG"
+    [ "$(wc -l < "$work/s.csv")" = 41 ] || err "--csv: $(wc -l < "$work/s.csv") lines, expected 1 + 2 x 20"
+    grep -q "^fixed,4,4,1,20," "$work/s.csv" || err "--csv lacks the fixed student's last point"
+fi
+ATTNCHECK_GNUPLOT=/nonexistent/gnuplot "$exe" separate --student $small --plot "$work/n.svg" \
+    --csv "$work/n.csv" --out-dir "$work/n" >/dev/null 2>"$work/err"
+[ $? = 73 ] || err "--plot without gnuplot: exit status is not 73"
+grep -q "gnuplot not found.*nothing was computed" "$work/err" || err "--plot without gnuplot: $(cat "$work/err")"
+[ ! -e "$work/n.svg" ] && [ ! -e "$work/n.csv" ] && [ ! -e "$work/n" ] || err "--plot without gnuplot left files"
+
+# progress on a terminal (stderr), none with --json or off a terminal
+if command -v script >/dev/null 2>&1; then
+    script -qec "'$exe' separate --student $small >/dev/null" /dev/null >"$work/tty" 2>&1
+    grep -q "students 2/2 trained" "$work/tty" || err "no progress on a terminal: $(od -c "$work/tty" | head -3)"
+    script -qec "'$exe' separate --student $small --json >/dev/null" /dev/null >"$work/tty" 2>&1
+    grep -q "trained" "$work/tty" && err "progress with --json"
+fi
+"$exe" separate --student $small >/dev/null 2>"$work/err"
+[ -s "$work/err" ] && err "progress off a terminal: $(cat "$work/err")"
 
 # a given g_V (--v-dir): the teacher of --out-dir, and the same table
 "$exe" separate --student --v-dir "$work/o" --n 4 --student-heads 1 --student-steps 3 --student-seeds 1 --samples 2 --json >"$work/j3" 2>"$work/err" ||

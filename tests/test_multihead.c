@@ -521,10 +521,14 @@ START_TEST(test_arrays_roundtrip_and_errors)
 }
 END_TEST
 
-/* Write the four .npy files of L (prefix 'W') into dir, one head as 2-D
- * arrays when two_d (h must be 1). */
+/* Write the four .npy files of L (prefix 'W') into dir: the library's
+ * writer, or one head as 2-D arrays when two_d (h must be 1). */
 static void write_layer_dir(const char *dir, const ac_mh *L, int two_d)
 {
+    if (!two_d) {
+        ck_assert(ac_mh_save_dir(L, dir, 'W', NULL) == AC_OK);
+        return;
+    }
     for (int t = 0; t < 4; t++) {
         ac_array a = {0};
         char fn[16], path[512];
@@ -610,6 +614,81 @@ START_TEST(test_load_dir_flex)
 }
 END_TEST
 
+START_TEST(test_save_dir_roundtrip)
+{
+    /* ac_mh_save_dir then ac_mh_load_dir gives the same bits, for sizes 1
+     * and non-square heads and entries from 1e-300 to 1e300; ac_mh_files
+     * names the arrays STEM PREFIX q|k|v|o and holds the file layout; a name
+     * too long and a directory that does not exist are refused */
+    static const size_t shapes[][3] = {{1, 1, 1}, {5, 1, 3}, {4, 2, 2}, {6, 3, 4}, {2, 4, 7}};
+    static const double scales[] = {1e-300, 1.0, 1e300};
+    test_rng r;
+    test_rng_init(&r, 701);
+    ac_err err;
+    char dir[] = "/tmp/ac_mh_saveXXXXXX", path[512];
+    ck_assert(mkdtemp(dir) != NULL);
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+        for (size_t k = 0; k < 3; k++)
+            for (int pv = 0; pv < 2; pv++) {
+                ac_mh L, M;
+                char prefix = pv ? 'V' : 'W';
+                fill_layer(&L, shapes[i][0], shapes[i][1], shapes[i][2], &r, scales[k]);
+                ck_assert_msg(ac_mh_save_dir(&L, dir, prefix, &err) == AC_OK, "%s", err.msg);
+                ck_assert_msg(ac_mh_load_dir(&M, dir, prefix, &err) == AC_OK, "%s", err.msg);
+                ck_assert(M.d == L.d && M.h == L.h && M.hs == L.hs);
+                ck_assert_msg(memcmp(M.params, L.params, ac_mh_nparams(&L) * sizeof(double)) == 0,
+                              "seed %llu: layer %zu x %zu x %zu, scale %g differs after saving",
+                              (unsigned long long)test_seed_value, shapes[i][0], shapes[i][1],
+                              shapes[i][2], scales[k]);
+                ac_mh_file f[4];
+                ck_assert(ac_mh_files(f, &L, "standard_h4_seed1_", prefix, &err) == AC_OK);
+                for (int t = 0; t < 4; t++) {
+                    ac_array a = {0};
+                    char want[64], fn[16];
+                    ac_mh_file_name(fn, sizeof fn, prefix, (ac_mh_param)t);
+                    snprintf(want, sizeof want, "standard_h4_seed1_%.2s", fn);
+                    ck_assert_str_eq(f[t].name, want);
+                    ck_assert(ac_mh_get_array(&L, (ac_mh_param)t, &a, NULL) == AC_OK);
+                    ck_assert(a.ndim == 3 && f[t].a.ndim == 3 && a.size == f[t].a.size);
+                    ck_assert(memcmp(a.shape, f[t].a.shape, sizeof a.shape) == 0);
+                    ck_assert(memcmp(a.data, f[t].a.data, a.size * sizeof(double)) == 0);
+                    ac_array_free(&a);
+                }
+                ac_mh_files_free(f);
+                ck_assert(f[0].a.data == NULL && f[0].name[0] == 0);
+                ac_mh_free(&L);
+                ac_mh_free(&M);
+            }
+    /* the name: NULL stem, and a stem too long */
+    {
+        ac_mh L;
+        ac_mh_file f[4];
+        char stem[AC_MH_FILE_NAME_MAX];
+        fill_layer(&L, 3, 1, 2, &r, 1.0);
+        ck_assert(ac_mh_files(f, &L, NULL, 'W', NULL) == AC_OK);
+        ck_assert_str_eq(f[3].name, "Wo");
+        ac_mh_files_free(f);
+        memset(stem, 'x', sizeof stem - 2);
+        stem[sizeof stem - 2] = 0; /* + "Wq" is one byte too many */
+        ck_assert_int_eq(ac_mh_files(f, &L, stem, 'W', &err), AC_EUSAGE);
+        ck_assert(f[0].a.data == NULL && f[1].a.data == NULL);
+        /* a directory that does not exist: the file is named, nothing left */
+        snprintf(path, sizeof path, "%s/none", dir);
+        ck_assert_int_eq(ac_mh_save_dir(&L, path, 'W', &err), AC_ECANTCREAT);
+        ck_assert_msg(strstr(err.msg, "none/Wq.npy") != NULL, "%s", err.msg);
+        ac_mh_free(&L);
+    }
+    for (int pv = 0; pv < 2; pv++)
+        for (int t = 0; t < 4; t++) {
+            char fn[16];
+            snprintf(path, sizeof path, "%s/%s", dir,
+                     ac_mh_file_name(fn, sizeof fn, pv ? 'V' : 'W', (ac_mh_param)t));
+            ck_assert(remove(path) == 0);
+        }
+    ck_assert(rmdir(dir) == 0); /* nothing else was written */
+}
+END_TEST
+
 START_TEST(test_random_layer)
 {
     /* ac_mh_random is reproducible and scaled as documented: the sample
@@ -648,6 +727,7 @@ int main(void)
     tcase_add_test(tc, test_enclose_contains_arb);
     tcase_add_test(tc, test_arrays_roundtrip_and_errors);
     tcase_add_test(tc, test_load_dir_flex);
+    tcase_add_test(tc, test_save_dir_roundtrip);
     tcase_add_test(tc, test_random_layer);
     suite_add_tcase(s, tc);
     return test_run_suite(s);

@@ -6,7 +6,8 @@
  * the generator promises; closed forms of the schedule; bit-identical
  * results of a run resumed from a checkpoint against an uninterrupted run;
  * corrupted checkpoints (truncated, altered, missing, mismatched) that must
- * be refused without changing the trainer.
+ * be refused without changing the trainer; a teacher given in memory against
+ * the same teacher read from its files (bit-identical training).
  */
 #include <config.h>
 
@@ -405,6 +406,79 @@ START_TEST(test_text_and_fitp)
 }
 END_TEST
 
+/* ---------------------------------------------------------------- teacher in memory */
+
+START_TEST(test_teacher_in_memory)
+{
+    /* the same g_V from memory (ac_trainer_init_teacher) and from its files
+     * (ac_mh_save_dir, task teacher): the same data, losses, weights and
+     * evaluations to the last bit, for a fixed-head and a standard teacher
+     * and both kinds of student; the rules of ac_trainer_init_teacher */
+    static const size_t shapes[2][3] = {{8, 2, 4}, {6, 3, 2}}; /* d, h, hs */
+    ac_err err;
+    make_tmpdir();
+    for (int k = 0; k < 2; k++)
+        for (int fixed = 0; fixed < 2; fixed++) {
+            ac_mh V;
+            size_t d = shapes[k][0], h = shapes[k][1], hs = shapes[k][2];
+            ck_assert(ac_mh_random(&V, d, h, hs, test_seed_value + (uint64_t)k, 9, NULL) == AC_OK);
+            ck_assert(ac_mh_save_dir(&V, tmpdir, 'V', &err) == AC_OK);
+            ac_train_config c;
+            ac_train_config_default(&c, AC_TASK_TEACHER);
+            c.seq = 5;
+            c.batch = 3;
+            c.steps = 6;
+            c.warmup = 1;
+            c.lr = 1e-2;
+            c.seed = test_seed_value;
+            c.model.heads = h;
+            c.model.kind = fixed ? AC_NN_ATTN_FIXED : AC_NN_ATTN_STANDARD;
+            c.model.head_dim = fixed ? 3 : 0;
+            ac_trainer a, b;
+            ck_assert_msg(ac_trainer_init_teacher(&b, &c, &V, &err) == AC_OK, "%s", err.msg);
+            snprintf(c.teacher_dir, sizeof c.teacher_dir, "%s", tmpdir);
+            c.teacher_stack = 'V';
+            ck_assert_msg(ac_trainer_init(&a, &c, &err) == AC_OK, "%s", err.msg);
+            ck_assert(strstr(ac_trainer_data_summary(&b), "teacher in memory: ") != NULL);
+            ck_assert(a.model.nparams == b.model.nparams);
+            for (int s = 0; s < 6; s++) {
+                ac_step_info sa, sb;
+                ac_eval_info ea, eb;
+                ck_assert(ac_trainer_step(&a, &sa, &err) == AC_OK);
+                ck_assert(ac_trainer_step(&b, &sb, &err) == AC_OK);
+                ck_assert(ac_trainer_eval(&a, &ea, &err) == AC_OK);
+                ck_assert(ac_trainer_eval(&b, &eb, &err) == AC_OK);
+                ck_assert_msg(sa.loss == sb.loss && ea.loss == eb.loss &&
+                              ea.rel_mse == eb.rel_mse && sa.maxdev == sb.maxdev,
+                              "seed %llu, teacher %zu x %zu x %zu, step %d: memory and files "
+                              "differ (loss %.17g / %.17g)", (unsigned long long)test_seed_value,
+                              d, h, hs, s + 1, sa.loss, sb.loss);
+            }
+            ck_assert(memcmp(a.model.params, b.model.params,
+                             a.model.nparams * sizeof(double)) == 0);
+            ac_trainer_free(&a);
+            ac_trainer_free(&b);
+            /* a directory and a layer at once, another task, no layer */
+            ck_assert_int_eq(ac_trainer_init_teacher(&b, &c, &V, &err), AC_EUSAGE);
+            ac_trainer_free(&b);
+            c.teacher_dir[0] = 0;
+            ck_assert_int_eq(ac_trainer_init_teacher(&b, &c, NULL, &err), AC_EUSAGE);
+            ac_trainer_free(&b);
+            ac_train_config l;
+            small_listops(&l);
+            ck_assert_int_eq(ac_trainer_init_teacher(&b, &l, &V, &err), AC_EUSAGE);
+            ac_trainer_free(&b);
+            /* a non-finite parameter, as a file's would be */
+            V.wv[1] = INFINITY;
+            ck_assert_int_eq(ac_trainer_init_teacher(&b, &c, &V, &err), AC_EDATA);
+            ck_assert(strstr(err.msg, "in memory") != NULL);
+            ac_trainer_free(&b);
+            ac_mh_free(&V);
+        }
+    rm_rf(tmpdir);
+}
+END_TEST
+
 START_TEST(test_dump)
 {
     ac_train_config c;
@@ -449,6 +523,7 @@ int main(void)
     tcase_add_test(tc, test_bad_checkpoints);
     tcase_add_test(tc, test_text_and_fitp);
     tcase_add_test(tc, test_dump);
+    tcase_add_test(tc, test_teacher_in_memory);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

@@ -411,10 +411,11 @@ def run(command, *args, _aliases=None, **kwargs):
             obj = json.loads(ctypes.string_at(p).decode("utf-8"))
         finally:
             lib.ac_free(p)
-        out = (OutArray * 64)()
-        n = lib.ac_request_arrays(h, ctypes.cast(out, _vp), 64)
+        n = lib.ac_request_arrays(h, None, 0)  # how many
+        out = (OutArray * max(n, 1))()
+        n = min(n, lib.ac_request_arrays(h, ctypes.cast(out, _vp), n))
         arrays = {}
-        for i in range(min(n, 64)):
+        for i in range(n):
             shape = tuple(out[i].shape[k] for k in range(out[i].ndim))
             size = int(np.prod(shape)) if shape else 1
             a = np.ctypeslib.as_array(out[i].data, shape=(size,)).copy() if size else np.empty(0)

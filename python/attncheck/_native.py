@@ -146,6 +146,10 @@ lib.ac_ffi_t2_free.argtypes = [_vp]
 lib.ac_ffi_t2_free.restype = None
 lib.ac_ffi_t2_generate.restype = ctypes.c_int
 lib.ac_ffi_t2_generate.argtypes = [c_double_p, c_double_p, _sz, _sz, _sz, ctypes.c_int, _u64, _ep]
+lib.ac_ffi_mh_forward.restype = ctypes.c_int
+lib.ac_ffi_mh_forward.argtypes = [c_double_p, c_double_p, _sz, _sz, _sz, c_double_p, _sz, _ep]
+lib.ac_ffi_mh_save_dir.restype = ctypes.c_int
+lib.ac_ffi_mh_save_dir.argtypes = [c_double_p, _sz, _sz, _sz, ctypes.c_char_p, ctypes.c_char, _ep]
 
 lib.ac_ffi_condition.restype = ctypes.c_int
 lib.ac_ffi_condition.argtypes = [ctypes.POINTER(CondInfo), c_double_p, _sz, _sz, _sz, _sz,

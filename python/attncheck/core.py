@@ -1,7 +1,9 @@
-"""The checks of attncheck on NumPy arrays: rep_theorem, separate, condition."""
+"""The checks of attncheck on NumPy arrays: rep_theorem, separate (and Layer),
+condition."""
 
 import ctypes
 import decimal
+import inspect
 import math
 import os
 from dataclasses import dataclass, field
@@ -10,8 +12,8 @@ from typing import Optional
 import numpy as np
 
 from ._commands import (AttncheckError, InputError, Interval, Record, Result, Verdict,
-                        make_function, run)
-from ._native import Cert, CondInfo, Err, T2Info, c_double_p, lib
+                        _exact_array, make_function, run)
+from ._native import Cert, CondInfo, Err, c_double_p, lib
 
 VERDICTS = ("PROVED", "REFUTED", "UNDECIDED")
 RELATIONS = ("<", "<=", ">", ">=")
@@ -128,14 +130,39 @@ def generate_instance(d, n, seed=1, representable_dk=None):
     return X, P
 
 
+_LAYER_PARAMS = ("Wq", "Wk", "Wv", "Wo")
+
+
 @dataclass(frozen=True)
 class Layer:
-    """A multi-head attention layer in paper 1's layout (columns are tokens):
-    Wq, Wk, Wv of shape (h, hs, d) and Wo of shape (d, h*hs)."""
+    """A multi-head attention layer in paper 1's layout (columns are tokens),
+    its parameters in the layout of its files (Wq.npy ..., attncheck-separate(1),
+    ac_multihead(3)): Wq, Wk, Wv of shape (h, hs, d) and Wo of shape (h, d, hs),
+    Wo_i = Wo[i].  The arrays are converted to float64 exactly (or refused) and
+    their shapes checked, naming the parameter.
+
+        y(X) = sum_i Wo_i Wv_i X Softmax((Wk_i X)^T (Wq_i X) / sqrt(hs))"""
     Wq: np.ndarray
     Wk: np.ndarray
     Wv: np.ndarray
     Wo: np.ndarray
+
+    def __post_init__(self):
+        a = {k: _exact_array(k, getattr(self, k)) for k in _LAYER_PARAMS}
+        q = a["Wq"]
+        if q.ndim != 3 or 0 in q.shape:
+            raise InputError(65, "Wq: expected a 3-D array (h, hs, d) with no zero dimension "
+                             "(the layout of Wq.npy), got shape %s" % (q.shape,))
+        h, hs, d = q.shape
+        for k in ("Wk", "Wv"):
+            if a[k].shape != q.shape:
+                raise InputError(65, "%s: expected shape (h, hs, d) = %s like Wq, got %s"
+                                 % (k, q.shape, a[k].shape))
+        if a["Wo"].shape != (h, d, hs):
+            raise InputError(65, "Wo: expected shape (h, d, hs) = %s (the layout of Wo.npy), "
+                             "got %s" % ((h, d, hs), a["Wo"].shape))
+        for k in _LAYER_PARAMS:
+            object.__setattr__(self, k, a[k])
 
     @property
     def h(self):
@@ -150,43 +177,108 @@ class Layer:
         return self.Wq.shape[2]
 
     def params(self):
-        """The library's block wq | wk | wv | wo (ac_mh, multihead.h)."""
-        return np.concatenate([np.ascontiguousarray(a, dtype=np.float64).ravel()
-                               for a in (self.Wq, self.Wk, self.Wv, self.Wo)])
+        """The library's block wq | wk | wv | wo (ac_mh, multihead.h): Wq, Wk, Wv as
+        they are, Wo as Wo_cat = [Wo_1, ..., Wo_h] (d x h hs)."""
+        wo = np.transpose(self.Wo, (1, 0, 2)).reshape(self.d, self.h * self.hs)
+        return np.concatenate([self.Wq.ravel(), self.Wk.ravel(), self.Wv.ravel(), wo.ravel()])
 
     @classmethod
     def from_params(cls, p, d, h, hs):
+        """The layer of a library block (the inverse of params())."""
         k = h * hs * d
+        wo = np.asarray(p[3 * k:4 * k], dtype=np.float64).reshape(d, h, hs)
         return cls(p[:k].reshape(h, hs, d).copy(), p[k:2 * k].reshape(h, hs, d).copy(),
-                   p[2 * k:3 * k].reshape(h, hs, d).copy(), p[3 * k:].reshape(d, h * hs).copy())
+                   p[2 * k:3 * k].reshape(h, hs, d).copy(), np.transpose(wo, (1, 0, 2)).copy())
+
+    @classmethod
+    def load(cls, directory, prefix="W"):
+        """The layer of DIR/<prefix>q.npy ... <prefix>o.npy (what separate --out-dir
+        writes; prefix "V" for g_V)."""
+        return cls(*(np.load(os.path.join(os.fspath(directory), "%s%s.npy" % (prefix, c)))
+                     for c in "qkvo"))
+
+    def save(self, directory, prefix="W"):
+        """Write DIR/<prefix>q.npy ... <prefix>o.npy (the library's writer of a
+        layer's files, ac_mh_save_dir; DIR must exist): what separate --w-dir
+        (prefix "W") and --v-dir (prefix "V") read."""
+        if prefix not in ("W", "V"):
+            raise InputError(64, "prefix must be 'W' or 'V', got %r" % (prefix,))
+        p = self.params()
+        err = Err()
+        _check(lib.ac_ffi_mh_save_dir(_ptr(p), self.d, self.h, self.hs,
+                                      os.fsencode(directory), prefix.encode(),
+                                      ctypes.byref(err)), err)
 
     def __call__(self, X):
-        """The layer on X (d x n), in double precision: sum over heads of
-        Wo_i Wv_i X Softmax((Wk_i X)^T (Wq_i X) / sqrt(hs)), softmax over columns."""
-        X = np.asarray(X, dtype=np.float64)
-        out = np.zeros_like(X)
-        for i in range(self.h):
-            L = (self.Wk[i] @ X).T @ (self.Wq[i] @ X) / math.sqrt(self.hs)
-            S = np.exp(L - L.max(axis=0))
-            S /= S.sum(axis=0)
-            out += self.Wo[:, i * self.hs:(i + 1) * self.hs] @ (self.Wv[i] @ X) @ S
-        return out
+        """The layer on X (d x n) in double precision, by the library's forward
+        pass (ac_mh_forward), softmax over columns."""
+        Xa = _exact_array("X", X)
+        if Xa.ndim != 2 or Xa.shape[0] != self.d:
+            raise InputError(65, "X: expected shape (d, n) with d = %d, got %s"
+                             % (self.d, Xa.shape))
+        n = Xa.shape[1]
+        Y = np.empty((self.d, n))
+        p = self.params()
+        err = Err()
+        _check(lib.ac_ffi_mh_forward(_ptr(Y), _ptr(p), self.d, self.h, self.hs, _ptr(Xa), n,
+                                     ctypes.byref(err)), err)
+        return Y
 
 
-@dataclass(frozen=True)
-class SeparateResult:
-    """Theorem 2 (paper 1) for one pair (f_W, g_V); see attncheck-separate(1)."""
-    verdict: str            # PROVED: an X with f_W(X) != g_V(X) is certified
-    case: int               # the case of the paper's proof (0 unknown, 4 hypotheses fail)
-    hypotheses: str
-    certificate: Certificate
-    relative_gap_lo: float  # certified lower bound on |f - g| / (|f| + |g|) at X
-    summary: str
-    X: Optional[np.ndarray] = field(repr=False, default=None)
+class _RecordValue:
+    """A value of the package's old API (an int, a verdict string) that also
+    reads as the JSON object it comes from: r.case == 1 and r.case.name."""
+
+    def __new__(cls, value, obj):
+        x = super().__new__(cls, value)
+        x._record = Record(obj)
+        return x
+
+    def __getattr__(self, name):
+        if name == "_record":
+            raise AttributeError(name)
+        return getattr(self._record, name)
+
+    def __getitem__(self, key):
+        if isinstance(key, str):
+            return self._record[key]
+        return super().__getitem__(key)
+
+
+class _IntRecord(_RecordValue, int):
+    pass
+
+
+class _StrRecord(_RecordValue, str):
+    pass
+
+
+class SeparateResult(Result):
+    """The result of separate (paper 1, Theorem 2; attncheck-separate(1)): every
+    member of `attncheck separate --json` as attributes, and the arrays of its
+    --out-dir (X, Wq ... Wo, Vq ... Vo, samples, the students' weights).  The
+    attributes of the package before it mirrored the JSON stay: case (the
+    case's number, also reading as the "case" object), hypotheses (whether the
+    theorem applies, also reading as the "hypotheses" object),
+    relative_gap_lo (of the best X; 0 without one) and X."""
+
+    def __getattr__(self, name):
+        obj = object.__getattribute__(self, "json")
+        if name == "case" and isinstance(obj.get("case"), dict):
+            return _IntRecord(obj["case"]["number"], obj["case"])
+        if name == "hypotheses" and isinstance(obj.get("hypotheses"), dict):
+            return _StrRecord(obj["hypotheses"]["theorem_applies"], obj["hypotheses"])
+        if name == "relative_gap_lo" and "best" in obj:
+            return obj["best"]["relative_gap_lo"] if obj["best"] else 0.0
+        return super().__getattr__(name)
 
     def __repr__(self):
-        return "<separate %s (case %d): relative gap >= %s; %s>" % (
-            self.verdict, self.case, _lo3(self.relative_gap_lo), self.summary)
+        obj = self.json
+        if "case" in obj and "best" in obj:
+            return "<separate %s (case %d): relative gap >= %s; %s>" % (
+                obj["verdict"], obj["case"]["number"], _lo3(self.relative_gap_lo),
+                obj["summary"])
+        return super().__repr__()
 
 
 def generate_layers(d, h, dp, case=0, seed=1):
@@ -202,30 +294,67 @@ def generate_layers(d, h, dp, case=0, seed=1):
     return Layer.from_params(W, d, h, d // h), Layer.from_params(V, d, h, dp)
 
 
-def separate(W, V, n, seed=1):
-    """Find and certify an input X (d x n) on which the standard layer f_W
-    and the fixed-head layer g_V differ (paper 1, Theorem 2)."""
-    if W.d != V.d or W.h != V.h:
-        raise ValueError("f_W and g_V need the same d and h (got %d, %d and %d, %d)"
+def _sep_prepare(a):
+    """student_heads as a list of whole numbers ("1,2,4" is also accepted)."""
+    v = a.get("student_heads")
+    if v is not None and not isinstance(v, (str, bytes)):
+        try:
+            items = list(v)
+        except TypeError:
+            items = [v]
+        text = []
+        for x in items:
+            if isinstance(x, bool) or not float(x).is_integer():
+                raise InputError(64, "student_heads: expected whole numbers, got %r" % (x,))
+            text.append(str(int(x)))
+        a["student_heads"] = ",".join(text)
+
+
+_separate = make_function("separate", "separate", prepare=_sep_prepare)
+_SEP_ARRAYS = {"W": ("Wq", "Wk", "Wv", "Wo"), "V": ("Vq", "Vk", "Vv", "Vo")}
+
+
+def separate(W=None, V=None, n=None, seed=None, **options):
+    arrays = {}
+    if W is not None and V is not None and isinstance(W, Layer) and isinstance(V, Layer) \
+            and (W.d != V.d or W.h != V.h):
+        raise InputError(65, "f_W and g_V need the same d and h (got %d, %d and %d, %d)"
                          % (W.d, W.h, V.d, V.h))
-    Wp, Vp = W.params(), V.params()
-    err = Err()
-    hnd = ctypes.c_void_p()
-    rc = lib.ac_ffi_t2_separate(ctypes.byref(hnd), _ptr(Wp), W.hs, _ptr(Vp), V.hs, W.d, W.h, n,
-                                seed, ctypes.byref(err))
-    try:
-        _check(rc, err)
-        info = T2Info()
-        lib.ac_ffi_t2_get(hnd, ctypes.byref(info))
-        X = None
-        if info.has_x:
-            X = np.empty((W.d, n))
-            lib.ac_ffi_t2_x(hnd, _ptr(X))
-        return SeparateResult(_verdict(info.verdict), info.kase, _verdict(info.hypotheses),
-                              Certificate._from(info.cert), info.rel_lo,
-                              info.summary.decode("utf-8", "replace"), X)
-    finally:
-        lib.ac_ffi_t2_free(hnd)
+    for letter, layer in (("W", W), ("V", V)):
+        if layer is None:
+            continue
+        names = _SEP_ARRAYS[letter]
+        if not isinstance(layer, Layer):
+            raise TypeError("%s: expected a Layer (or the arrays %s)" % (letter, ", ".join(names)))
+        for k, arr in zip(names, (layer.Wq, layer.Wk, layer.Wv, layer.Wo)):
+            if k in options:
+                raise TypeError("separate: %s given twice (as %s and as %s=)" % (k, letter, k))
+            arrays[k] = arr
+    r = _separate(n=n, seed=seed, **arrays, **options)
+    out = SeparateResult(r.command, r.json, r.arrays)
+    object.__setattr__(out, "status", r.status)
+    return out
+
+
+def _separate_signature():
+    gen = inspect.signature(_separate).parameters
+    P = inspect.Parameter
+    params = [P("W", P.POSITIONAL_OR_KEYWORD, default=None),
+              P("V", P.POSITIONAL_OR_KEYWORD, default=None),
+              P("n", P.POSITIONAL_OR_KEYWORD, default=None),
+              P("seed", P.POSITIONAL_OR_KEYWORD, default=None)]
+    params += [p for k, p in gen.items() if k not in ("n", "seed")]
+    return inspect.Signature(params)
+
+
+separate.__signature__ = _separate_signature()
+separate.__doc__ = _separate.__doc__.replace(
+    "Arguments (the options", "W, V: the layers f_W and g_V as Layer objects (None: generated, as\n"
+    "the program's default); or give their arrays Wq, Wk, Wv, Wo and Vq, Vk, Vv, Vo\n"
+    "(Wq, Wk, Wv (h, hs, d) and Wo (h, d, hs), the layout of the files).  Returns a\n"
+    "SeparateResult: every member of `attncheck separate --json` and the arrays of\n"
+    "its --out-dir (X, the layers, samples, with student=True the students' weights\n"
+    "KIND_hH_seedS_Wq ...).\n\nArguments (the options", 1)
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,7 @@
 /* mh_files.c — the one reader and writer of the Wq/Wk/Wv/Wo .npy stacks of a
- * multi-head attention layer (attncheck/multihead.h, "files").
+ * multi-head attention layer (attncheck/multihead.h, "files"): a layer is
+ * read by ac_mh_load_dir and its files are described by ac_mh_files (the
+ * commands' --out-dir arrays) and written by ac_mh_save_dir.
  *
  * On disk every parameter is a float64 .npy stack over the heads: Wq, Wk, Wv
  * of shape (h, hs, d) and Wo of shape (h, d, hs), Wo_i = Wo[i] (prefix V for
@@ -43,6 +45,54 @@ int ac_mh_get_array(const ac_mh *L, ac_mh_param which, ac_array *out, ac_err *er
         memcpy(out->data, src, hh * d * sizeof(double));
     }
     return AC_OK;
+}
+
+int ac_mh_files(ac_mh_file f[4], const ac_mh *L, const char *stem, char prefix, ac_err *err)
+{
+    char fn[16];
+    int st = AC_OK;
+    memset(f, 0, 4 * sizeof *f);
+    for (int t = 0; t < 4 && !st; t++) {
+        ac_mh_file_name(fn, sizeof fn, prefix, (ac_mh_param)t);
+        fn[2] = '\0'; /* without ".npy" */
+        int len = snprintf(f[t].name, sizeof f[t].name, "%s%s", stem ? stem : "", fn);
+        if (len < 0 || (size_t)len >= sizeof f[t].name)
+            st = ac_err_set(err, AC_EUSAGE, "%s%s: file name longer than %d bytes",
+                            stem ? stem : "", fn, AC_MH_FILE_NAME_MAX - 1);
+        else
+            st = ac_mh_get_array(L, (ac_mh_param)t, &f[t].a, err);
+    }
+    if (st)
+        ac_mh_files_free(f);
+    return st;
+}
+
+void ac_mh_files_free(ac_mh_file f[4])
+{
+    if (!f)
+        return;
+    for (int t = 0; t < 4; t++)
+        ac_array_free(&f[t].a);
+    memset(f, 0, 4 * sizeof *f);
+}
+
+int ac_mh_save_dir(const ac_mh *L, const char *dir, char prefix, ac_err *err)
+{
+    ac_mh_file f[4];
+    int st = ac_mh_files(f, L, NULL, prefix, err);
+    for (int t = 0; t < 4 && !st; t++) {
+        size_t len = strlen(dir) + strlen(f[t].name) + 8;
+        char *path = malloc(len);
+        if (!path) {
+            st = ac_err_set(err, AC_EINTERNAL, "out of memory");
+            break;
+        }
+        snprintf(path, len, "%s/%s.npy", dir, f[t].name);
+        st = ac_npy_write(path, &f[t].a, err);
+        free(path);
+    }
+    ac_mh_files_free(f);
+    return st;
 }
 
 static void fmt_shape(char *buf, size_t n, const ac_array *a)

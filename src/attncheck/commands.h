@@ -30,8 +30,10 @@
 #include "attncheck/common.h"
 #include "attncheck/json.h"
 #include "attncheck/learned.h"
+#include "attncheck/multihead.h"
 #include "attncheck/npy.h"
 #include "attncheck/theorem1.h"
+#include "attncheck/theorem2.h"
 #include "attncheck/verdict.h"
 
 #ifdef __cplusplus
@@ -71,7 +73,11 @@ enum {
     AC_OPTF_POSITIONAL = 1u << 2, /* positional in Python (in table order) */
     AC_OPTF_JOIN = 1u << 3,    /* --help shows it on one line with the next option,
                                   whose help describes both (help is NULL) */
-    AC_OPTF_NEGATE = 1u << 4   /* AC_OPT_FLAG that sets the field to 0 (--no-causal) */
+    AC_OPTF_NEGATE = 1u << 4,  /* AC_OPT_FLAG that sets the field to 0 (--no-causal) */
+    AC_OPTF_LIBRARY = 1u << 5  /* not an option of the program (no --NAME, not in --help):
+                                  an AC_OPTF_ARRAY input that Python and C callers give in
+                                  memory where the program reads a directory (separate's
+                                  Wq ... Wo for --w-dir) */
 };
 
 #define AC_OPT_NOSET ((size_t)-1)
@@ -190,7 +196,8 @@ int ac_request_run(ac_request *r, void *hooks, ac_err *err);
 void *ac_request_options(ac_request *r);
 const void *ac_request_result(const ac_request *r);
 /* After a run: the JSON object (malloc'ed, NUL-terminated; NULL if out of
- * memory), the arrays, the exit status. */
+ * memory), the arrays (up to max into out; the count is returned, so
+ * out = NULL, max = 0 counts them), the exit status. */
 char *ac_request_json(const ac_request *r, int indent);
 size_t ac_request_arrays(const ac_request *r, ac_out_array *out, size_t max);
 int ac_request_status(const ac_request *r);
@@ -198,7 +205,8 @@ int ac_request_status(const ac_request *r);
 /* Every command and its options as one JSON document (for bindings):
  * {"commands": [{"name", "summary", "synopsis", "description", "epilogue",
  *  "options": [{"name", "python", "kind", "min", "max", "choices", "default",
- *  "arg", "help", "group", "program_only", "array", "positional"}]}]}.
+ *  "arg", "help", "group", "program_only", "array", "positional",
+ *  "library_only"}]}]}.
  * malloc'ed; NULL if out of memory. */
 char *ac_commands_describe(void);
 /* Free a string the library returned (ac_request_json, ac_commands_describe):
@@ -273,6 +281,12 @@ void ac_report_rows_train(ac_report *r);
 /* How a row came out: PROVED its verdict is the one expected, REFUTED it
  * contradicts it, UNDECIDED undecided or not run (an error). */
 ac_verdict ac_report_row_outcome(const ac_report_row *row);
+/* Theorem 2: one row per case of the proof (each decided by
+ * ac_t2_case_verdict) and two of the embedding check (report_theorem2.c). */
+void ac_report_rows_theorem2(ac_report *r);
+/* Theorem 2 on learned weights: a standard student against the fixed one
+ * (ac_learn_t2_compare; doc/mathematics.md §4.8). */
+void ac_report_rows_student(ac_report *r);
 
 /* ---- rep-theorem (Theorem 1 of paper 1; attncheck-rep-theorem(1)) ---------------- */
 
@@ -456,13 +470,11 @@ typedef struct {
     const char *plot;
 } ac_report_request;
 
-/* The row sources the program still makes (theorem 2, the students,
- * conditioning, the trained kappa): the hooks of report's run, called in
+/* The row sources the program still makes (conditioning, the trained
+ * kappa): the hooks of report's run, called in
  * the report's order; NULL (and no hooks, Python) leaves their rows out
  * until they are the library's. */
 typedef struct {
-    void (*theorem2)(ac_report *r);
-    void (*student)(ac_report *r);
     void (*condition)(ac_report *r);
     void (*trained_kappa)(ac_report *r);
 } ac_report_hooks;
@@ -476,6 +488,78 @@ typedef struct {
 } ac_report_result;
 
 extern const ac_command ac_cmd_report;
+/* ---- separate (Theorem 2 of paper 1; attncheck-separate(1)) ------------------------ */
+
+/* The layers come from directories (--w-dir, --v-dir: Wq.npy ... Wo.npy,
+ * Vq.npy ... Vo.npy) or, for Python and C callers, from the arrays of the
+ * options Wq, Wk, Wv, Wo (f_W) and Vq, Vk, Vv, Vo (g_V) (AC_OPTF_LIBRARY):
+ * the files' layout, Wq, Wk, Wv (h, hs, d) and Wo (h, d, hs), all four of a
+ * layer together; either may be generated.  Index t of the arrays below is
+ * AC_MH_Q, AC_MH_K, AC_MH_V, AC_MH_O. */
+typedef struct {
+    const char *v_dir, *w_dir;      /* --v-dir, --w-dir */
+    const char *w_file[4], *v_file[4]; /* Wq ... Vo given as .npy file names */
+    ac_array w_mem[4], v_mem[4];    /* Wq ... Vo given in memory */
+    int have_w[4], have_v[4];
+    long kase;                      /* --case (0: none) */
+    int have_case;
+    size_t d, h, dp, n;
+    int have_d, have_h, have_dp, have_n;
+    uint64_t seed;
+    /* search */
+    size_t tries;
+    int have_tries;
+    long optimize;
+    int have_optimize;
+    long max_prec;
+    /* other checks */
+    int embed, audit;
+    size_t samples;
+    int have_samples;
+    double tol;
+    int have_tol;
+    /* students (doc/mathematics.md §4.8) */
+    int student;
+    const char *student_heads;      /* "1,2,4" */
+    int have_student_heads;
+    size_t student_seeds, student_steps, student_batch;
+    int have_student_seeds, have_student_steps, have_student_batch, have_student_lr;
+    double student_lr;
+    /* output (the program) */
+    int trace, json;
+    const char *out_dir, *csv, *plot;
+    long threads;
+} ac_sep_request;
+
+typedef enum {
+    AC_SEP_SEPARATE = 0,  /* ac_t2_separate: an X that separates f_W from g_V */
+    AC_SEP_EMBED = 1,     /* --embed: ac_t2_embed_check, g_V = f_W on sample inputs */
+    AC_SEP_STUDENT = 2    /* --student: ac_learn_t2_students */
+} ac_sep_mode;
+
+typedef struct {
+    ac_sep_mode mode;
+    ac_mh W, V;                 /* the layers (--student: V only, the teacher) */
+    int w_given, v_given;       /* read from a directory or given as arrays */
+    char wdesc[200], vdesc[200]; /* how each layer was made */
+    char embnote[AC_T2_EMBED_NOTE_LEN]; /* --embed: how g_V was built from f_W */
+    size_t n, samples;          /* the tokens and the sample (or held-out) inputs used */
+    ac_t2_result t2;            /* AC_SEP_SEPARATE */
+    ac_t2_embed_result embed;   /* AC_SEP_EMBED */
+    ac_learn_t2_result stu;     /* AC_SEP_STUDENT */
+    ac_array inputs;            /* --embed: the sample inputs, --student: the held-out
+                                   inputs, as one (k, d, n) array */
+    ac_mh_file w_files[4], v_files[4]; /* the layers in the file layout (--out-dir) */
+    ac_mh_file *stu_files;      /* --student: 4 per student and seed */
+    size_t nstu_files;
+} ac_sep_result;
+
+extern const ac_command ac_cmd_separate;
+
+/* x to 3 significant digits rounded down (up = 0) or up (up = 1), so that a
+ * printed bound is still a bound (a lower bound 0.99996 prints as 0.999,
+ * not 1); "inf", "-inf", "nan" spelled out. */
+const char *ac_num3_bound(char *buf, size_t n, double x, int up);
 
 #ifdef __cplusplus
 }

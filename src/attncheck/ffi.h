@@ -111,6 +111,13 @@ void ac_ffi_t2_free(ac_ffi_t2 *r);
  * (4 d d doubles, head size d/h). */
 int ac_ffi_t2_generate(double *W, double *V, size_t d, size_t h, size_t dp, int kase,
                        uint64_t seed, ac_err *err);
+/* The layer of the block params (head size hs) on X (d x n, row-major): Y
+ * (d x n) = y(X) in double by ac_mh_forward (multihead.h). */
+int ac_ffi_mh_forward(double *Y, const double *params, size_t d, size_t h, size_t hs,
+                      const double *X, size_t n, ac_err *err);
+/* The layer's files DIR/<prefix>q.npy ... <prefix>o.npy (ac_mh_save_dir). */
+int ac_ffi_mh_save_dir(const double *params, size_t d, size_t h, size_t hs, const char *dir,
+                       char prefix, ac_err *err);
 
 /* ---- Theorem 3.2 (condition) ------------------------------------------ */
 

@@ -72,6 +72,8 @@ void ac_headcount_free(ac_headcount *r);
 /* The answer for h' (AC_HC_NOT_DECIDED if h' does not divide d or r is not
  * exact). */
 ac_hc_answer ac_headcount_answer(const ac_headcount *r, size_t hprime);
+/* "yes", "no", "not decided" (the words of `separate --student`). */
+const char *ac_hc_answer_name(ac_hc_answer a);
 
 #ifdef __cplusplus
 }

@@ -14,8 +14,11 @@
 #include <stdint.h>
 
 #include "attncheck/common.h"
+#include "attncheck/headcount.h"
 #include "attncheck/json.h"
 #include "attncheck/train.h"
+#include "attncheck/multihead.h"
+#include "attncheck/theorem2.h"
 #include "attncheck/verdict.h"
 
 #ifdef __cplusplus
@@ -112,6 +115,102 @@ int ac_learn_fitp_init(ac_trainer *tr, const ac_train_config *cfg, const ac_mat 
  * says "of the learned weights". */
 int ac_learn_fitp_certify(ac_cert *cert, const ac_trainer *tr, double tol,
                           const ac_schedule *sched, ac_err *err);
+/* ---- Theorem 2: students of a fixed-head teacher (separate --student, §4.8) ----------- */
+
+/* Standard-head students (h' heads of size d/h') and a fixed-head student
+ * (the teacher's h heads of size dp) are trained by regression onto the
+ * teacher g_V (ac_trainer_init_teacher, task teacher: AdamW, inputs
+ * X ~ N(0,1), the teacher given in memory); each is evaluated on held-out
+ * inputs (the relative error |f - g|^2/|g|^2) and its worst held-out X is
+ * certified (ac_t2_certify, tol 0) with bounds on |f - g|_F/|g|_F there; the
+ * head counts that represent g_V exactly come from ac_headcount_decide. */
+
+#define AC_LEARN_T2_MAX_HEADS 32
+/* A standard student "matches" g_V when its best seed's relative error is
+ * within this factor of the fixed student's best seed: a display threshold,
+ * not a theorem (doc/mathematics.md §4.8). */
+#define AC_LEARN_T2_MATCH_FACTOR 10.0
+
+typedef struct {
+    size_t heads[AC_LEARN_T2_MAX_HEADS]; /* the standard students' h' */
+    size_t nheads;          /* 0: one standard student with the teacher's h */
+    size_t n;               /* tokens of every input (>= 2) */
+    size_t seeds;           /* students per shape: seeds seed .. seed + seeds - 1 */
+    size_t steps, batch;    /* AdamW steps, inputs per step */
+    double lr;              /* peak learning rate (warm-up 10% of the steps, cosine to lr/10) */
+    size_t samples;         /* held-out inputs: ac_t2_sample_input(seed, k), k < samples */
+    uint64_t seed;
+    ac_schedule sched;      /* ball stages of the certificates (empty: stage 0 only) */
+    /* called after each trained student (NULL: none) */
+    void (*progress)(void *ctx, size_t done, size_t total);
+    void *progress_ctx;
+} ac_learn_t2_opts;
+
+/* Default options: the teacher's h, n = 8, 3 seeds, 2000 steps, batch 32,
+ * lr 1e-2, 64 held-out inputs, seed 1, ac_schedule_upto(512). */
+void ac_learn_t2_opts_default(ac_learn_t2_opts *o);
+
+/* How a standard student compares with the fixed one, against whether its
+ * shape represents g_V exactly (ac_hc_answer): its best seed within
+ * AC_LEARN_T2_MATCH_FACTOR of the fixed student's best seed exactly when it
+ * does ("agrees"), or not ("disagrees"); NONE when there is nothing to
+ * compare (the fixed student itself, an undecided head count, NaN). */
+typedef enum {
+    AC_LEARN_T2_NONE = 0,
+    AC_LEARN_T2_AGREES = 1,
+    AC_LEARN_T2_DISAGREES = 2
+} ac_learn_t2_outcome;
+
+/* One student shape over its seeds (arrays of nseeds entries, curves
+ * nseeds x ncurve). */
+typedef struct {
+    int fixed;                 /* 0: standard (head size d/h'), 1: fixed (head size dp) */
+    size_t heads, hs, nparams;
+    ac_hc_answer expect;       /* does a layer of this shape represent g_V exactly */
+    size_t nseeds, ncurve;
+    double *rel;               /* held-out sum |f-g|^2 / sum |g|^2 */
+    double *worst_est;         /* |f-g|_F/|g|_F at the worst held-out X (double) */
+    size_t *worst_k;           /* which held-out X (0-based) */
+    double *cert_lo, *cert_hi; /* certified bounds on |f-g|_F/|g|_F there */
+    ac_verdict *sep;           /* "|f(X) - g(X)|_F > 0" at that X */
+    double *seconds;           /* training wall time */
+    size_t *curve_step;        /* ncurve steps at which the curves were recorded (0: unused) */
+    double *curve_loss;        /* training loss (MSE per entry) */
+    double *curve_rel;         /* evaluation relative error */
+    double mean, sd, min, max; /* of rel over the seeds */
+    double ratio;              /* mean / the fixed student's mean (NaN: none) */
+    double cert_lo_min, cert_hi_max; /* over the seeds: smallest lower, largest upper bound */
+    double worst_est_max;      /* over the seeds */
+    ac_learn_t2_outcome outcome;
+    ac_mh *layers;             /* the trained students (attncheck/multihead.h) */
+} ac_learn_t2_row;
+
+typedef struct {
+    ac_t2_hyp hyp;             /* Theorem 2's hypotheses for the teacher */
+    ac_headcount hc;           /* which head counts represent the teacher exactly */
+    ac_learn_t2_row *rows;     /* the standard students (in the order of opts.heads), then the
+                                  fixed one */
+    size_t nrows;
+    size_t n, samples;
+    ac_mat *X;                 /* the held-out inputs (samples of them, d x n) */
+    double seconds;
+} ac_learn_t2_result;
+
+/* The experiment on the teacher V (validated by the callers: any layer with
+ * d, h, hs >= 1).  AC_EUSAGE (field student_heads) when some h' does not
+ * divide d, or for options out of range; the trainer's errors.  res is freed
+ * by ac_learn_t2_result_free in every case. */
+int ac_learn_t2_students(ac_learn_t2_result *res, const ac_mh *V, const ac_learn_t2_opts *o,
+                         ac_err *err);
+void ac_learn_t2_result_free(ac_learn_t2_result *res);
+/* "", "agrees", "disagrees" */
+const char *ac_learn_t2_outcome_name(ac_learn_t2_outcome o);
+/* The claim "student a's certified relative gap |f-g|_F/|g|_F at its worst
+ * held-out X exceeds student b's at b's" for seed index s of both:
+ * PROVED when a's lower bound exceeds b's upper bound, REFUTED when a's
+ * upper bound is below b's lower bound, UNDECIDED otherwise (the report's
+ * row: a standard student against the fixed one). */
+ac_verdict ac_learn_t2_compare(const ac_learn_t2_row *a, const ac_learn_t2_row *b, size_t s);
 
 #ifdef __cplusplus
 }

@@ -169,6 +169,26 @@ int ac_mh_load_dir_flex(ac_mh *L, const char *dir, char prefix, int allow_2d, ac
 /* File name of a parameter: "Wq.npy" etc. for prefix 'W'.  buf >= 8 bytes. */
 const char *ac_mh_file_name(char *buf, size_t n, char prefix, ac_mh_param which);
 
+/* The four files of L, the one description of what a layer's files hold
+ * (every writer of them uses it): f[t] is the parameter t (AC_MH_Q ..
+ * AC_MH_O) in the file layout (ac_mh_get_array) and its name without
+ * ".npy", STEM PREFIX q|k|v|o ("Wq"; "standard_h4_seed1_Wq" for the stem
+ * "standard_h4_seed1_").  f is overwritten (zeroed on failure) and released
+ * with ac_mh_files_free.  AC_EUSAGE if the name would not fit
+ * AC_MH_FILE_NAME_MAX bytes. */
+#define AC_MH_FILE_NAME_MAX 128
+typedef struct {
+    char name[AC_MH_FILE_NAME_MAX];
+    ac_array a;
+} ac_mh_file;
+int ac_mh_files(ac_mh_file f[4], const ac_mh *L, const char *stem, char prefix, ac_err *err);
+void ac_mh_files_free(ac_mh_file f[4]);
+
+/* Write DIR/<P>q.npy ... <P>o.npy (ac_mh_files, each file by ac_npy_write:
+ * complete or absent), the inverse of ac_mh_load_dir.  DIR must exist.
+ * AC_ECANTCREAT naming the file that cannot be written. */
+int ac_mh_save_dir(const ac_mh *L, const char *dir, char prefix, ac_err *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -34,7 +34,8 @@
  *            letter V (Vq.npy ... Vo.npy, a layer g_V); inputs X are drawn
  *            i.i.d. N(0,1), targets are g(X)), or fixed pairs (dataset
  *            mode: X.npy and Y.npy of shape (m, d, n) or (d, n) and
- *            (m, e, n) or (e, n), columns = tokens as in paper 1).  Loss:
+ *            (m, e, n) or (e, n), columns = tokens as in paper 1); or the
+ *            layer given in memory (ac_trainer_init_teacher).  Loss:
  *            mean squared error.
  *   listops  the ListOps task of the Long Range Arena (Tay et al. 2021,
  *            used in paper 2), generated: nested [MIN [MAX [MED [SM ...]
@@ -55,6 +56,7 @@
 #include <stdint.h>
 
 #include "attncheck/common.h"
+#include "attncheck/multihead.h"
 #include "attncheck/nn.h"
 
 #ifdef __cplusplus
@@ -171,6 +173,14 @@ int ac_trainer_init(ac_trainer *tr, const ac_train_config *cfg, ac_err *err);
  * were read from (in checkpoints; a resumed run compares them). */
 int ac_trainer_init_fitp(ac_trainer *tr, const ac_train_config *cfg, const ac_mat *X,
                          const char *xname, const ac_mat *P, const char *pname, ac_err *err);
+/* teacher with its layer in memory (a g_V built or loaded by the caller,
+ * e.g. `separate --student`): as ac_trainer_init, with the generator mode's
+ * layer copied from teacher instead of read from cfg's directory (cfg's
+ * teacher_dir must be empty; teacher_stack is ignored).  The data summary
+ * says "teacher in memory"; a checkpoint of such a trainer records no
+ * teacher directory and cannot be resumed by `attncheck train --resume`. */
+int ac_trainer_init_teacher(ac_trainer *tr, const ac_train_config *cfg, const ac_mh *teacher,
+                            ac_err *err);
 void ac_trainer_free(ac_trainer *tr);
 
 /* A short description of the data ("text.txt: 12345 characters, 65 in the

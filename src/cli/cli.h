@@ -51,6 +51,9 @@ int cli_print_json(const ac_request *r);
 /* --out-dir DIR: the result's arrays as NAME.npy and certificate.json,
  * staged and swapped in by cli_finish. */
 int cli_write_outdir(const ac_request *r, const char *dir);
+/* The same without certificate.json (separate --student, whose directory
+ * never had one). */
+int cli_write_outdir_arrays(const ac_request *r, const char *dir);
 
 extern const cli_command cli_commands[];
 const cli_command *cli_find_command(const char *name);
@@ -178,7 +181,6 @@ int cli_finish(int status);
  * a usage error; AC_EDATA for sizes read from a file) when the estimate
  * exceeds 90% of ac_memory_available(). */
 double cli_mem_rep_theorem(size_t d, size_t n);
-double cli_mem_separate(size_t d, size_t h, size_t p, size_t dp, size_t n);
 int cli_memory_check(double need, int status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -190,7 +192,6 @@ int cmd_condition(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
 extern const char cmd_merge_help[];
-extern const char cmd_separate_help[];
 extern const char cmd_condition_help[];
 
 /* Report rows (attncheck/commands.h, ac_report): the rows not yet written
@@ -200,7 +201,6 @@ typedef ac_report cli_report;
 #define cli_report_add ac_report_add
 /* ac_report_fail with the message's parameters spelled by a cli_flag table */
 void cli_report_fail(cli_report_row *row, int st, const ac_err *err, const cli_flag *flags);
-void report_rows_theorem2(cli_report *r);
 void report_rows_condition(cli_report *r);
 void report_rows_trained_kappa(cli_report *r); /* report_trained.c */
 

@@ -12,12 +12,9 @@
 #include "attncheck/blas.h"
 #include "cli.h"
 #include "report_plot.h"
-#include "separate_student.h"
 
 /* The row sources of the program, in the library's report order. */
 static const ac_report_hooks program_rows = {
-    .theorem2 = report_rows_theorem2,
-    .student = report_rows_student,
     .condition = report_rows_condition,
     .trained_kappa = report_rows_trained_kappa,
 };

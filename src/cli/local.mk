@@ -21,17 +21,12 @@ attncheck_SOURCES += \
 	src/cli/rep_learn.h \
 	src/cli/rep_learn_out.c
 
-# attncheck separate
+# attncheck separate (and --student's --csv and --plot)
 attncheck_SOURCES += \
 	src/cli/separate.h \
 	src/cli/cmd_separate.c \
 	src/cli/separate_text.c \
-	src/cli/separate_json.c \
-	src/cli/separate_report.c \
-	src/cli/separate_student.h \
-	src/cli/separate_student.c \
-	src/cli/separate_student_out.c \
-	src/cli/separate_student_report.c
+	src/cli/separate_student_out.c
 
 # attncheck condition (and the gnuplot helper it uses)
 attncheck_SOURCES += \

@@ -13,9 +13,7 @@
 
 const cli_command cli_commands[] = {
     {"rep-theorem", cmd_rep_theorem, NULL, NULL, &ac_cmd_rep_theorem},
-    {"separate", cmd_separate,
-     "Theorem 2: find and certify an X where MultiHead f_W differs from FixedMultiHead g_V",
-     cmd_separate_help, NULL},
+    {"separate", cmd_separate, NULL, NULL, &ac_cmd_separate},
     {"condition", cmd_condition,
      "Theorem 3.2: sampled condition numbers of the multi-head block against every prediction",
      cmd_condition_help, NULL},

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli.h"
 #include "plot.h"
 
 const char *cli_plot_terminal(const char *path)
@@ -121,4 +122,61 @@ int cli_run_gnuplot(const char *gp, int out_fd, void (*write)(FILE *f, void *ctx
     if (!WIFEXITED(status))
         return -1;
     return WEXITSTATUS(status);
+}
+
+/* ---- --csv and --plot ------------------------------------------------------------ */
+
+int cli_plot_files_open(cli_plot_files *f, const char *csv, const char *plot)
+{
+    ac_err err;
+    int st;
+    memset(f, 0, sizeof *f);
+    ac_err_clear(&err);
+    f->csv_name = csv;
+    f->plot_name = plot;
+    if (plot) {
+        if (!(f->gp = cli_find_gnuplot(f->gpbuf, sizeof f->gpbuf)))
+            return cli_fail(AC_ECANTCREAT, "--plot %s: gnuplot not found (install it: apt-get "
+                            "install gnuplot-nox, or set ATTNCHECK_GNUPLOT); nothing was "
+                            "computed", plot);
+        if ((st = ac_atomic_open(&f->plot, plot, &err)))
+            return cli_fail_err(&err);
+    }
+    if (csv && (st = ac_atomic_open(&f->csv, csv, &err))) {
+        ac_atomic_abort(&f->plot);
+        return cli_fail_err(&err);
+    }
+    return AC_OK;
+}
+
+void cli_plot_files_abort(cli_plot_files *f)
+{
+    ac_atomic_abort(&f->csv);
+    ac_atomic_abort(&f->plot);
+}
+
+int cli_plot_files_commit(cli_plot_files *f, void (*write_csv)(FILE *f, void *ctx),
+                          void (*write_plot)(FILE *f, void *ctx), void *ctx)
+{
+    ac_err err;
+    int st;
+    ac_err_clear(&err);
+    if (f->plot_name) {
+        int gs = cli_run_gnuplot(f->gp, fileno(f->plot.fp), write_plot, ctx);
+        if (gs != 0) {
+            cli_plot_files_abort(f);
+            return cli_fail(AC_ECANTCREAT, "--plot %s: gnuplot (%s) failed (status %d)",
+                            f->plot_name, f->gp, gs);
+        }
+    }
+    if (f->csv_name) {
+        write_csv(f->csv.fp, ctx);
+        if ((st = ac_atomic_commit(&f->csv, &err))) {
+            cli_plot_files_abort(f);
+            return cli_fail_err(&err);
+        }
+    }
+    if (f->plot_name && (st = ac_atomic_commit(&f->plot, &err)))
+        return cli_fail_err(&err);
+    return AC_OK;
 }

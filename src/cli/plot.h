@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
+#include "attncheck/fileio.h"
+
 /* The gnuplot terminal for a file name ending in .svg, .png or .pdf; NULL
  * for any other name. */
 const char *cli_plot_terminal(const char *path);
@@ -29,5 +31,27 @@ void cli_gp_val(FILE *f, double x);
  * Returns gnuplot's exit status, or -1 if it could not be started or did
  * not exit normally. */
 int cli_run_gnuplot(const char *gp, int out_fd, void (*write)(FILE *f, void *ctx), void *ctx);
+
+/* A command's --csv and --plot files (rep-theorem --learn, separate
+ * --student): staged (ac_atomic) before the work, so that a missing gnuplot
+ * or an unwritable file stops the command before anything is computed, and
+ * committed when the result is known. */
+typedef struct {
+    ac_atomic csv, plot;
+    const char *csv_name, *plot_name; /* NULL: not asked for */
+    char gpbuf[4096];
+    const char *gp;
+} cli_plot_files;
+
+/* Find gnuplot (for plot) and open the staged files: AC_OK, or the error
+ * printed ("--plot FILE: gnuplot not found ...; nothing was computed"). */
+int cli_plot_files_open(cli_plot_files *f, const char *csv, const char *plot);
+/* The plot first (gnuplot on the script of write_plot; it may fail), then
+ * the CSV written by write_csv, each committed: AC_OK, or the error printed
+ * and the files abandoned. */
+int cli_plot_files_commit(cli_plot_files *f, void (*write_csv)(FILE *f, void *ctx),
+                          void (*write_plot)(FILE *f, void *ctx), void *ctx);
+/* Abandon what is not committed (safe after a commit and on a zeroed f). */
+void cli_plot_files_abort(cli_plot_files *f);
 
 #endif

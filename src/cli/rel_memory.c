@@ -31,15 +31,6 @@ double cli_mem_rep_theorem(size_t d, size_t n)
     return BASE_BYTES + 8.0 * (14.0 * N * N + 4.0 * D * N);
 }
 
-double cli_mem_separate(size_t d, size_t h, size_t p, size_t dp, size_t n)
-{
-    /* d = 256 .. 1024, h = 2, n = 2 .. 64: 25 doubles per h d dp (g_V),
-     * 27 per h d p = d x d (f_W and the work of its size), 38 per d x n */
-    double D = (double)d, H = (double)h, N = (double)n;
-    return BASE_BYTES + 8.0 * (26.0 * H * D * (double)dp + 14.0 * H * D * (double)p +
-                               16.0 * D * D + 40.0 * D * N + 8.0 * H * N * N);
-}
-
 int cli_memory_check(double need, int status, const char *fmt, ...)
 {
     const char *src;

@@ -7,13 +7,10 @@
 #include "attncheck/commands.h"
 #include "attncheck/fileio.h"
 #include "cli.h"
+#include "plot.h"
 
-/* --csv and --plot, staged (ac_atomic) before the work and committed after. */
-typedef struct {
-    ac_atomic csv, plot;
-    char gpbuf[4096];
-    const char *gp;
-} rep_learn_files;
+/* --csv and --plot, staged before the work and committed after (plot.h). */
+typedef cli_plot_files rep_learn_files;
 
 int rep_learn_files_open(const ac_rt_request *q, rep_learn_files *f);
 void rep_learn_files_abort(rep_learn_files *f);

@@ -19,31 +19,12 @@
 
 int rep_learn_files_open(const ac_rt_request *o, rep_learn_files *f)
 {
-    ac_err err;
-    int st;
-    memset(f, 0, sizeof *f);
-    ac_err_clear(&err);
-    if (o->plot) {
-        f->gp = cli_find_gnuplot(f->gpbuf, sizeof f->gpbuf);
-        if (!f->gp)
-            return cli_fail(AC_ECANTCREAT,
-                            "--plot %s: gnuplot not found (install it: apt-get install "
-                            "gnuplot-nox, or set ATTNCHECK_GNUPLOT); nothing was computed",
-                            o->plot);
-        if ((st = ac_atomic_open(&f->plot, o->plot, &err)))
-            return cli_fail_err(&err);
-    }
-    if (o->csv && (st = ac_atomic_open(&f->csv, o->csv, &err))) {
-        ac_atomic_abort(&f->plot);
-        return cli_fail_err(&err);
-    }
-    return AC_OK;
+    return cli_plot_files_open(f, o->csv, o->plot);
 }
 
 void rep_learn_files_abort(rep_learn_files *f)
 {
-    ac_atomic_abort(&f->csv);
-    ac_atomic_abort(&f->plot);
+    cli_plot_files_abort(f);
 }
 
 /* ---- text ------------------------------------------------------------------ */
@@ -121,6 +102,11 @@ typedef struct {
     const ac_rt_result *res;
 } plot_ctx;
 
+static void write_csv_cb(FILE *f, void *ctx)
+{
+    write_csv(f, &((const plot_ctx *)ctx)->res->lt);
+}
+
 static void write_plot(FILE *f, void *ctx)
 {
     const plot_ctx *p = ctx;
@@ -163,27 +149,10 @@ static void write_plot(FILE *f, void *ctx)
 
 int rep_learn_write(const ac_rt_request *q, const ac_rt_result *res, rep_learn_files *f)
 {
-    ac_err err;
     int st;
-    ac_err_clear(&err);
-    if (q->plot) {
-        plot_ctx pc = {q, res};
-        int gs = cli_run_gnuplot(f->gp, fileno(f->plot.fp), write_plot, &pc);
-        if (gs != 0) {
-            rep_learn_files_abort(f);
-            return cli_fail(AC_ECANTCREAT, "--plot %s: gnuplot (%s) failed (status %d)",
-                            q->plot, f->gp, gs);
-        }
-    }
-    if (q->csv) {
-        write_csv(f->csv.fp, &res->lt);
-        if ((st = ac_atomic_commit(&f->csv, &err))) {
-            rep_learn_files_abort(f);
-            return cli_fail_err(&err);
-        }
-    }
-    if (q->plot && (st = ac_atomic_commit(&f->plot, &err)))
-        return cli_fail_err(&err);
+    plot_ctx pc = {q, res};
+    if ((st = cli_plot_files_commit(f, write_csv_cb, write_plot, &pc)))
+        return st;
     if (q->json) {
         ac_json *j = cli_json_stdout();
         ac_cmd_rep_theorem.write_json(j, q, res);

@@ -23,14 +23,17 @@ int cli_parse_request(ac_request *r, int argc, char **argv)
     struct option *lo = calloc(n + 2, sizeof *lo);
     if (!lo)
         return cli_fail(AC_EINTERNAL, "out of memory");
+    size_t k = 0; /* the program's options: not those of the library only */
     for (size_t i = 0; i < n; i++) {
-        lo[i].name = c->opts[i].name;
-        lo[i].has_arg = c->opts[i].kind == AC_OPT_FLAG ? no_argument : required_argument;
-        lo[i].val = 256 + (int)i;
+        if (c->opts[i].flags & AC_OPTF_LIBRARY)
+            continue;
+        lo[k].name = c->opts[i].name;
+        lo[k].has_arg = c->opts[i].kind == AC_OPT_FLAG ? no_argument : required_argument;
+        lo[k++].val = 256 + (int)i;
     }
-    lo[n].name = "help";
-    lo[n].has_arg = no_argument;
-    lo[n].val = 'h';
+    lo[k].name = "help";
+    lo[k].has_arg = no_argument;
+    lo[k].val = 'h';
     int ch, st = AC_OK;
     ac_err err;
     optind = 1;
@@ -133,6 +136,8 @@ void cli_print_help(FILE *f, const ac_command *c)
 {
     fprintf(f, "Usage: %s\n\n%s\n", c->synopsis, c->description);
     for (const ac_opt *o = c->opts; o->name; o++) {
+        if (o->flags & AC_OPTF_LIBRARY)
+            continue;
         if (o->group)
             fprintf(f, "%s%s\n", o == c->opts ? "\n" : "", o->group);
         else if (o == c->opts)
@@ -181,20 +186,22 @@ int cli_print_json(const ac_request *r)
     return cli_json_finish(j);
 }
 
-int cli_write_outdir(const ac_request *r, const char *dir)
+/* --out-dir: the arrays, and certificate.json when cert */
+static int write_outdir(const ac_request *r, const char *dir, int cert)
 {
     cli_outdir o;
     ac_err err;
-    ac_out_array arr[AC_OUT_ARRAYS_MAX];
     int st = AC_OK;
     ac_err_clear(&err);
-    if ((st = cli_outdir_begin(&o, dir, &err)))
+    size_t n = ac_request_arrays(r, NULL, 0); /* how many */
+    ac_out_array *arr = calloc(n ? n : 1, sizeof *arr);
+    if (!arr)
+        return cli_fail(AC_EINTERNAL, "out of memory");
+    if ((st = cli_outdir_begin(&o, dir, &err))) {
+        free(arr);
         return cli_fail_err(&err);
-    size_t n = ac_request_arrays(r, arr, AC_OUT_ARRAYS_MAX);
-    if (n > AC_OUT_ARRAYS_MAX) {
-        cli_outdir_abort(&o);
-        return cli_fail(AC_EINTERNAL, "more than %d arrays to write", AC_OUT_ARRAYS_MAX);
     }
+    n = ac_request_arrays(r, arr, n);
     for (size_t i = 0; !st && i < n; i++) {
         char name[128];
         snprintf(name, sizeof name, "%s.npy", arr[i].name);
@@ -216,10 +223,22 @@ int cli_write_outdir(const ac_request *r, const char *dir)
         }
     }
     json_ctx ctx = {r};
-    if (st || (st = cli_outdir_write_json(&o, "certificate.json", write_json_cb, &ctx, &err)) ||
+    free(arr);
+    if (st ||
+        (cert && (st = cli_outdir_write_json(&o, "certificate.json", write_json_cb, &ctx, &err))) ||
         (st = cli_outdir_commit(&o, &err))) {
         cli_outdir_abort(&o);
         return cli_fail_err(&err);
     }
     return AC_OK;
+}
+
+int cli_write_outdir(const ac_request *r, const char *dir)
+{
+    return write_outdir(r, dir, 1);
+}
+
+int cli_write_outdir_arrays(const ac_request *r, const char *dir)
+{
+    return write_outdir(r, dir, 0);
 }

@@ -1,6 +1,8 @@
-/* separate_text.c — the text report of `attncheck separate`: the instance,
- * the hypotheses, the case, the search, the trace and the audit, the
- * verdict (sep_print); and of --embed (sep_print_embed). */
+/* separate_text.c — the text report of `attncheck separate` (separate.h):
+ * the instance, the hypotheses, the case, the search, the trace and the
+ * audit, the verdict (sep_print); of --embed (sep_print_embed); and the
+ * table of --student (sep_print_student).  Every verdict and comparison
+ * printed is the library's result. */
 #include <config.h>
 
 #include <math.h>
@@ -9,28 +11,8 @@
 
 #include "separate.h"
 
-/* x to 3 significant digits, rounded down (up = 0) or up (up = 1): printed
- * bounds stay bounds (a lower bound 0.99996 prints as 0.999, not 1) */
-const char *sep_num_dir(char *buf, size_t n, double x, int up)
-{
-    cli_num(buf, n, x);
-    if (!isfinite(x) || x == 0)
-        return buf;
-    double y = strtod(buf, NULL);
-    if (up ? y >= x : y <= x)
-        return buf;
-    double e = pow(10.0, floor(log10(fabs(x))) - 2);
-    for (int k = 0; k < 3; k++) {
-        double q = up ? ceil(x / e) + k : floor(x / e) - k;
-        snprintf(buf, n, "%.3g", q * e);
-        y = strtod(buf, NULL);
-        if (up ? y >= x : y <= x)
-            break;
-    }
-    return buf;
-}
-#define NUM_LO(b, x) sep_num_dir(b, sizeof b, x, 0)
-#define NUM_HI(b, x) sep_num_dir(b, sizeof b, x, 1)
+#define NUM_LO(b, x) ac_num3_bound(b, sizeof b, x, 0)
+#define NUM_HI(b, x) ac_num3_bound(b, sizeof b, x, 1)
 
 static void print_sep(const char *label, const ac_t2_sep *s)
 {
@@ -72,7 +54,7 @@ static void print_hypotheses(const ac_t2_hyp *hyp)
 }
 
 /* the case, the identity, the case's X, the search and the best X */
-static void print_search(const sep_args *a, const ac_t2_result *r)
+static void print_search(const ac_sep_request *q, const ac_t2_result *r)
 {
     char e1[32], e2[32];
     printf("case       %s\n           %s\n", ac_t2_case_name(r->cls.kase), r->cls.note);
@@ -81,7 +63,7 @@ static void print_search(const sep_args *a, const ac_t2_result *r)
         print_sep("case X", &r->by_case);
     if (r->verdict != AC_REFUTED || r->ncand) {
         printf("search     %zu candidates (3 constructions x %zu vectors%s), %zu certified",
-               r->ncand, a->tries, a->optimize ? ", multimin" : "", r->ncert);
+               r->ncand, q->tries, q->optimize ? ", multimin" : "", r->ncert);
         if (!isnan(r->opt_from))
             printf("; multimin: relative gap ||f-g||/(||f||+||g||), estimated, %s -> %s (%ld "
                    "evaluations)", NUM_LO(e1, r->opt_from), NUM_LO(e2, r->opt_to), r->opt_evals);
@@ -152,16 +134,16 @@ static void print_verdict(const ac_t2_result *r)
                "||f_W(X)||_F, tol = %s  [%.3g s]\n", b2, r->seconds);
 }
 
-void sep_print(const sep_out *c)
+void sep_print(const ac_sep_request *q, const ac_sep_result *res)
 {
-    const ac_t2_result *r = c->r;
-    printf("instance   d = %zu, h = %zu (f_W head size d/h = %zu), dp = %zu, n = %zu\n", c->W->d,
-           c->W->h, c->W->hs, c->V->hs, c->a->n);
-    printf("g_V        %s\n", c->vdesc);
-    printf("f_W        %s\n", c->wdesc);
+    const ac_t2_result *r = &res->t2;
+    printf("instance   d = %zu, h = %zu (f_W head size d/h = %zu), dp = %zu, n = %zu\n",
+           res->W.d, res->W.h, res->W.hs, res->V.hs, res->n);
+    printf("g_V        %s\n", res->vdesc);
+    printf("f_W        %s\n", res->wdesc);
     print_hypotheses(&r->hyp);
-    print_search(c->a, r);
-    if (c->a->common.trace)
+    print_search(q, r);
+    if (q->trace)
         print_trace(r);
     if (r->audit.done)
         print_audit(r);
@@ -169,16 +151,16 @@ void sep_print(const sep_out *c)
     print_verdict(r);
 }
 
-static void print_embed_verdict(const sep_out *c)
+static void print_embed_verdict(const ac_sep_result *res)
 {
-    const ac_t2_embed_result *e = c->e;
+    const ac_t2_embed_result *e = &res->embed;
     char b1[32], sb[64];
     if (e->verdict == AC_PROVED && e->exact)
         printf("verdict    PROVED: g_V = f_W on the sample inputs, exactly (deviation 0)\n");
     else if (e->verdict == AC_PROVED)
         printf("verdict    PROVED: g_V = f_W on the sample inputs within tol: relative "
                "deviation <= %s (not exact: %s)\n", NUM_HI(b1, e->rel_hi),
-               c->a->vdir ? "g_V is not f_W head by head"
+               res->v_given ? "g_V is not f_W head by head"
                           : "the double V rounds the rescaling s = sqrt(dp/(d/h))");
     else if (e->verdict == AC_REFUTED)
         printf("verdict    REFUTED: max over the samples of ||g - f||_F / ||f||_F >= %s > tol "
@@ -190,15 +172,16 @@ static void print_embed_verdict(const sep_out *c)
                e->undecided_sample);
 }
 
-void sep_print_embed(const sep_out *c)
+void sep_print_embed(const ac_sep_request *q, const ac_sep_result *res)
 {
-    const ac_t2_embed_result *e = c->e;
+    const ac_t2_embed_result *e = &res->embed;
     char b1[32], b2[32], sb[64];
-    printf("instance   d = %zu, h = %zu (f_W head size d/h = %zu), dp = %zu, n = %zu\n", c->W->d,
-           c->W->h, c->W->hs, c->V->hs, c->a->n);
-    printf("f_W        %s\n", c->wdesc);
-    printf("g_V        %s\n", c->vdesc);
-    printf("rescaling  %s\n", c->embnote);
+    (void)q;
+    printf("instance   d = %zu, h = %zu (f_W head size d/h = %zu), dp = %zu, n = %zu\n",
+           res->W.d, res->W.h, res->W.hs, res->V.hs, res->n);
+    printf("f_W        %s\n", res->wdesc);
+    printf("g_V        %s\n", res->vdesc);
+    printf("rescaling  %s\n", res->embnote);
     printf("identity   %s\n",
            e->params_identical == 1 ? "Vo_i Vv_i = Wo_i Wv_i and Vk_i'Vq_i/sqrt(dp) = "
                                       "Wk_i'Wq_i/sqrt(d/h) for every head (exact)"
@@ -216,5 +199,60 @@ void sep_print_embed(const sep_out *c)
                NUM_LO(b1, e->rel_lo), NUM_HI(b2, e->rel_hi),
                cli_stage_name(sb, sizeof sb, e->cert.stage, e->cert.prec));
     printf("summary    %s\n", e->summary);
-    print_embed_verdict(c);
+    print_embed_verdict(res);
+}
+
+/* ---- --student ------------------------------------------------------------------- */
+
+static void print_headcount(const ac_headcount *hc)
+{
+    printf("head count %s\n", hc->summary);
+    if (!hc->exact)
+        return;
+    printf("           h' (divisors of d):");
+    for (size_t k = 0; k < hc->ndiv; k++)
+        printf(" %zu:%s", hc->divisors[k], ac_hc_answer_name(hc->answer[k]));
+    printf("\n");
+}
+
+void sep_print_student(const ac_sep_request *q, const ac_sep_result *res)
+{
+    const ac_learn_t2_result *r = &res->stu;
+    const ac_mh *V = &res->V;
+    char b1[32], b2[32], b3[32];
+    printf("teacher    g_V: d = %zu, h = %zu heads of size dp = %zu, %s; n = %zu tokens\n",
+           V->d, V->h, V->hs, res->vdesc, res->n);
+    printf("theorem 2  hypotheses %s (sizes %s, rank S_V = d %s, shared U %s, rank U = dp %s)\n",
+           ac_verdict_name(r->hyp.applies), ac_verdict_name(r->hyp.sizes),
+           ac_verdict_name(r->hyp.sv_rank), ac_verdict_name(r->hyp.u_shared),
+           ac_verdict_name(r->hyp.u_rank));
+    print_headcount(&r->hc);
+    printf("training   %zu steps of AdamW, lr %g, batch %zu x %zu tokens, X ~ N(0,1); seeds "
+           "%llu..%llu; held out: %zu inputs\n\n", q->student_steps, q->student_lr,
+           q->student_batch, res->n, (unsigned long long)q->seed,
+           (unsigned long long)(q->seed + q->student_seeds - 1), res->samples);
+    printf("%-8s %5s %4s %7s  %-30s %9s %-20s %9s  %-11s %s\n", "student", "heads", "size",
+           "params", "|f-g|^2/|g|^2 mean +- sd", "worst X", "certified |f-g|/|g|", "/ fixed",
+           "exact rep.", "");
+    for (size_t i = 0; i < r->nrows; i++) {
+        const ac_learn_t2_row *w = &r->rows[i];
+        char cell[64], cert[64];
+        snprintf(cell, sizeof cell, "%.3g +- %.2g", w->mean, w->sd);
+        snprintf(cert, sizeof cert, "[%s, %s]", NUM_LO(b1, w->cert_lo_min),
+                 NUM_HI(b2, w->cert_hi_max));
+        printf("%-8s %5zu %4zu %7zu  %-30s %9s %-20s %9.3g  %-11s %s\n",
+               w->fixed ? "fixed" : "standard", w->heads, w->hs, w->nparams, cell,
+               cli_num(b3, sizeof b3, w->worst_est_max), cert, w->ratio,
+               ac_hc_answer_name(w->expect), ac_learn_t2_outcome_name(w->outcome));
+    }
+    printf("\nrelative error: sum over the held-out X of |f(X) - g_V(X)|^2 / |g_V(X)|^2, mean +- "
+           "sd over the seeds (min..max in --json).\n"
+           "worst X: largest |f-g|_F/|g|_F over the held-out X (double, max over seeds); "
+           "certified: the smallest lower bound and largest upper bound over the seeds "
+           "(each at its own worst X, stage %s).\n"
+           "exact rep.: whether a layer of this shape represents g_V exactly "
+           "(doc/mathematics.md §4.8); agrees: the best seed's error is within %gx of the fixed "
+           "student's best seed exactly when it does.\n", q->max_prec ? "0 + balls" : "0",
+           AC_LEARN_T2_MATCH_FACTOR);
+    printf("wall       %.2f s\n", r->seconds);
 }

@@ -15,6 +15,11 @@
  *                  certificate;
  *   report_train.c the report's row of a head trained by AdamW;
  *   report.c       report: every row source, the outcome.
+ *   separate.c     separate: Theorem 2, --embed and --student (options,
+ *                  layers, run, arrays);
+ *   separate_json.c  separate's JSON result;
+ *   report_theorem2.c  the report's rows of Theorem 2 and of the students,
+ *                  and the directed numbers of printed bounds.
  */
 #ifndef AC_COMMANDS_CMD_IMPL_H
 #define AC_COMMANDS_CMD_IMPL_H
@@ -42,6 +47,9 @@ void ac_cmd_apply_threads(long threads);
  * nothing was computed" when the estimate exceeds 90% of
  * ac_memory_available(). */
 double ac_cmd_mem_rep_theorem(size_t d, size_t n);
+/* separate: f_W of h heads of size p, g_V of head size dp, n tokens, k
+ * sample inputs kept (--embed) */
+double ac_cmd_mem_separate(size_t d, size_t h, size_t p, size_t dp, size_t n, size_t k);
 int ac_cmd_memory_check(double need, int status, ac_err *err, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 4, 5)))
@@ -53,6 +61,12 @@ size_t ac_cmd_out_mat(ac_out_array *out, size_t k, size_t max, const char *name,
                       const ac_mat *m);
 
 /* x as %.3g, with inf and nan spelled out (report rows). */
+/* separate's JSON result (separate_json.c): the object of the separation,
+ * of --embed or of --student. */
+void ac_sep_write_json(ac_json *j, const void *q, const void *res);
+
+/* %.3g rounded to nearest, with inf, -inf and nan spelled out (the report's
+ * rows; a bound printed rounded outward is ac_num3_bound's). */
 const char *ac_cmd_num3(char *buf, size_t n, double x);
 
 /* --plot FILE: the name must end in .svg, .png or .pdf. */

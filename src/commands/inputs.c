@@ -121,6 +121,17 @@ double ac_cmd_mem_rep_theorem(size_t d, size_t n)
     return BASE_BYTES + 8.0 * (14.0 * N * N + 4.0 * D * N);
 }
 
+double ac_cmd_mem_separate(size_t d, size_t h, size_t p, size_t dp, size_t n, size_t k)
+{
+    /* d = 256 .. 1024, h = 2, n = 2 .. 64: 25 doubles per h d dp (g_V),
+     * 27 per h d p = d x d (f_W and the work of its size), 38 per d x n;
+     * and the k sample inputs of --embed, kept for the result */
+    double D = (double)d, H = (double)h, N = (double)n;
+    return BASE_BYTES + 8.0 * (26.0 * H * D * (double)dp + 14.0 * H * D * (double)p +
+                               16.0 * D * D + 40.0 * D * N + 8.0 * H * N * N +
+                               (double)k * D * N);
+}
+
 int ac_cmd_memory_check(double need, int status, ac_err *err, const char *fmt, ...)
 {
     const char *src;

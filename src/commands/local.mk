@@ -17,3 +17,9 @@ src_libattncheck_la_SOURCES += \
 	src/commands/train.c \
 	src/commands/report_train.c \
 	src/commands/report.c
+
+# separate (Theorem 2, --embed, --student) and the report's rows of Theorem 2
+src_libattncheck_la_SOURCES += \
+	src/commands/separate.c \
+	src/commands/separate_json.c \
+	src/commands/report_theorem2.c

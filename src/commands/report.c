@@ -48,16 +48,16 @@ static void rows_of(void (*source)(ac_report *), ac_report *rep)
 }
 
 /* The rows, in the report's order.  The sources still in the program come
- * through the hooks; as each moves to the library (ac_report_rows_theorem2,
- * _student, _condition, _trained_kappa), its call here replaces the hook. */
+ * through the hooks; as each moves to the library (ac_report_rows_condition,
+ * _trained_kappa), its call here replaces the hook. */
 static void all_rows(ac_report *rep, const ac_report_hooks *h)
 {
     const ac_report_hooks none = {0};
     if (!h)
         h = &none;
     ac_report_rows_theorem1(rep);
-    rows_of(h->theorem2, rep);
-    rows_of(h->student, rep);
+    ac_report_rows_theorem2(rep);
+    ac_report_rows_student(rep);
     rows_of(h->condition, rep);
     ac_report_rows_train(rep);
     ac_report_rows_learn(rep);

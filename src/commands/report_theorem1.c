@@ -42,7 +42,8 @@ static void t1_row(ac_report *rep, const char *claim, const char *instance, ac_v
         row->verdict = r.verdict;
         ac_report_bounds(row, "max|Softmax - P| over heads of size dk", r.dist_lo, r.dist_hi);
         if (r.verdict == AC_REFUTED)
-            snprintf(row->bound, sizeof row->bound, "dist >= %s", ac_cmd_num3(b1, sizeof b1, r.dist_lo));
+            snprintf(row->bound, sizeof row->bound, "dist >= %s",
+                     ac_cmd_num3(b1, sizeof b1, r.dist_lo));
         else
             snprintf(row->bound, sizeof row->bound, "dist <= %s",
                      ac_cmd_num3(b2, sizeof b2, r.dist_hi));

@@ -17,10 +17,9 @@ struct ac_request {
     size_t nstrings;
 };
 
-extern const ac_command ac_cmd_rep_theorem;
-
 const ac_command *const ac_commands[] = {
     &ac_cmd_rep_theorem,
+    &ac_cmd_separate,
     &ac_cmd_train,
     &ac_cmd_report,
     NULL,
@@ -223,6 +222,7 @@ static void describe_opt(ac_json *j, const ac_opt *o)
     ac_json_kv_bool(j, "program_only", (o->flags & AC_OPTF_PROGRAM) != 0);
     ac_json_kv_bool(j, "array", (o->flags & AC_OPTF_ARRAY) != 0);
     ac_json_kv_bool(j, "positional", (o->flags & AC_OPTF_POSITIONAL) != 0);
+    ac_json_kv_bool(j, "library_only", (o->flags & AC_OPTF_LIBRARY) != 0);
     ac_json_end_object(j);
 }
 

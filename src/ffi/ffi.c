@@ -258,6 +258,41 @@ int ac_ffi_t2_generate(double *W, double *V, size_t d, size_t h, size_t dp, int 
     return rc;
 }
 
+int ac_ffi_mh_forward(double *Y, const double *params, size_t d, size_t h, size_t hs,
+                      const double *X, size_t n, ac_err *err)
+{
+    ac_err_clear(err);
+    ac_mh L = {0};
+    ac_mat Xm = {0}, Ym = {0};
+    int rc = mh_from(&L, params, d, h, hs, "the layer", err);
+    if (rc == AC_OK)
+        rc = ac_mat_init(&Xm, d, n, err);
+    if (rc == AC_OK)
+        rc = ac_mat_init(&Ym, d, n, err);
+    if (rc == AC_OK) {
+        memcpy(Xm.data, X, d * n * sizeof *X);
+        rc = ac_mh_forward(&Ym, &L, &Xm, NULL, err);
+    }
+    if (rc == AC_OK)
+        memcpy(Y, Ym.data, d * n * sizeof *Y);
+    ac_mat_free(&Xm);
+    ac_mat_free(&Ym);
+    ac_mh_free(&L);
+    return rc;
+}
+
+int ac_ffi_mh_save_dir(const double *params, size_t d, size_t h, size_t hs, const char *dir,
+                       char prefix, ac_err *err)
+{
+    ac_err_clear(err);
+    ac_mh L = {0};
+    int rc = mh_from(&L, params, d, h, hs, "the layer", err);
+    if (rc == AC_OK)
+        rc = ac_mh_save_dir(&L, dir, prefix, err);
+    ac_mh_free(&L);
+    return rc;
+}
+
 /* ---- Theorem 3.2 ------------------------------------------------------------ */
 
 int ac_ffi_condition(ac_ffi_cond_info *info, double *kappa, size_t h, size_t head_dim, size_t N,

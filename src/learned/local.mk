@@ -4,4 +4,5 @@
 
 src_libattncheck_la_SOURCES += \
 	src/learned/t1_transition.c \
-	src/learned/fitp.c
+	src/learned/fitp.c \
+	src/learned/students.c

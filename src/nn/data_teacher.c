@@ -1,7 +1,8 @@
 /* data_teacher.c — the teacher task's data (attncheck/train.h, "teacher"):
  * regression onto the output of a given attention layer g (paper 1,
- * Theorem 2), either generated (the layer's Wq, Wk, Wv, Wo stacks; inputs
- * X ~ N(0,1), targets g(X)) or read as fixed pairs (X.npy, Y.npy). */
+ * Theorem 2), either generated (the layer's Wq, Wk, Wv, Wo stacks from a
+ * directory, or the layer in memory; inputs X ~ N(0,1), targets g(X)) or
+ * read as fixed pairs (X.npy, Y.npy). */
 #include <config.h>
 
 #include <errno.h>
@@ -52,18 +53,13 @@ static int read_pairs_array(const char *dir, const char *name, ac_array *a, size
     return AC_OK;
 }
 
-/* Generator mode: the layer of the stacks LETTERq.npy ... LETTERo.npy in
- * dir, (h, s, d) for q, k, v and (h, d, s) for o (2-D arrays for one
- * head), read by the one reader of such stacks (ac_mh_load_dir_flex),
- * becomes d->teacher. */
-static int teacher_from_weights(ac_train_data *d, ac_train_config *c, const char *dir, char L,
-                                ac_err *err)
+/* Generator mode: the layer becomes d->teacher (source names it in the
+ * summary: the directory and its stack letter, or NULL for a layer given in
+ * memory). */
+static int teacher_from_layer(ac_train_data *d, ac_train_config *c, const ac_mh *layer,
+                              const char *source, char L, ac_err *err)
 {
-    ac_mh layer = {0};
     int st;
-    c->teacher_stack = L;
-    if ((st = ac_mh_load_dir_flex(&layer, dir, L, 1, err)))
-        return st;
     if (c->seq == 0)
         c->seq = 8;
     ac_nn_config tc;
@@ -71,20 +67,20 @@ static int teacher_from_weights(ac_train_data *d, ac_train_config *c, const char
     tc.arch = AC_NN_ARCH_ATTENTION;
     tc.input = AC_NN_INPUT_VECTORS;
     tc.max_seq = c->seq;
-    tc.width = layer.d;
-    tc.heads = layer.h;
-    tc.kind = layer.h * layer.hs == layer.d ? AC_NN_ATTN_STANDARD : AC_NN_ATTN_FIXED;
-    tc.head_dim = layer.hs;
+    tc.width = layer->d;
+    tc.heads = layer->h;
+    tc.kind = layer->h * layer->hs == layer->d ? AC_NN_ATTN_STANDARD : AC_NN_ATTN_FIXED;
+    tc.head_dim = layer->hs;
     tc.head = AC_NN_HEAD_REGRESS;
     if ((st = ac_nn_model_init(&d->teacher, &tc, c->batch, c->seq, err)))
-        goto out;
+        return st;
     static const char *const names[4] = {"Wq", "Wk", "Wv", "Wo"};
     static const ac_mh_param which[4] = {AC_MH_Q, AC_MH_K, AC_MH_V, AC_MH_O};
     uint64_t h = FNV_INIT;
     for (int i = 0; i < 4; i++) {
         ac_array a = {0};
-        if ((st = ac_mh_get_array(&layer, which[i], &a, err)))
-            goto out;
+        if ((st = ac_mh_get_array(layer, which[i], &a, err)))
+            return st;
         const ac_nn_tensor *t = ac_nn_tensor_find(&d->teacher, names[i]);
         memcpy(d->teacher.params + t->offset, a.data, t->size * sizeof(double));
         h = fnv_doubles(h, a.data, a.size);
@@ -92,14 +88,48 @@ static int teacher_from_weights(ac_train_data *d, ac_train_config *c, const char
     }
     d->checksum = h;
     d->gen = 1;
-    d->td = d->te = layer.d;
+    d->td = d->te = layer->d;
+    char src[AC_TRAIN_PATH_MAX + 16];
+    if (source)
+        snprintf(src, sizeof src, "%s (%c stack)", source, L);
+    else
+        snprintf(src, sizeof src, "in memory");
     snprintf(d->summary, sizeof d->summary,
-             "teacher %s (%c stack): %zu heads of size %zu on d = %zu (%s); inputs X ~ "
-             "N(0,1), %zu tokens", dir, L, layer.h, layer.hs, layer.d,
+             "teacher %s: %zu heads of size %zu on d = %zu (%s); inputs X ~ "
+             "N(0,1), %zu tokens", src, layer->h, layer->hs, layer->d,
              tc.kind == AC_NN_ATTN_STANDARD ? "standard" : "fixed", c->seq);
-out:
+    return AC_OK;
+}
+
+/* Generator mode from a directory: the layer of the stacks LETTERq.npy ...
+ * LETTERo.npy in dir, (h, s, d) for q, k, v and (h, d, s) for o (2-D arrays
+ * for one head), read by the one reader of such stacks
+ * (ac_mh_load_dir_flex). */
+static int teacher_from_weights(ac_train_data *d, ac_train_config *c, const char *dir, char L,
+                                ac_err *err)
+{
+    ac_mh layer = {0};
+    int st;
+    c->teacher_stack = L;
+    if (!(st = ac_mh_load_dir_flex(&layer, dir, L, 1, err)))
+        st = teacher_from_layer(d, c, &layer, dir, L, err);
     ac_mh_free(&layer);
     return st;
+}
+
+/* Generator mode from a layer in memory (ac_trainer_init_teacher): its
+ * parameters must be finite, as those of a file are. */
+static int teacher_from_memory(ac_train_data *d, ac_train_config *c, const ac_mh *layer,
+                               ac_err *err)
+{
+    if (!layer->params || layer->d == 0 || layer->h == 0 || layer->hs == 0)
+        return ac_err_set(err, AC_EUSAGE, "the teacher layer in memory is empty");
+    size_t np = ac_mh_nparams(layer);
+    for (size_t i = 0; i < np; i++)
+        if (!isfinite(layer->params[i]))
+            return ac_err_set(err, AC_EDATA, "the teacher layer in memory: parameter %zu of "
+                              "the block wq | wk | wv | wo is %g", i, layer->params[i]);
+    return teacher_from_layer(d, c, layer, NULL, 0, err);
 }
 
 /* Dataset mode: pairs X.npy (m, d, n) -> Y.npy (m, e, n) in paper 1's
@@ -169,7 +199,8 @@ static int teacher_student_config(const ac_train_data *d, ac_train_config *c, ac
         if (d->te != d->td)
             return ac_err_set_field(err, AC_EUSAGE, "arch", "%s: the bare attention layer maps "
                                     "d = %zu to d; the targets have e = %zu (use arch "
-                                    "transformer)", c->teacher_dir, d->td, d->te);
+                                    "transformer)", c->teacher_dir[0] ? c->teacher_dir
+                                    : "the teacher", d->td, d->te);
         m->width = d->td;
         m->out_dim = d->td;
         if (m->kind == AC_NN_ATTN_FIXED && m->head_dim == 0)
@@ -181,11 +212,16 @@ static int teacher_student_config(const ac_train_data *d, ac_train_config *c, ac
     return AC_OK;
 }
 
-int train_teacher_open(ac_train_data *d, ac_train_config *c, ac_err *err)
+int train_teacher_open(ac_train_data *d, ac_train_config *c, const ac_mh *layer, ac_err *err)
 {
     const char *dir = c->teacher_dir;
     int st;
     struct stat sb;
+    if (layer) {
+        if ((st = teacher_from_memory(d, c, layer, err)))
+            return st;
+        return teacher_student_config(d, c, err);
+    }
     if (!dir[0])
         return ac_err_set_field(err, AC_EUSAGE, "task,teacher_dir",
                                 "task teacher needs teacher_dir DIR");

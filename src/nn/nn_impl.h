@@ -67,7 +67,8 @@ void train_text_batch(ac_train_data *d, const ac_train_config *c, int split, siz
 int train_listops_open(ac_train_data *d, ac_train_config *c, ac_err *err);
 int train_listops_batch(ac_train_data *d, const ac_train_config *c, int split, size_t index,
                         ac_nn_batch *b, ac_err *err);
-int train_teacher_open(ac_train_data *d, ac_train_config *c, ac_err *err);
+/* the teacher: from c->teacher_dir, or the layer in memory when layer != NULL */
+int train_teacher_open(ac_train_data *d, ac_train_config *c, const ac_mh *layer, ac_err *err);
 /* Add sum (output - target)^2 and sum target^2 of the last forward pass of a
  * regression model on b to *sse, *syy (data_teacher.c). */
 void train_regress_sums(const ac_nn_model *m, const ac_nn_batch *b, double *sse, double *syy);

@@ -90,9 +90,10 @@ static size_t eval_batch_count(const ac_trainer *tr)
 }
 
 /* Check the optimiser's settings, then open the task's data (completing
- * the configuration); fit-p's X and P from memory when given. */
+ * the configuration); fit-p's X and P, the teacher's layer, from memory when
+ * given. */
 static int open_data(ac_train_data *d, ac_train_config *c, const ac_mat *X, const char *xname,
-                     const ac_mat *P, const char *pname, ac_err *err)
+                     const ac_mat *P, const char *pname, const ac_mh *teacher, ac_err *err)
 {
     int st;
     if (c->batch == 0)
@@ -119,7 +120,8 @@ static int open_data(ac_train_data *d, ac_train_config *c, const ac_mat *X, cons
             return st;
         break;
     case AC_TASK_TEACHER:
-        if ((st = ac_train_path_absolute(c->teacher_dir, err)) || (st = train_teacher_open(d, c, err)))
+        if ((!teacher && (st = ac_train_path_absolute(c->teacher_dir, err))) ||
+            (st = train_teacher_open(d, c, teacher, err)))
             return st;
         break;
     case AC_TASK_FIT_P:
@@ -134,7 +136,8 @@ static int open_data(ac_train_data *d, ac_train_config *c, const ac_mat *X, cons
 }
 
 static int trainer_init(ac_trainer *tr, const ac_train_config *cfg, const ac_mat *X,
-                        const char *xname, const ac_mat *P, const char *pname, ac_err *err)
+                        const char *xname, const ac_mat *P, const char *pname,
+                        const ac_mh *teacher, ac_err *err)
 {
     int st;
     memset(tr, 0, sizeof *tr);
@@ -144,7 +147,7 @@ static int trainer_init(ac_trainer *tr, const ac_train_config *cfg, const ac_mat
     if (!tr->data)
         return ac_err_set(err, AC_EINTERNAL, "out of memory");
     ac_train_data *d = tr->data;
-    if ((st = open_data(d, c, X, xname, P, pname, err)))
+    if ((st = open_data(d, c, X, xname, P, pname, teacher, err)))
         return st;
     if (c->seq == 0)
         return ac_err_set_field(err, AC_EUSAGE, "seq", "seq must be at least 1");
@@ -173,7 +176,7 @@ static int trainer_init(ac_trainer *tr, const ac_train_config *cfg, const ac_mat
 
 int ac_trainer_init(ac_trainer *tr, const ac_train_config *cfg, ac_err *err)
 {
-    return trainer_init(tr, cfg, NULL, NULL, NULL, NULL, err);
+    return trainer_init(tr, cfg, NULL, NULL, NULL, NULL, NULL, err);
 }
 
 int ac_trainer_init_fitp(ac_trainer *tr, const ac_train_config *cfg, const ac_mat *X,
@@ -184,7 +187,19 @@ int ac_trainer_init_fitp(ac_trainer *tr, const ac_train_config *cfg, const ac_ma
         return ac_err_set(err, AC_EUSAGE, "ac_trainer_init_fitp needs the fit-p task");
     if (!X || !P)
         return ac_err_set(err, AC_EUSAGE, "ac_trainer_init_fitp needs X and P");
-    return trainer_init(tr, cfg, X, xname ? xname : "X", P, pname ? pname : "P", err);
+    return trainer_init(tr, cfg, X, xname ? xname : "X", P, pname ? pname : "P", NULL, err);
+}
+
+int ac_trainer_init_teacher(ac_trainer *tr, const ac_train_config *cfg, const ac_mh *teacher,
+                            ac_err *err)
+{
+    memset(tr, 0, sizeof *tr);
+    if (cfg->task != AC_TASK_TEACHER || cfg->teacher_dir[0])
+        return ac_err_set(err, AC_EUSAGE, "ac_trainer_init_teacher needs the teacher task "
+                          "without teacher_dir");
+    if (!teacher)
+        return ac_err_set(err, AC_EUSAGE, "ac_trainer_init_teacher needs a teacher layer");
+    return trainer_init(tr, cfg, NULL, NULL, NULL, NULL, teacher, err);
 }
 
 void ac_trainer_free(ac_trainer *tr)

@@ -191,3 +191,8 @@ ac_hc_answer ac_headcount_answer(const ac_headcount *r, size_t hprime)
             return r->answer[k];
     return AC_HC_NOT_DECIDED;
 }
+
+const char *ac_hc_answer_name(ac_hc_answer a)
+{
+    return a == AC_HC_YES ? "yes" : a == AC_HC_NO ? "no" : "not decided";
+}
