@@ -52,7 +52,10 @@ typedef enum {
     AC_OPT_CHOICE, /* int: the index of the value in choices[] */
     AC_OPT_SIZES,  /* "A,B,C": ac_opt_sizes of size_t in [min, max] */
     AC_OPT_RANGE,  /* "A:B": size_t[2] in [min, max] with A <= B */
-    AC_OPT_SHARD   /* "I/K": size_t[2] with 1 <= I <= K <= max */
+    AC_OPT_SHARD,  /* "I/K": size_t[2] with 1 <= I <= K <= max */
+    AC_OPT_STRINGS /* a list of strings (ac_opt_strings): each value given is appended
+                      (the generic request keeps its own copies; ac_opts_free frees
+                      the list) */
 } ac_opt_kind;
 
 /* The value of an AC_OPT_SIZES option. */
@@ -61,6 +64,12 @@ typedef struct {
     size_t n;
     size_t v[AC_OPT_SIZES_MAX];
 } ac_opt_sizes;
+
+/* The value of an AC_OPT_STRINGS option. */
+typedef struct {
+    size_t n;
+    const char **v;
+} ac_opt_strings;
 
 /* flags of an option */
 enum {
@@ -71,7 +80,12 @@ enum {
     AC_OPTF_POSITIONAL = 1u << 2, /* positional in Python (in table order) */
     AC_OPTF_JOIN = 1u << 3,    /* --help shows it on one line with the next option,
                                   whose help describes both (help is NULL) */
-    AC_OPTF_NEGATE = 1u << 4   /* AC_OPT_FLAG that sets the field to 0 (--no-causal) */
+    AC_OPTF_NEGATE = 1u << 4,  /* AC_OPT_FLAG that sets the field to 0 (--no-causal) */
+    AC_OPTF_OPERANDS = 1u << 5, /* AC_OPT_STRINGS: the operands of the command line (the
+                                   arguments after the options) are its values; --help
+                                   shows it as ARG... (merge's FILE...) */
+    AC_OPTF_CHECK_FIRST = 1u << 6 /* check() validates the text before the kind's parsing
+                                     (the command's own messages for its own syntax) */
 };
 
 #define AC_OPT_NOSET ((size_t)-1)
@@ -113,6 +127,10 @@ int ac_opt_set(const ac_opt *o, void *q, const char *text, ac_err *err);
 
 /* Apply the default (ac_opt.def) of every option of the table to q. */
 int ac_opts_default(const ac_opt *table, void *q, ac_err *err);
+
+/* Free what ac_opt_set allocated in q (the lists of AC_OPT_STRINGS options;
+ * not the strings). */
+void ac_opts_free(const ac_opt *table, void *q);
 
 /* 1 if the option was given (its set_offset field), 0 if not or unknown. */
 int ac_opt_given(const ac_opt *o, const void *q);
@@ -198,7 +216,7 @@ int ac_request_status(const ac_request *r);
 /* Every command and its options as one JSON document (for bindings):
  * {"commands": [{"name", "summary", "synopsis", "description", "epilogue",
  *  "options": [{"name", "python", "kind", "min", "max", "choices", "default",
- *  "arg", "help", "group", "program_only", "array", "positional"}]}]}.
+ *  "arg", "help", "group", "program_only", "array", "positional", "operands"}]}]}.
  * malloc'ed; NULL if out of memory. */
 char *ac_commands_describe(void);
 /* Free a string the library returned (ac_request_json, ac_commands_describe):

@@ -17,20 +17,27 @@
 int cli_parse_request(ac_request *r, int argc, char **argv)
 {
     const ac_command *c = ac_request_command(r);
+    const ac_opt *operands = NULL; /* the option the operands are values of */
     size_t n = 0;
     for (const ac_opt *o = c->opts; o->name; o++)
         n++;
     struct option *lo = calloc(n + 2, sizeof *lo);
     if (!lo)
         return cli_fail(AC_EINTERNAL, "out of memory");
+    size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        lo[i].name = c->opts[i].name;
-        lo[i].has_arg = c->opts[i].kind == AC_OPT_FLAG ? no_argument : required_argument;
-        lo[i].val = 256 + (int)i;
+        if (c->opts[i].flags & AC_OPTF_OPERANDS) { /* not an option of the command line */
+            operands = &c->opts[i];
+            continue;
+        }
+        lo[k].name = c->opts[i].name;
+        lo[k].has_arg = c->opts[i].kind == AC_OPT_FLAG ? no_argument : required_argument;
+        lo[k].val = 256 + (int)i;
+        k++;
     }
-    lo[n].name = "help";
-    lo[n].has_arg = no_argument;
-    lo[n].val = 'h';
+    lo[k].name = "help";
+    lo[k].has_arg = no_argument;
+    lo[k].val = 'h';
     int ch, st = AC_OK;
     ac_err err;
     optind = 1;
@@ -45,6 +52,11 @@ int cli_parse_request(ac_request *r, int argc, char **argv)
             st = cli_usage("%s", err.msg);
     }
     free(lo);
+    for (; !st && operands && optind < argc; optind++) {
+        ac_err_clear(&err);
+        if (ac_request_set(r, operands->name, argv[optind], &err))
+            st = cli_usage("%s", err.msg);
+    }
     if (!st)
         st = cli_no_operands(argc, argv);
     return st;
@@ -55,8 +67,9 @@ int cli_check_request(ac_request *r)
     ac_err err;
     ac_err_clear(&err);
     const ac_command *c = ac_request_command(r);
+    char buf[2 * AC_ERR_MSG_MAX];
     if (c->check && c->check(ac_request_options(r), &err))
-        return cli_usage("%s", err.msg);
+        return cli_usage("%s", cli_err_message(buf, sizeof buf, &err));
     return AC_OK;
 }
 
@@ -122,6 +135,8 @@ void cli_opt_help(char *buf, size_t n, const ac_opt *o)
 
 static size_t spec_of(char *buf, size_t n, const ac_opt *o)
 {
+    if (o->flags & AC_OPTF_OPERANDS) /* the operands: "FILE..." */
+        return (size_t)snprintf(buf, n, "%s...", o->arg ? o->arg : "ARG");
     return (size_t)snprintf(buf, n, "--%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
 }
 
