@@ -189,10 +189,8 @@ int cmd_separate(int argc, char **argv);
 int cmd_condition(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
-extern const char cmd_merge_help[];
 extern const char cmd_report_help[];
 extern const char cmd_separate_help[];
-extern const char cmd_condition_help[];
 extern const char cmd_train_help[];
 
 /* Report rows (attncheck/commands.h, ac_report): the rows not yet written
@@ -203,8 +201,6 @@ typedef ac_report cli_report;
 /* ac_report_fail with the message's parameters spelled by a cli_flag table */
 void cli_report_fail(cli_report_row *row, int st, const ac_err *err, const cli_flag *flags);
 void report_rows_theorem2(cli_report *r);
-void report_rows_condition(cli_report *r);
 void report_rows_train(cli_report *r);
-void report_rows_trained_kappa(cli_report *r); /* report_trained.c */
 
 #endif

@@ -50,10 +50,10 @@ static void (*const row_sources[])(cli_report *) = {
     ac_report_rows_theorem1,
     report_rows_theorem2,
     report_rows_student,
-    report_rows_condition,
+    ac_report_rows_condition,
     report_rows_train,
     ac_report_rows_learn,
-    report_rows_trained_kappa,
+    ac_report_rows_trained_kappa,
 };
 
 int cmd_report(int argc, char **argv)

@@ -18,9 +18,13 @@ struct ac_request {
 };
 
 extern const ac_command ac_cmd_rep_theorem;
+extern const ac_command ac_cmd_condition;
+extern const ac_command ac_cmd_merge;
 
 const ac_command *const ac_commands[] = {
     &ac_cmd_rep_theorem,
+    &ac_cmd_condition,
+    &ac_cmd_merge,
     NULL,
 };
 
