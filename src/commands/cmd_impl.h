@@ -74,9 +74,9 @@ void ac_cmd_words_free(char **words, size_t n);
 /* Set the options of q from words: "--NAME VALUE", "--NAME=VALUE",
  * "--FLAG", NAME exact or a prefix of one option (as getopt_long reads a
  * command line).  AC_EUSAGE with *bad the index of a word that is refused
- * (not an option, an option keep(o) refuses, a value missing), or with the
- * option's message for a bad value (*bad = (size_t)-1).  The string values
- * point into words. */
+ * (not an option, or an option keep(o) refuses), or with the option's
+ * message for a bad or missing value (*bad = (size_t)-1).  The string
+ * values point into words. */
 int ac_cmd_set_words(const ac_opt *table, void *q, char *const *words, size_t n,
                      int (*keep)(const ac_opt *o), size_t *bad, ac_err *err);
 

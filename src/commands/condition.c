@@ -52,7 +52,8 @@ static int check_heads(const ac_opt *o, const void *q, const char *s, ac_err *er
     while (*p) {
         char *end;
         if (*p < '0' || *p > '9')
-            return ac_err_set(err, AC_EUSAGE, "--heads: '%s' is not a comma-separated list of whole numbers", s);
+            return ac_err_set(err, AC_EUSAGE,
+                              "--heads: '%s' is not a comma-separated list of whole numbers", s);
         errno = 0;
         unsigned long long v = strtoull(p, &end, 10);
         if (errno || v > MAX_DIM)
@@ -72,7 +73,8 @@ static int check_heads(const ac_opt *o, const void *q, const char *s, ac_err *er
             if (!*p)
                 return ac_err_set(err, AC_EUSAGE, "--heads: '%s' ends with a comma", s);
         } else if (*p) {
-            return ac_err_set(err, AC_EUSAGE, "--heads: '%s' is not a comma-separated list of whole numbers", s);
+            return ac_err_set(err, AC_EUSAGE,
+                              "--heads: '%s' is not a comma-separated list of whole numbers", s);
         }
     }
     return AC_OK;

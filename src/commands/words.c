@@ -149,12 +149,12 @@ int ac_cmd_set_words(const ac_opt *table, void *q, char *const *words, size_t n,
             eq = strchr(s, '=');
             o = find_word(table, s + 2, eq ? (size_t)(eq - s - 2) : strlen(s + 2));
         }
-        if (!o || !keep(o) || (o->kind == AC_OPT_FLAG && eq) ||
-            (o->kind != AC_OPT_FLAG && !eq && i + 1 == n)) {
+        if (!o || !keep(o)) {
             *bad = i;
             return ac_err_set(err, AC_EUSAGE, "'%s' is not an option", s);
         }
-        const char *value = o->kind == AC_OPT_FLAG ? NULL : eq ? eq + 1 : words[++i];
+        /* a flag's "=VALUE", a missing value: ac_opt_set's messages */
+        const char *value = eq ? eq + 1 : o->kind == AC_OPT_FLAG || i + 1 == n ? NULL : words[++i];
         int st = ac_opt_set(o, q, value, err);
         if (st)
             return st;
