@@ -6,10 +6,10 @@
     r.verdict, r.certificate, r.Wq.shape
 
 Functions: rep_theorem, certify_head, generate_instance (Theorem 1 of paper 1);
-separate, generate_layers, Layer (Theorem 2 of paper 1); condition (paper 2,
-Theorem 3.2); train (the training stack; fit-p certifies a learned head),
-report (every check on built-in instances); load_checkpoint, save_checkpoint
-(PyTorch).  Errors of the
+separate, generate_layers, Layer (Theorem 2 of paper 1); condition, merge
+(paper 2, Theorem 3.2); train (the training stack; fit-p certifies a learned
+head), report (every check on built-in instances); load_checkpoint,
+save_checkpoint (PyTorch).  Errors of the
 library are raised as AttncheckError with its one-line message; .status is
 the exit status the command line would give (64 usage, 65 data, 70 internal).
 See attncheck(1) and the README."""
@@ -18,8 +18,8 @@ from ._config import VERSION as __version__
 from ._commands import (COMMANDS, AttncheckError, InputError, Interval, Record, Result,
                         Verdict, run)
 from .core import (Certificate, ConditionResult, ConditionRow, Layer, SeparateResult,
-                   certify_head, condition, generate_instance, generate_layers, rep_theorem,
-                   separate)
+                   certify_head, condition, generate_instance, generate_layers, merge,
+                   rep_theorem, separate)
 from .core import report, train
 
 RepTheoremResult = Result  # the name of rep_theorem's result before it mirrored the JSON
@@ -28,6 +28,6 @@ from .checkpoint import fnv1a64, load_checkpoint, save_checkpoint
 __all__ = ["COMMANDS", "InputError", "Interval", "Record", "Result", "Verdict", "run",
            "AttncheckError", "Certificate", "ConditionResult", "ConditionRow", "Layer",
            "RepTheoremResult", "SeparateResult", "certify_head", "condition",
-           "generate_instance", "generate_layers", "rep_theorem", "separate", "fnv1a64",
+           "generate_instance", "generate_layers", "merge", "rep_theorem", "separate", "fnv1a64",
            "load_checkpoint", "save_checkpoint", "__version__"]
 __all__ += ["report", "train"]

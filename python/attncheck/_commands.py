@@ -395,6 +395,14 @@ def run(command, *args, _aliases=None, **kwargs):
                 if v is not True:
                     raise InputError(64, "%s: expected True or False, got %r" % (k, v))
                 rc = lib.ac_request_set(h, name, None, ctypes.byref(err))
+            elif o["kind"] == "strings":  # a list: one value each (merge's files)
+                vals = [v] if isinstance(v, (str, bytes, os.PathLike)) else list(v)
+                rc = 0
+                for x in vals:
+                    rc = lib.ac_request_set(h, name, _text(dict(o, kind="string"), x).encode(),
+                                            ctypes.byref(err))
+                    if rc != 0:
+                        break
             else:
                 rc = lib.ac_request_set(h, name, _text(o, v).encode(), ctypes.byref(err))
             if rc != 0:  # the message names the option as Python spells it
@@ -411,9 +419,9 @@ def run(command, *args, _aliases=None, **kwargs):
             obj = json.loads(ctypes.string_at(p).decode("utf-8"))
         finally:
             lib.ac_free(p)
-        n = lib.ac_request_arrays(h, None, 0)  # how many
+        n = lib.ac_request_arrays(h, None, 0)  # how many, then all of them
         out = (OutArray * max(n, 1))()
-        n = min(n, lib.ac_request_arrays(h, ctypes.cast(out, _vp), n))
+        n = min(n, lib.ac_request_arrays(h, ctypes.cast(out, _vp), max(n, 1)))
         arrays = {}
         for i in range(n):
             shape = tuple(out[i].shape[k] for k in range(out[i].ndim))
@@ -439,7 +447,8 @@ def _docstring(cmd, extra=""):
             h += " (default %s)" % o["default"]
         kind = {"flag": "bool", "size": "int", "long": "int", "u64": "int", "double": "float",
                 "string": "str", "choice": "str", "sizes": "list of int",
-                "range": "(int, int)", "shard": "(int, int)"}[o["kind"]]
+                "range": "(int, int)", "shard": "(int, int)",
+                "strings": "list of str"}[o["kind"]]
         if o["array"]:
             kind = "array or .npy file name"
         lines.append("  %s (%s): %s" % (o["python"], kind, h))

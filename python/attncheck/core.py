@@ -1,10 +1,11 @@
 """The checks of attncheck on NumPy arrays: rep_theorem, separate (and Layer),
-condition."""
+condition, merge, train, report."""
 
 import ctypes
 import decimal
 import inspect
 import math
+import numbers
 import os
 from dataclasses import dataclass, field
 from typing import Optional
@@ -13,7 +14,7 @@ import numpy as np
 
 from ._commands import (AttncheckError, InputError, Interval, Record, Result, Verdict,
                         _exact_array, make_function, run)
-from ._native import Cert, CondInfo, Err, c_double_p, lib
+from ._native import Cert, Err, c_double_p, lib
 
 VERDICTS = ("PROVED", "REFUTED", "UNDECIDED")
 RELATIONS = ("<", "<=", ">", ">=")
@@ -372,38 +373,104 @@ class ConditionRow:
     tw_median: float
 
 
-@dataclass(frozen=True)
-class ConditionResult:
-    """Paper 2, Theorem 3.2: sampled condition numbers per head count."""
-    mode: str
-    rows: tuple
+def _num(v):
+    """a JSON number (null: NaN, as the JSON writes NaN and infinities)"""
+    return math.nan if v is None else float(v)
+
+
+class ConditionResult(Result):
+    """The result of `attncheck condition` (and merge): every member of its
+    --json as attributes (r.verdict, r.certificate, r.results[i].stats.median,
+    ...), the arrays (r.kappa: one row of sampled kappa per h, r.sigma1,
+    r.sigmin; with certify r.kappa_lo, r.kappa_hi; with spectrum r.eig_h<h>;
+    with model the trained blocks' r.kappa per layer, r.init_kappa,
+    r.gauss_kappa), and, as before, .mode and .rows (one ConditionRow per h)."""
+
+    def __init__(self, r):
+        super().__init__(r.command, r.json, r.arrays)
+        object.__setattr__(self, "status", getattr(r, "status", None))
+
+    @property
+    def mode(self):
+        m = self.json.get("mode")
+        return m if m is not None else self.json.get("parameters", {}).get("mode")
+
+    @property
+    def rows(self):
+        res = self.json.get("results") or []
+        kappa = self.arrays.get("kappa")
+        rows = []
+        for i, x in enumerate(res):
+            st, pr = x["stats"], x["predictions"]
+            fo = pr.get("first_order")
+            rows.append(ConditionRow(
+                x["h"], x["D"], x["N"], kappa[i] if kappa is not None else np.empty(0),
+                _num(st.get("median")), _num(st.get("mean")), _num(st.get("q05")),
+                _num(st.get("q95")), _num(st.get("elog")),
+                (math.inf if x["D"] == x["N"] else math.nan) if fo is None else float(fo),
+                _num(pr.get("tw_median"))))
+        return tuple(rows)
 
     def __repr__(self):
-        lines = ["<condition %s" % self.mode]
+        if not self.json.get("results"):
+            return super().__repr__()
+        lines = ["<condition %s %s" % (self.mode, self.json.get("verdict"))]
         for r in self.rows:
             lines.append("  h=%-3d N=%-5d D=%-5d median kappa %.4g (Bai-Yin %.4g)"
                          % (r.h, r.N, r.D, r.median, r.first_order))
         return "\n".join(lines) + ">"
 
 
-def condition(heads, seq, head_dim, input_dim=0, mode="iid", trials=100, seed=1):
+_condition = make_function("condition")
+_merge = make_function("merge")
+
+
+def condition(heads=None, seq=None, head_dim=None, input_dim=0, mode=None, trials=None, seed=None,
+              **options):
     """Sample the condition number of the concatenated block [A_1 ... A_h]
     (seq x h*head_dim) for each h in heads, as `attncheck condition` does
-    (same seed, same values), with the Gaussian predictions beside them."""
-    modes = {"iid": 0, "attention": 1}
-    if mode not in modes:
-        raise ValueError("mode must be 'iid' or 'attention'")
-    rows = []
-    for h in heads:
-        info = CondInfo()
-        kappa = np.empty(trials)
-        err = Err()
-        rc = lib.ac_ffi_condition(ctypes.byref(info), _ptr(kappa), h, head_dim, seq, input_dim,
-                                  modes[mode], trials, seed, ctypes.byref(err))
-        _check(rc, err)
-        rows.append(ConditionRow(info.h, info.D, info.N, kappa, info.median, info.mean, info.q05,
-                                 info.q95, info.elog, info.first_order, info.tw_median))
-    return ConditionResult(mode, tuple(rows))
+    (same seed, same values), with the Gaussian predictions beside them;
+    every other option of `attncheck condition` keyword-only (certify, rtol,
+    max_prec, spectrum, bins, embed, model, data, batches, shard,
+    samples_out, threads).  None (and input_dim 0) means the command's
+    default: heads 1,2,4,8,16,32,64, seq 128, head_dim 64, input_dim D,
+    mode "iid", trials 100 (20 with model), seed 1.  Returns a
+    ConditionResult (every member of the command's --json, its arrays, and
+    .mode, .rows as before)."""
+    if isinstance(heads, numbers.Integral):
+        heads = [heads]
+    return ConditionResult(_condition(heads=heads, seq=seq, head_dim=head_dim,
+                                      input_dim=input_dim or None, mode=mode, trials=trials,
+                                      seed=seed, **options))
+
+
+def merge(files, **options):
+    """Combine the shard files of one condition sweep (condition(...,
+    shard=(i, k), samples_out=FILE) for every i of 1..k) into exactly the
+    result of the unsharded sweep; options: threads.  Returns a
+    ConditionResult, as condition does."""
+    if isinstance(files, (str, bytes, os.PathLike)):
+        files = [files]
+    return ConditionResult(_merge(list(files), **options))
+
+
+def _condition_signature():
+    """condition's signature: the arguments it always had, then every other
+    option of the command keyword-only"""
+    first = [("heads", None), ("seq", None), ("head_dim", None), ("input_dim", 0),
+             ("mode", None), ("trials", None), ("seed", None)]
+    P = inspect.Parameter
+    params = [P(n, P.POSITIONAL_OR_KEYWORD, default=d) for n, d in first]
+    names = {n for n, _ in first}
+    params += [P(p.name, P.KEYWORD_ONLY, default=None)
+               for p in inspect.signature(_condition).parameters.values() if p.name not in names]
+    return inspect.Signature(params)
+
+
+condition.__signature__ = _condition_signature()
+condition.__doc__ += "\n\n" + _condition.__doc__
+merge.__signature__ = inspect.signature(_merge)
+merge.__doc__ += "\n\n" + _merge.__doc__
 
 
 def certify_head(X, P, Wq, Wk, tol=2.0 ** -26):

@@ -28,6 +28,7 @@
 #include <stdio.h>
 
 #include "attncheck/common.h"
+#include "attncheck/condition.h"
 #include "attncheck/json.h"
 #include "attncheck/learned.h"
 #include "attncheck/multihead.h"
@@ -54,7 +55,10 @@ typedef enum {
     AC_OPT_CHOICE, /* int: the index of the value in choices[] */
     AC_OPT_SIZES,  /* "A,B,C": ac_opt_sizes of size_t in [min, max] */
     AC_OPT_RANGE,  /* "A:B": size_t[2] in [min, max] with A <= B */
-    AC_OPT_SHARD   /* "I/K": size_t[2] with 1 <= I <= K <= max */
+    AC_OPT_SHARD,  /* "I/K": size_t[2] with 1 <= I <= K <= max */
+    AC_OPT_STRINGS /* a list of strings (ac_opt_strings): each value given is appended
+                      (the generic request keeps its own copies; ac_opts_free frees
+                      the list) */
 } ac_opt_kind;
 
 /* The value of an AC_OPT_SIZES option. */
@@ -63,6 +67,12 @@ typedef struct {
     size_t n;
     size_t v[AC_OPT_SIZES_MAX];
 } ac_opt_sizes;
+
+/* The value of an AC_OPT_STRINGS option. */
+typedef struct {
+    size_t n;
+    const char **v;
+} ac_opt_strings;
 
 /* flags of an option */
 enum {
@@ -74,10 +84,15 @@ enum {
     AC_OPTF_JOIN = 1u << 3,    /* --help shows it on one line with the next option,
                                   whose help describes both (help is NULL) */
     AC_OPTF_NEGATE = 1u << 4,  /* AC_OPT_FLAG that sets the field to 0 (--no-causal) */
-    AC_OPTF_LIBRARY = 1u << 5  /* not an option of the program (no --NAME, not in --help):
+    AC_OPTF_LIBRARY = 1u << 5, /* not an option of the program (no --NAME, not in --help):
                                   an AC_OPTF_ARRAY input that Python and C callers give in
                                   memory where the program reads a directory (separate's
                                   Wq ... Wo for --w-dir) */
+    AC_OPTF_OPERANDS = 1u << 6, /* AC_OPT_STRINGS: the operands of the command line (the
+                                   arguments after the options) are its values; --help
+                                   shows it as ARG... (merge's FILE...) */
+    AC_OPTF_CHECK_FIRST = 1u << 7 /* check() validates the text before the kind's parsing
+                                     (the command's own messages for its own syntax) */
 };
 
 #define AC_OPT_NOSET ((size_t)-1)
@@ -119,6 +134,10 @@ int ac_opt_set(const ac_opt *o, void *q, const char *text, ac_err *err);
 
 /* Apply the default (ac_opt.def) of every option of the table to q. */
 int ac_opts_default(const ac_opt *table, void *q, ac_err *err);
+
+/* Free what ac_opt_set allocated in q (the lists of AC_OPT_STRINGS options;
+ * not the strings). */
+void ac_opts_free(const ac_opt *table, void *q);
 
 /* 1 if the option was given (its set_offset field), 0 if not or unknown. */
 int ac_opt_given(const ac_opt *o, const void *q);
@@ -206,7 +225,7 @@ int ac_request_status(const ac_request *r);
  * {"commands": [{"name", "summary", "synopsis", "description", "epilogue",
  *  "options": [{"name", "python", "kind", "min", "max", "choices", "default",
  *  "arg", "help", "group", "program_only", "array", "positional",
- *  "library_only"}]}]}.
+ *  "library_only", "operands"}]}]}.
  * malloc'ed; NULL if out of memory. */
 char *ac_commands_describe(void);
 /* Free a string the library returned (ac_request_json, ac_commands_describe):
@@ -287,6 +306,8 @@ void ac_report_rows_theorem2(ac_report *r);
 /* Theorem 2 on learned weights: a standard student against the fixed one
  * (ac_learn_t2_compare; doc/mathematics.md §4.8). */
 void ac_report_rows_student(ac_report *r);
+void ac_report_rows_condition(ac_report *r);     /* Theorem 3.2 of paper 2 */
+void ac_report_rows_trained_kappa(ac_report *r); /* Theorem 3.2 on trained heads */
 
 /* ---- rep-theorem (Theorem 1 of paper 1; attncheck-rep-theorem(1)) ---------------- */
 
@@ -470,15 +491,6 @@ typedef struct {
     const char *plot;
 } ac_report_request;
 
-/* The row sources the program still makes (conditioning, the trained
- * kappa): the hooks of report's run, called in
- * the report's order; NULL (and no hooks, Python) leaves their rows out
- * until they are the library's. */
-typedef struct {
-    void (*condition)(ac_report *r);
-    void (*trained_kappa)(ac_report *r);
-} ac_report_hooks;
-
 typedef struct {
     ac_report rep;                  /* the rows */
     size_t as_expected, contradicting, undecided; /* by ac_report_row_outcome */
@@ -560,6 +572,126 @@ extern const ac_command ac_cmd_separate;
  * printed bound is still a bound (a lower bound 0.99996 prints as 0.999,
  * not 1); "inf", "-inf", "nan" spelled out. */
 const char *ac_num3_bound(char *buf, size_t n, double x, int up);
+
+/* ---- condition (Theorem 3.2 of paper 2; attncheck-condition(1)) ------------------ */
+
+typedef struct {
+    /* blocks */
+    ac_opt_sizes heads;          /* --heads */
+    size_t seq;                  /* --seq: N */
+    size_t head_dim, embed;      /* --head-dim d, --embed D (alternatives) */
+    int mode;                    /* --mode: ac_cond_mode */
+    size_t input_dim;            /* --input-dim E */
+    size_t trials;               /* --trials (with --model: 20 unless given) */
+    uint64_t seed;
+    int have_heads, have_seq, have_head_dim, have_embed, have_mode, have_input_dim,
+        have_trials, have_seed;
+    /* accuracy */
+    double rtol;
+    long max_prec;
+    int certify;
+    int have_rtol, have_max_prec;
+    /* spectrum */
+    int spectrum;
+    size_t bins;
+    int have_bins;
+    /* trained models (doc/mathematics.md §6.6) */
+    const char *model, *data;    /* --model DIR, --data FILE */
+    size_t batches;
+    int have_batches;
+    /* output (the program) */
+    int json, trace;
+    const char *csv, *plot;
+    long threads;                /* --threads (0: all cores) */
+    int have_threads;
+    /* shards (attncheck/shard.h) */
+    size_t shard[2];             /* --shard I/K */
+    int have_shard;
+    const char *samples_out;     /* --samples-out FILE, written by the run */
+    /* filled by check: d of every h of heads (head_dim, or embed / h) */
+    size_t dims[AC_OPT_SIZES_MAX];
+} ac_condition_request;
+
+/* The sums of the thread-seconds of the parts and of the flops over the
+ * results of a sweep. */
+typedef struct {
+    double sample, reduce, solve, mpfr, certify, flops;
+} ac_condition_times;
+
+/* What a sweep's result says of each h beyond ac_cond_result (estimates). */
+typedef struct {
+    int mean_reported;           /* 0 at D = N >= 2: E kappa = inf (doc/mathematics.md §5.5) */
+    int full_rank_possible;      /* rank_bound >= min(N, D) (doc/mathematics.md §5.10) */
+    double se_sigma1, se_sigmin; /* standard errors of the mean sigma_1, sigma_min over the
+                                    finite samples (NaN with fewer than two) */
+    double se_edelman_median;    /* D = N >= 2: the standard error of the sample median
+                                    under Edelman's law, relative to it; NaN otherwise */
+} ac_condition_h;
+
+/* The findings of a sweep (estimates). */
+typedef struct {
+    size_t fo_n;                 /* the h where the first order's relative error against
+                                    the sample mean is finite */
+    double fo_lo, fo_hi;         /* its smallest and largest value over them */
+    size_t fo_h_lo, fo_h_hi;     /* at these h */
+    int fo_above;                /* fo_n > 0 and fo_lo > 0: the first order is above the
+                                    sample mean at every such h */
+    size_t tw_n;                 /* the h with |D - N| >= AC_RMT_SQUARE_BAND and a TW point */
+    double tw_max;               /* the largest |relative error| of the TW point over them */
+    size_t n_mpfr, n_unresolved; /* samples of the MPFR fallback, unresolved, over every h */
+    size_t low_rank;             /* the first h (index) whose blocks cannot have full rank,
+                                    or nh when there is none */
+} ac_condition_findings;
+
+typedef struct {
+    int model;                   /* --model: the result is `compare` */
+    int shard;                   /* --shard: one shard, written to samples_out */
+    int merged;                  /* merge: the sweep is `sweep`, read from the shards */
+    size_t nh;                   /* results (one per h of the list) */
+    ac_cond_result *res;
+    ac_cert cert;                /* claim C over every h (sweep, merge) */
+    ac_condition_h *hs;          /* nh entries (sweep, merge) */
+    ac_condition_findings findings;
+    ac_condition_times times;
+    double wall;                 /* seconds of the sampling (merge: of the shards) */
+    int threads;                 /* the threads used (--threads, or all cores) */
+    size_t lo, hi;               /* --shard: the trial range of every h */
+    ac_condition_request sweep;  /* merge: the sweep's options, read from the shards */
+    char **words;                /* merge: the first shard's words (the sweep's strings) */
+    size_t nwords;
+    ac_learn_kappa_compare compare; /* --model */
+    double seconds;              /* the whole run */
+    /* the arrays of the result (ac_request_arrays): a sweep nh x trials each;
+     * --model: kappa, init_kappa layers x sequences, gauss_kappa 1 x trials */
+    double *kappa, *sigma1, *sigmin, *kappa_lo, *kappa_hi, *init_kappa, *gauss_kappa;
+    char (*names)[32];           /* the names of the per-h arrays (eig_h<h>) */
+} ac_condition_result;
+
+/* The hooks of condition's sweep (the program's progress line and --trace;
+ * each may be NULL), called by the calling thread. */
+typedef struct {
+    /* after each sample of the i-th h of the list: done of total samples */
+    void (*progress)(void *ctx, size_t i, size_t done, size_t total);
+    /* after the i-th h of the list is complete */
+    void (*done)(void *ctx, size_t i, const ac_cond_result *r);
+    void *ctx;
+} ac_condition_hooks;
+
+extern const ac_command ac_cmd_condition;
+
+/* ---- merge (the shards of a condition sweep; attncheck-merge(1)) ------------------ */
+
+typedef struct {
+    ac_opt_strings files;        /* the shard files (the operands) */
+    int json;
+    const char *csv, *plot;
+    long threads;
+    int have_threads;
+} ac_merge_request;
+
+/* merge's result is condition's (ac_condition_result, merged = 1, the
+ * sweep's options in sweep). */
+extern const ac_command ac_cmd_merge;
 
 #ifdef __cplusplus
 }

@@ -174,16 +174,6 @@ int cli_stdout_check(void);
  * is an error.  Returns the exit status. */
 int cli_finish(int status);
 
-/* rel_memory.c: the memory a command needs (an estimate, in bytes, from
- * measured peak sizes) and the check before any work: AC_OK, or the error
- * "WHAT needs about X GiB of memory (an estimate); only Y GiB are available
- * (SOURCE)" with `status` (AC_EUSAGE for sizes given as options, printed as
- * a usage error; AC_EDATA for sizes read from a file) when the estimate
- * exceeds 90% of ac_memory_available(). */
-double cli_mem_rep_theorem(size_t d, size_t n);
-int cli_memory_check(double need, int status, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
 /* Commands */
 int cmd_rep_theorem(int argc, char **argv);
 int cmd_report(int argc, char **argv);
@@ -191,17 +181,5 @@ int cmd_separate(int argc, char **argv);
 int cmd_condition(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
-extern const char cmd_merge_help[];
-extern const char cmd_condition_help[];
-
-/* Report rows (attncheck/commands.h, ac_report): the rows not yet written
- * in the library are made here with these names. */
-typedef ac_report_row cli_report_row;
-typedef ac_report cli_report;
-#define cli_report_add ac_report_add
-/* ac_report_fail with the message's parameters spelled by a cli_flag table */
-void cli_report_fail(cli_report_row *row, int st, const ac_err *err, const cli_flag *flags);
-void report_rows_condition(cli_report *r);
-void report_rows_trained_kappa(cli_report *r); /* report_trained.c */
 
 #endif

@@ -13,7 +13,6 @@
 #include "attncheck/commands.h"
 #include "attncheck/theorem1.h"
 #include "cli.h"
-#include "json_contract.h"
 #include "rep_learn.h"
 
 /* How rep-theorem spells the parameters the library's messages name

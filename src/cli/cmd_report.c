@@ -1,9 +1,7 @@
 /* cmd_report.c — `attncheck report`: every check on built-in defaults.
  * The options, the rows, their outcome and the JSON result are the
  * library's (src/commands/report.c); this file prints the table and draws
- * --plot (report_plot.c).  The rows still made here (theorem 2, the
- * students, conditioning, the trained kappa) reach the library's run
- * through its hooks. */
+ * --plot (report_plot.c). */
 #include <config.h>
 
 #include <stdlib.h>
@@ -12,12 +10,6 @@
 #include "attncheck/blas.h"
 #include "cli.h"
 #include "report_plot.h"
-
-/* The row sources of the program, in the library's report order. */
-static const ac_report_hooks program_rows = {
-    .condition = report_rows_condition,
-    .trained_kappa = report_rows_trained_kappa,
-};
 
 /* The marks of the table by a row's outcome (ac_report_row_outcome): ""
  * as predicted, " !" contradicting, " ?" undecided or not run. */
@@ -61,7 +53,7 @@ int cmd_report(int argc, char **argv)
         goto out;
     const ac_report_request *q = ac_request_options(r);
     if ((st = report_plot_open(&fig, q->plot)) ||
-        (st = cli_run_request(r, (void *)&program_rows)))
+        (st = cli_run_request(r, NULL)))
         goto out;
     const ac_report_result *res = ac_request_result(r);
     if ((st = report_plot_write(&fig, &res->rep)))

@@ -1,72 +1,58 @@
-/* condition_cli.h — the pieces of `attncheck condition` (Theorem 3.2 of
- * paper 2), shared by its files (not part of the library):
- *   cmd_condition.c     options, the run, the trace, the output files
+/* condition_cli.h — what the program does for `attncheck condition` and
+ * `attncheck merge` (Theorem 3.2 of paper 2) around the library's commands
+ * (src/commands/condition.c, merge.c: the options, the runs, the verdicts,
+ * the JSON, the shard files), shared by its files (not part of the
+ * library):
+ *   cmd_condition.c     parsing, the progress line, --trace, the output
+ *                       files staged before the run, the outputs
+ *   cmd_merge.c         merge: parsing, the run, the same outputs
  *   condition_text.c    the text output, one table per function
- *   condition_json.c    --json
  *   condition_files.c   --csv, and the gnuplot script of --plot (plot.h)
- *   condition_report.c  the rows of `attncheck report`
- * Every verdict comes from the library (attncheck/condition.h). */
+ *   condition_model.c   --model's table, --csv and --plot
+ * Nothing here decides: every verdict, claim and comparison is the
+ * library's. */
 #ifndef AC_CLI_CONDITION_CLI_H
 #define AC_CLI_CONDITION_CLI_H
 
 #include <stddef.h>
 #include <stdio.h>
 
-#include "attncheck/condition.h"
+#include "attncheck/commands.h"
+#include "attncheck/fileio.h"
 #include "cli.h"
 
-#define MAX_HEADS_LIST 64
-
-/* The parsed command line. */
+/* The output files (--csv, --plot): staged before the run, committed when
+ * complete. */
 typedef struct {
-    size_t heads[MAX_HEADS_LIST], dims[MAX_HEADS_LIST], nh;
-    size_t d, embed;
-    int have_d, have_embed;
     const char *csv, *plot;
-    int trace;
-    ac_cond_opts o;
-    cli_common common;
-    /* shards (condition_shard.c) */
-    size_t shard_i, shard_k;     /* --shard I/K (k = 0: not sharded) */
-    const char *samples_out;     /* --samples-out FILE */
-    const char **merge;          /* --merge-from FILE... (attncheck merge) */
-    size_t nmerge;
-    const char **words;          /* the sweep's options, for the shard file */
-    size_t nwords;
-} cond_args;
+    ac_atomic fcsv, fplot;
+    char gpbuf[4096];
+    const char *gp; /* the gnuplot program (--plot) */
+} cond_files;
 
-/* D = N: Edelman's law, the mean is not reported (E kappa = inf) */
-static inline int cond_is_square(const ac_cond_result *r)
-{
-    return r->D == r->N && r->N >= 2; /* E kappa = inf; N = D = 1: kappa = 1 */
-}
+/* Find gnuplot and open the staged files (nothing when both are NULL):
+ * AC_OK, or the error printed. */
+int cond_files_open(cond_files *f, const char *csv, const char *plot);
+void cond_files_abort(cond_files *f);
 
-/* Thread-seconds of the parts and flops, summed over the results. */
-typedef struct {
-    double sample, reduce, solve, mpfr, certify, flops;
-} cond_times;
+/* The outputs of a run, in the order the program has always written them:
+ * the plot (gnuplot may fail), the CSV, both committed, then the JSON or the
+ * text on stdout.  q: the sweep's options (merge: res->sweep); json: --json. */
+int cond_write_outputs(ac_request *r, const ac_condition_request *q,
+                       const ac_condition_result *res, cond_files *f, int json);
 
-cond_times cond_sum_times(const ac_cond_result *res, size_t nh);
+/* condition_text.c */
+void cond_print_text(const ac_condition_request *q, const ac_condition_result *res);
+/* condition_files.c */
+void cond_write_csv(FILE *f, const ac_condition_request *q, const ac_condition_result *res);
+/* The gnuplot script of --plot FILE (its terminal from the name): kappa
+ * against h (the picture goes to gnuplot's standard output, plot.h). */
+void cond_write_gnuplot_script(FILE *f, const ac_condition_request *q,
+                               const ac_condition_result *res, const char *plot);
 
-void cond_print_text(const cond_args *a, const ac_cond_result *res, size_t nh, double wall,
-                     int threads, const ac_cert *cert);
-void cond_write_json(ac_json *j, const cond_args *a, const ac_cond_result *res, size_t nh,
-                     double wall, int threads, const ac_cert *cert);
-void cond_write_csv(FILE *f, const cond_args *a, const ac_cond_result *res, size_t nh);
-/* `condition --model DIR` (condition_model.c): kappa of trained heads. */
-int cmd_condition_model(int argc, char **argv);
-
-/* The gnuplot script of --plot: kappa against h, writing the image to out
- * (NULL: to gnuplot's standard output, no file name in the script). */
-void cond_write_gnuplot_script(FILE *f, const cond_args *a, const ac_cond_result *res, size_t nh,
-                               const char *out);
-
-struct option;
-/* condition_shard.c */
-int cond_shard_words(cond_args *a, int argc, char **argv, const struct option *opts);
-int cond_parse_shard(cond_args *a, const char *s);
-int cond_check_shard_args(const cond_args *a);
-int cond_run_shard(cond_args *a, ac_cond_result *res, size_t *nres);
-int cond_merge_all(cond_args *a, ac_cond_result *res, size_t *nres, double *wall);
+/* condition_model.c: --model's outputs (the library's ac_learn_kappa_compare):
+ * the table or the JSON, --csv, --plot. */
+int cond_model_outputs(ac_request *r, const ac_condition_request *q,
+                       const ac_condition_result *res, int json);
 
 #endif

@@ -1,6 +1,7 @@
-/* condition_files.c — the output files of `attncheck condition`: the --csv
- * table (one row per h) and the gnuplot script of --plot (kappa against h
- * with every prediction; run by plot.c). */
+/* condition_files.c — the output files of `attncheck condition` (and
+ * merge): the --csv table (one row per h) and the gnuplot script of --plot
+ * (kappa against h with every prediction; run by plot.c), from the
+ * library's result. */
 #include <config.h>
 
 #include <math.h>
@@ -20,8 +21,10 @@ static void csv_num(FILE *f, double x)
     fprintf(f, ",%s", buf);
 }
 
-void cond_write_csv(FILE *f, const cond_args *a, const ac_cond_result *res, size_t nh)
+void cond_write_csv(FILE *f, const ac_condition_request *q, const ac_condition_result *cr)
 {
+    const ac_cond_result *res = cr->res;
+    size_t nh = cr->nh;
     fputs("h,d,D,N,E,mode,trials,regime,mean,se_mean,median,sd,q05,q95,min,max,elog,se_elog,"
           "mean_sigma1,mean_sigmin,first_order,err_first_order,tw_point,err_tw_point,tw_median,"
           "err_tw_median,tw_q05,tw_q95,tw_coverage,gordon_kappa95,above_gordon,gordon_smax_hi,"
@@ -33,7 +36,7 @@ void cond_write_csv(FILE *f, const cond_args *a, const ac_cond_result *res, size
     for (size_t i = 0; i < nh; i++) {
         const ac_cond_result *r = &res[i];
         const ac_rmt_pred *p = &r->pred;
-        int sq = cond_is_square(r);
+        int sq = !cr->hs[i].mean_reported;
         fprintf(f, "%zu,%zu,%zu,%zu,%zu,%s,%zu,%s", r->h, r->d, r->D, r->N, r->E,
                 ac_cond_mode_name(r->mode), r->trials, ac_rmt_regime_name(p->regime));
         csv_num(f, sq ? NAN : r->st.mean);
@@ -71,10 +74,10 @@ void cond_write_csv(FILE *f, const cond_args *a, const ac_cond_result *res, size
         fprintf(f, ",%zu,%zu,%zu,%zu", r->n_route[0], r->n_route[1], r->n_route[2],
                 r->n_unresolved);
         csv_num(f, r->bins ? r->ks : NAN);
-        fprintf(f, ",%s,%zu,%zu,%zu", a->o.certify ? ac_verdict_name(r->verdict) : "",
+        fprintf(f, ",%s,%zu,%zu,%zu", q->certify ? ac_verdict_name(r->verdict) : "",
                 r->n_proved, r->n_undecided, r->n_refuted);
-        csv_num(f, a->o.certify ? r->dev_hi : NAN);
-        int cv = a->o.certify && r->cst.valid;
+        csv_num(f, q->certify ? r->dev_hi : NAN);
+        int cv = q->certify && r->cst.valid;
         csv_num(f, cv && !sq ? r->cst.mean_lo : NAN);
         csv_num(f, cv && !sq ? r->cst.mean_hi : NAN);
         csv_num(f, cv ? r->cst.median_lo : NAN);
@@ -120,17 +123,16 @@ static void cond_write_xaxis(FILE *f, const ac_cond_result *res, size_t nh)
     free(h);
 }
 
-void cond_write_gnuplot_script(FILE *f, const cond_args *a, const ac_cond_result *res, size_t nh,
-                               const char *out)
+void cond_write_gnuplot_script(FILE *f, const ac_condition_request *q,
+                               const ac_condition_result *cr, const char *plot)
 {
+    const ac_cond_result *res = cr->res;
+    size_t nh = cr->nh;
     double ymin = INFINITY, ymax = 0;
     int have_ed = 0, have_tw = 0;
-    fprintf(f, "set terminal %s\n", cli_plot_terminal(a->plot));
-    if (out) { /* NULL: gnuplot's standard output (plot.h) */
-        fputs("set output ", f);
-        cli_gp_quote(f, out);
-        fputc('\n', f);
-    }
+    /* the picture goes to gnuplot's standard output: no file name in the
+     * script (plot.h) */
+    fprintf(f, "set terminal %s\n", cli_plot_terminal(plot));
     /* NaN marks an undefined value: lines break there */
     fputs("$data << EOD\n", f);
     /* the rows in increasing h (--heads may be in any order): the curves
@@ -168,9 +170,8 @@ void cond_write_gnuplot_script(FILE *f, const cond_args *a, const ac_cond_result
     }
     fputs("EOD\n", f);
     fprintf(f, "set title 'Theorem 3.2: {/Symbol k}(A), N = %zu, %s, %s, %zu trials per h'\n",
-            a->o.N, a->have_embed ? "fixed D" : "fixed d",
-            a->o.mode == AC_COND_IID ? "i.i.d. Gaussian blocks" : "attention heads",
-            a->o.trials);
+            q->seq, q->have_embed ? "fixed D" : "fixed d",
+            q->mode == AC_COND_IID ? "i.i.d. Gaussian blocks" : "attention heads", q->trials);
     fputs("set xlabel 'heads h'\nset ylabel 'condition number {/Symbol k}'\n"
           "set logscale x 2\nset grid\nset key below maxrows 3 box\n",
           f);

@@ -1,5 +1,6 @@
 /* condition_text.c — the text output of `attncheck condition` (Theorem 3.2
- * of paper 2): one function per table, in the order printed. */
+ * of paper 2) and `attncheck merge`: one function per table, in the order
+ * printed, from the library's result (ac_condition_result). */
 #include <config.h>
 
 #include <math.h>
@@ -7,21 +8,6 @@
 
 #include "attncheck/rmt.h"
 #include "condition_cli.h"
-
-/* The thread-seconds of every part, summed over the results. */
-cond_times cond_sum_times(const ac_cond_result *res, size_t nh)
-{
-    cond_times t = {0, 0, 0, 0, 0, 0};
-    for (size_t i = 0; i < nh; i++) {
-        t.sample += res[i].t_sample;
-        t.reduce += res[i].t_reduce;
-        t.solve += res[i].t_solve;
-        t.mpfr += res[i].t_mpfr;
-        t.certify += res[i].t_certify;
-        t.flops += res[i].flops;
-    }
-    return t;
-}
 
 /* %.4g, "-" for NaN, "inf" */
 static const char *fg(char *b, size_t n, double x)
@@ -57,27 +43,26 @@ static const char *fpct(char *b, size_t n, double x)
 
 
 /* The first lines: sizes, blocks, trials, seed, rtol. */
-static void print_header(const cond_args *a)
+static void print_header(const ac_condition_request *q)
 {
     char b[8][40];
-    const ac_cond_opts *o = &a->o;
-    printf("attncheck condition: Theorem 3.2, kappa of A = [A_1 ... A_h], N = %zu, ", o->N);
-    if (a->have_embed)
-        printf("D = %zu (d = D/h)\n", a->embed);
+    printf("attncheck condition: Theorem 3.2, kappa of A = [A_1 ... A_h], N = %zu, ", q->seq);
+    if (q->have_embed)
+        printf("D = %zu (d = D/h)\n", q->embed);
     else
-        printf("d = %zu (D = h d)\n", a->d);
-    if (o->mode == AC_COND_IID)
+        printf("d = %zu (D = h d)\n", q->head_dim);
+    if (q->mode == AC_COND_IID)
         printf("blocks: iid N(0,1)");
-    else if (o->input_dim)
-        printf("blocks: attention heads, X N x %zu Gaussian, N(0,1/E) projections", o->input_dim);
+    else if (q->have_input_dim)
+        printf("blocks: attention heads, X N x %zu Gaussian, N(0,1/E) projections", q->input_dim);
     else
         printf("blocks: attention heads, X N x D Gaussian, N(0,1/E) projections");
-    printf("; %zu trials per h; seed %llu; rtol %s\n\n", o->trials, (unsigned long long)o->seed,
-           fg(b[0], sizeof b[0], o->rtol));
+    printf("; %zu trials per h; seed %llu; rtol %s\n\n", q->trials, (unsigned long long)q->seed,
+           fg(b[0], sizeof b[0], q->rtol));
 }
 
 /* The sample statistics of kappa and the routes, one row per h. */
-static void print_samples(const ac_cond_result *res, size_t nh)
+static void print_samples(const ac_cond_result *res, const ac_condition_h *hs, size_t nh)
 {
     char b[8][40];
     printf("samples (estimates; at D = N >= 2 the mean is not reported: E kappa = inf, "
@@ -86,7 +71,7 @@ static void print_samples(const ac_cond_result *res, size_t nh)
            "+-se", "median", "sd", "q05", "q95", "E log k", "gram", "svd", "mpfr");
     for (size_t i = 0; i < nh; i++) {
         const ac_cond_result *r = &res[i];
-        int sq = cond_is_square(r);
+        int sq = !hs[i].mean_reported;
         printf("%5zu %7zu %-6s %9s %8s %9s %8s %9s %9s %8.4f %6zu %5zu %5zu\n", r->h, r->D,
                ac_rmt_regime_name(r->pred.regime), sq ? "-" : fg(b[0], 40, r->st.mean),
                sq ? "-" : fse(b[1], 40, r->st.se_mean), fg(b[2], 40, r->st.median),
@@ -96,7 +81,7 @@ static void print_samples(const ac_cond_result *res, size_t nh)
 }
 
 /* One row of the predictions at D = N: Edelman's law. */
-static void print_prediction_square(const ac_cond_result *r)
+static void print_prediction_square(const ac_cond_result *r, const ac_condition_h *hi)
 {
     char b[8][40];
     const ac_rmt_pred *p = &r->pred;
@@ -106,22 +91,17 @@ static void print_prediction_square(const ac_cond_result *r)
                r->h, r->D, "inf");
         return;
     }
-    /* standard error of a sample median under Edelman's law, relative:
-     * sqrt(1/(4T)) / (f(x) x) at the median x, f = F (2/x^2 + 4/x^3) */
-    double x = p->edelman_median / (double)r->N;
-    double f = 0.5 * (2 / (x * x) + 4 / (x * x * x));
-    double se_med = sqrt(0.25 / (double)r->trials) / (f * x);
     printf("%5zu %7zu  %-18s Edelman (D = N): median %s (%s, se %.1f%%), E log k %.4f (%+.3f, "
            "se %.3f), 5-95%% [%s, %s] (%.0f%%)\n",
            r->h, r->D, "inf", fg(b[0], 40, p->edelman_median),
-           fpct(b[1], 40, r->err_edelman_median), 100 * se_med, p->edelman_elog,
+           fpct(b[1], 40, r->err_edelman_median), 100 * hi->se_edelman_median, p->edelman_elog,
            r->diff_edelman_elog, r->st.se_elog, fg(b[2], 40, p->edelman_q05),
            fg(b[3], 40, p->edelman_q95), 100 * r->edelman_coverage);
 }
 
 /* The predictions (first order, paper 2, eq. (6); Tracy-Widom; Gordon) and
  * their relative errors, one row per h. */
-static void print_predictions(const ac_cond_result *res, size_t nh)
+static void print_predictions(const ac_cond_result *res, const ac_condition_h *hs, size_t nh)
 {
     char b[8][40];
     printf("\npredictions (relative error: first order and TW point vs the mean, TW median vs the "
@@ -133,7 +113,7 @@ static void print_predictions(const ac_cond_result *res, size_t nh)
         const ac_rmt_pred *p = &r->pred;
         char c1[64], c2[64], c3[64], c4[80], c5[64];
         if (r->D == r->N) {
-            print_prediction_square(r);
+            print_prediction_square(r, &hs[i]);
             continue;
         }
         snprintf(c1, sizeof c1, "%s (%s)", fg(b[0], 40, p->first_order),
@@ -158,31 +138,7 @@ static void print_predictions(const ac_cond_result *res, size_t nh)
 }
 
 /* Mean sigma_1 and sigma_min against the Gordon bounds (iid blocks). */
-/* Standard error of the mean of the finite sample values x(s) (NaN with
- * fewer than two). */
-static double se_of(const ac_cond_result *r, int smin)
-{
-    double s = 0, ss = 0;
-    size_t n = 0;
-    for (size_t t = 0; t < r->trials; t++) {
-        double x = smin ? r->samples[t].sigmin : r->samples[t].sigma1;
-        if (isfinite(x)) {
-            s += x;
-            n++;
-        }
-    }
-    if (n < 2)
-        return NAN;
-    double mu = s / (double)n;
-    for (size_t t = 0; t < r->trials; t++) {
-        double x = smin ? r->samples[t].sigmin : r->samples[t].sigma1;
-        if (isfinite(x))
-            ss += (x - mu) * (x - mu);
-    }
-    return sqrt(ss / (double)(n - 1) / (double)n);
-}
-
-static void print_gordon(const ac_cond_result *res, size_t nh)
+static void print_gordon(const ac_cond_result *res, const ac_condition_h *hs, size_t nh)
 {
     printf("\nsingular values against the Gordon bounds (E sigma_1 <= sqrt M + sqrt m, "
            "E sigma_min >= sqrt M - sqrt m; estimates)\n");
@@ -191,8 +147,8 @@ static void print_gordon(const ac_cond_result *res, size_t nh)
     for (size_t i = 0; i < nh; i++) {
         const ac_cond_result *r = &res[i];
         printf("%5zu %7zu %12.5g %8.2g %10.5g %12.5g %8.2g %10.5g\n", r->h, r->D,
-               r->st.mean_sigma1, se_of(r, 0), r->pred.gordon_smax_hi, r->st.mean_sigmin,
-               se_of(r, 1), r->pred.gordon_smin_lo);
+               r->st.mean_sigma1, hs[i].se_sigma1, r->pred.gordon_smax_hi, r->st.mean_sigmin,
+               hs[i].se_sigmin, r->pred.gordon_smin_lo);
     }
 }
 
@@ -220,10 +176,10 @@ static void print_histogram(const ac_cond_result *r)
 }
 
 /* --spectrum: the KS distance and histogram of every h. */
-static void print_spectrum(const ac_cond_opts *o, const ac_cond_result *res, size_t nh)
+static void print_spectrum(const ac_condition_request *q, const ac_cond_result *res, size_t nh)
 {
     printf("\nspectrum of (1/D) A A^T against Marchenko-Pastur (y = N/D)%s\n",
-           o->mode == AC_COND_ATTENTION ? ", divided by the mean square entry" : "");
+           q->mode == AC_COND_ATTENTION ? ", divided by the mean square entry" : "");
     for (size_t i = 0; i < nh; i++) {
         const ac_cond_result *r = &res[i];
         double y = (double)r->N / (double)r->D, lo, hi;
@@ -236,13 +192,13 @@ static void print_spectrum(const ac_cond_opts *o, const ac_cond_result *res, siz
 }
 
 /* One row of the certified table. */
-static void print_certified_row(const ac_cond_result *r)
+static void print_certified_row(const ac_cond_result *r, const ac_condition_h *hi)
 {
     char b[8][40];
     const ac_cond_certstats *c = &r->cst;
     char m1[64], m2[64], m3[64], m4[64];
     if (c->valid) {
-        if (cond_is_square(r))
+        if (!hi->mean_reported)
             snprintf(m1, sizeof m1, "- (E kappa = inf)");
         else
             snprintf(m1, sizeof m1, "[%.10g, %.10g]", c->mean_lo, c->mean_hi);
@@ -269,65 +225,44 @@ static void print_certified_row(const ac_cond_result *r)
 }
 
 /* --certify: claim C and the certified statistics of every h. */
-static void print_certified(const ac_cond_result *res, size_t nh)
+static void print_certified(const ac_cond_result *res, const ac_condition_h *hs, size_t nh)
 {
     printf("\ncertified (rigorous enclosures for the seeded sample; dev = |kappa/kappa~ - 1|)\n");
     printf("%5s %7s %-9s %7s %7s %9s %-28s %-28s %-24s %s\n", "h", "D", "verdict", "proved",
            "undec.", "dev <=", "mean in", "median in", "first order err in", "TW point err in");
     for (size_t i = 0; i < nh; i++)
-        print_certified_row(&res[i]);
+        print_certified_row(&res[i], &hs[i]);
     for (size_t i = 0; i < nh; i++) {
         const ac_cond_result *r = &res[i];
-        if (r->rank_bound < r->m)
+        if (!hs[i].full_rank_possible)
             printf("  h = %zu: rank A <= h min(N, E, d) = %zu min(%zu, %zu, %zu) = %zu < min(N, D) "
                    "= %zu: no block has full rank (doc/mathematics.md §5.10)\n",
                    r->h, r->h, r->N, r->E, r->d, r->rank_bound, r->m);
     }
 }
 
-/* Findings: the range of the first-order error and the largest TW error. */
-static void print_findings_errors(const ac_cond_result *res, size_t nh)
+/* Findings (the library's, ac_condition_findings): the range of the
+ * first-order error, the largest TW error, Edelman at D = N, the largest h,
+ * the MPFR fallback. */
+static void print_findings(const ac_condition_request *q, const ac_condition_result *cr)
 {
     char b[8][40];
-    double lo = INFINITY, hi = -INFINITY, twmax = 0;
-    size_t hlo = 0, hhi = 0, ntw = 0;
-    for (size_t i = 0; i < nh; i++) {
-        const ac_cond_result *r = &res[i];
-        if (!isnan(r->err_first_order) && isfinite(r->err_first_order)) {
-            if (r->err_first_order < lo) {
-                lo = r->err_first_order;
-                hlo = r->h;
-            }
-            if (r->err_first_order > hi) {
-                hi = r->err_first_order;
-                hhi = r->h;
-            }
-        }
-        if (!isnan(r->err_tw_point) && r->pred.regime != AC_REGIME_SQUARE) {
-            twmax = fmax(twmax, fabs(r->err_tw_point));
-            ntw++;
-        }
-    }
-    if (isfinite(lo))
+    const ac_cond_result *res = cr->res;
+    const ac_condition_findings *fd = &cr->findings;
+    size_t nh = cr->nh;
+    printf("\nfindings\n");
+    if (fd->fo_n)
         printf("  first order (paper 2, eq. (6)): error %s (h = %zu) to %s (h = %zu) against the "
                "sample mean%s\n",
-               fpct(b[0], 40, lo), hlo, fpct(b[1], 40, hi), hhi,
-               lo > 0 ? "; the first order is above the sample mean at every h" : "");
-    if (ntw)
+               fpct(b[0], 40, fd->fo_lo), fd->fo_h_lo, fpct(b[1], 40, fd->fo_hi), fd->fo_h_hi,
+               fd->fo_above ? "; the first order is above the sample mean at every h" : "");
+    if (fd->tw_n)
         printf("  Tracy-Widom point estimate: |error| <= %.2f%% for every h with |D - N| >= "
                "%d\n",
-               100 * twmax, AC_RMT_SQUARE_BAND);
-}
-
-/* Findings: Edelman at D = N, the largest h, the MPFR fallback. */
-static void print_findings(const ac_cond_opts *o, const ac_cond_result *res, size_t nh)
-{
-    char b[8][40];
-    printf("\nfindings\n");
-    print_findings_errors(res, nh);
+               100 * fd->tw_max, AC_RMT_SQUARE_BAND);
     for (size_t i = 0; i < nh; i++) {
         const ac_cond_result *r = &res[i];
-        if (cond_is_square(r))
+        if (!cr->hs[i].mean_reported)
             printf("  D = N (h = %zu): first order is infinite; Edelman's median %s vs sample "
                    "%s, E log kappa %.4f vs %.4f (se %.3f)\n",
                    r->h, fg(b[0], 40, r->pred.edelman_median), fg(b[1], 40, r->st.median),
@@ -339,37 +274,35 @@ static void print_findings(const ac_cond_opts *o, const ac_cond_result *res, siz
     printf("  largest h = %zu: median kappa %s (first order %s, TW %s)\n", last->h,
            fg(b[0], 40, last->st.median), fg(b[1], 40, last->pred.first_order),
            fg(b[2], 40, last->pred.tw_median));
-    size_t nm = 0, nu = 0;
-    for (size_t i = 0; i < nh; i++) {
-        nm += res[i].n_route[AC_COND_MPFR];
-        nu += res[i].n_unresolved;
-    }
-    printf("  high-precision (MPFR) fallback: %zu sample%s", nm, nm == 1 ? "" : "s");
-    if (nu)
-        printf(", %zu unresolved at %ld bits (kappa reported as inf)", nu, o->max_prec);
+    printf("  high-precision (MPFR) fallback: %zu sample%s", fd->n_mpfr,
+           fd->n_mpfr == 1 ? "" : "s");
+    if (fd->n_unresolved)
+        printf(", %zu unresolved at %ld bits (kappa reported as inf)", fd->n_unresolved,
+               q->max_prec);
     printf("\n");
 }
 
 /* The time line and the verdict line (the certificate of claim C). */
-static void print_time_verdict(const ac_cond_opts *o, const ac_cond_result *res, size_t nh,
-                               double wall, int threads, const ac_cert *cert)
+static void print_time_verdict(const ac_condition_request *q, const ac_condition_result *cr)
 {
     char b[8][40];
-    cond_times t = cond_sum_times(res, nh);
+    const ac_cond_result *res = cr->res;
+    const ac_condition_times *t = &cr->times;
+    const ac_cert *cert = &cr->cert;
+    size_t nh = cr->nh;
+    double wall = cr->wall;
+    int threads = cr->threads;
     printf("\ntime       %.3f s on %d thread%s; thread-seconds: sampling %.3f, reduction %.3f, "
            "SVD/eigen %.3f, MPFR %.3f, certify %.3f; %.3g GFLOP, %.1f GFLOP/s\n",
-           wall, threads, threads == 1 ? "" : "s", t.sample, t.reduce, t.solve, t.mpfr,
-           t.certify, t.flops * 1e-9, wall > 0 ? t.flops * 1e-9 / wall : 0.0);
+           wall, threads, threads == 1 ? "" : "s", t->sample, t->reduce, t->solve, t->mpfr,
+           t->certify, t->flops * 1e-9, wall > 0 ? t->flops * 1e-9 / wall : 0.0);
     char sb[64];
-    if (!o->certify) {
+    if (!q->certify) {
         printf("verdict    UNDECIDED: claim C not checked (every number above is an estimate; "
                "add --certify)\n");
         return;
     }
-    const ac_cond_result *low = NULL;
-    for (size_t i = 0; i < nh && !low; i++)
-        if (res[i].rank_bound < res[i].m)
-            low = &res[i];
+    const ac_cond_result *low = cr->findings.low_rank < nh ? &res[cr->findings.low_rank] : NULL;
     if (low)
         printf("verdict    %s: not every block has full rank: rank A <= h min(N, E, d) = %zu < "
                "min(N, D) = %zu at h = %zu  [%s]\n",
@@ -382,28 +315,28 @@ static void print_time_verdict(const ac_cond_opts *o, const ac_cond_result *res,
                cert->verdict == AC_PROVED    ? "<="
                : cert->verdict == AC_REFUTED ? "not <="
                                              : "vs",
-               fg(b[2], 40, o->rtol), cli_stage_name(sb, sizeof sb, cert->stage, cert->prec));
+               fg(b[2], 40, q->rtol), cli_stage_name(sb, sizeof sb, cert->stage, cert->prec));
     printf("meaning    PROVED asserts claim C: every sampled block (%s) has full rank and every "
            "reported kappa is within rtol of its exact kappa; it does not prove Theorem 3.2's "
            "prediction, which the tables above compare as estimates\n",
-           o->mode == AC_COND_ATTENTION
+           q->mode == AC_COND_ATTENTION
                ? "the exact heads of the sampled X and weights, not their double rounding"
                : "the sampled doubles");
 }
 
-void cond_print_text(const cond_args *a, const ac_cond_result *res, size_t nh, double wall,
-                     int threads, const ac_cert *cert)
+void cond_print_text(const ac_condition_request *q, const ac_condition_result *cr)
 {
-    const ac_cond_opts *o = &a->o;
-    print_header(a);
-    print_samples(res, nh);
-    print_predictions(res, nh);
-    if (o->mode == AC_COND_IID)
-        print_gordon(res, nh);
-    if (o->spectrum)
-        print_spectrum(o, res, nh);
-    if (o->certify)
-        print_certified(res, nh);
-    print_findings(o, res, nh);
-    print_time_verdict(o, res, nh, wall, threads, cert);
+    const ac_cond_result *res = cr->res;
+    size_t nh = cr->nh;
+    print_header(q);
+    print_samples(res, cr->hs, nh);
+    print_predictions(res, cr->hs, nh);
+    if (q->mode == AC_COND_IID)
+        print_gordon(res, cr->hs, nh);
+    if (q->spectrum)
+        print_spectrum(q, res, nh);
+    if (q->certify)
+        print_certified(res, cr->hs, nh);
+    print_findings(q, cr);
+    print_time_verdict(q, cr);
 }

@@ -7,9 +7,6 @@ attncheck_SOURCES += \
 	src/cli/cli.h \
 	src/cli/main.c \
 	src/cli/util.c \
-	src/cli/rel_memory.c \
-	src/cli/json_contract.h \
-	src/cli/json_contract.c \
 	src/cli/request_cli.c
 
 # attncheck rep-theorem
@@ -28,15 +25,12 @@ attncheck_SOURCES += \
 	src/cli/separate_text.c \
 	src/cli/separate_student_out.c
 
-# attncheck condition (and the gnuplot helper it uses)
+# attncheck condition and merge (and the gnuplot helper they use)
 attncheck_SOURCES += \
 	src/cli/cmd_condition.c \
 	src/cli/condition_cli.h \
 	src/cli/condition_text.c \
-	src/cli/condition_json.c \
 	src/cli/condition_files.c \
-	src/cli/condition_report.c \
-	src/cli/condition_shard.c \
 	src/cli/cmd_merge.c \
 	src/cli/condition_model.c \
 	src/cli/plot.c \
@@ -55,5 +49,4 @@ attncheck_SOURCES += \
 attncheck_SOURCES += \
 	src/cli/cmd_report.c \
 	src/cli/report_plot.c \
-	src/cli/report_plot.h \
-	src/cli/report_trained.c
+	src/cli/report_plot.h

@@ -9,16 +9,12 @@
 
 #include "attncheck/blas.h"
 #include "cli.h"
-#include "json_contract.h"
 
 const cli_command cli_commands[] = {
     {"rep-theorem", cmd_rep_theorem, NULL, NULL, &ac_cmd_rep_theorem},
     {"separate", cmd_separate, NULL, NULL, &ac_cmd_separate},
-    {"condition", cmd_condition,
-     "Theorem 3.2: sampled condition numbers of the multi-head block against every prediction",
-     cmd_condition_help, NULL},
-    {"merge", cmd_merge, "combine the shard files of a condition sweep into its whole result",
-     cmd_merge_help, NULL},
+    {"condition", cmd_condition, NULL, NULL, &ac_cmd_condition},
+    {"merge", cmd_merge, NULL, NULL, &ac_cmd_merge},
     {"train", cmd_train, NULL, NULL, &ac_cmd_train},
     {"report", cmd_report, NULL, NULL, &ac_cmd_report},
     {NULL, NULL, NULL, NULL, NULL},
@@ -81,7 +77,6 @@ static void print_version(void)
 
 static int run(int argc, char **argv)
 {
-    cli_json_clock_start();
     ac_blas_fix_core(argv);
     gsl_set_error_handler_off(); /* GSL errors are handled, never fatal */
     if (argc < 2) {

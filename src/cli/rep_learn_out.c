@@ -11,7 +11,6 @@
 
 #include "attncheck/json.h"
 #include "attncheck/theorem1.h"
-#include "json_contract.h"
 #include "plot.h"
 #include "rep_learn.h"
 

@@ -67,17 +67,17 @@ static const long outcome_color[] = {
     [AC_PROVED] = 0x2ca02c, [AC_REFUTED] = 0xd62728, [AC_UNDECIDED] = 0xff7f0e};
 
 typedef struct {
-    const cli_report *rep;
+    const ac_report *rep;
     const char *term, *out;
 } plot_ctx;
 
-static void write_data(FILE *f, const cli_report *rep, double *lo, double *hi)
+static void write_data(FILE *f, const ac_report *rep, double *lo, double *hi)
 {
     *lo = INFINITY;
     *hi = 0;
     fputs("$data << EOD\n", f);
     for (size_t i = 0; i < rep->n; i++) {
-        const cli_report_row *r = &rep->rows[i];
+        const ac_report_row *r = &rep->rows[i];
         int rel;
         double b = r->error ? NAN : report_bound_value(r->bound, &rel);
         long color = outcome_color[ac_report_row_outcome(r)];
@@ -96,7 +96,7 @@ static void write_data(FILE *f, const cli_report *rep, double *lo, double *hi)
 }
 
 /* The claims as the tics of the rows (the program's own texts). */
-static void write_row_tics(FILE *f, const cli_report *rep)
+static void write_row_tics(FILE *f, const ac_report *rep)
 {
     fputs("set ytics (", f);
     for (size_t i = 0; i < rep->n; i++) {
@@ -123,7 +123,7 @@ static void write_row_tics(FILE *f, const cli_report *rep)
 static void write_script(FILE *f, void *ctx)
 {
     const plot_ctx *p = ctx;
-    const cli_report *rep = p->rep;
+    const ac_report *rep = p->rep;
     double lo, hi;
     /* the picture goes to gnuplot's standard output, the staged file: no
      * file name in the script (plot.h) */
@@ -173,7 +173,7 @@ static void write_script(FILE *f, void *ctx)
     fputs("unset multiplot\n", f);
 }
 
-int report_plot_write(report_plot *p, const cli_report *rep)
+int report_plot_write(report_plot *p, const ac_report *rep)
 {
     ac_err err;
     ac_err_clear(&err);

@@ -19,7 +19,7 @@ typedef struct {
 int report_plot_open(report_plot *p, const char *path);
 /* After the rows: draw them into the staged file and commit it; the
  * status (0, or the error printed). */
-int report_plot_write(report_plot *p, const cli_report *rep);
+int report_plot_write(report_plot *p, const ac_report *rep);
 /* Remove the staged file unless committed. */
 void report_plot_abort(report_plot *p);
 

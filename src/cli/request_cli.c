@@ -17,6 +17,7 @@
 int cli_parse_request(ac_request *r, int argc, char **argv)
 {
     const ac_command *c = ac_request_command(r);
+    const ac_opt *operands = NULL; /* the option the operands are values of */
     size_t n = 0;
     for (const ac_opt *o = c->opts; o->name; o++)
         n++;
@@ -27,9 +28,14 @@ int cli_parse_request(ac_request *r, int argc, char **argv)
     for (size_t i = 0; i < n; i++) {
         if (c->opts[i].flags & AC_OPTF_LIBRARY)
             continue;
+        if (c->opts[i].flags & AC_OPTF_OPERANDS) { /* not an option of the command line */
+            operands = &c->opts[i];
+            continue;
+        }
         lo[k].name = c->opts[i].name;
         lo[k].has_arg = c->opts[i].kind == AC_OPT_FLAG ? no_argument : required_argument;
-        lo[k++].val = 256 + (int)i;
+        lo[k].val = 256 + (int)i;
+        k++;
     }
     lo[k].name = "help";
     lo[k].has_arg = no_argument;
@@ -48,6 +54,11 @@ int cli_parse_request(ac_request *r, int argc, char **argv)
             st = cli_usage("%s", err.msg);
     }
     free(lo);
+    for (; !st && operands && optind < argc; optind++) {
+        ac_err_clear(&err);
+        if (ac_request_set(r, operands->name, argv[optind], &err))
+            st = cli_usage("%s", err.msg);
+    }
     if (!st)
         st = cli_no_operands(argc, argv);
     return st;
@@ -129,6 +140,8 @@ void cli_opt_help(char *buf, size_t n, const ac_opt *o)
 
 static size_t spec_of(char *buf, size_t n, const ac_opt *o)
 {
+    if (o->flags & AC_OPTF_OPERANDS) /* the operands: "FILE..." */
+        return (size_t)snprintf(buf, n, "%s...", o->arg ? o->arg : "ARG");
     return (size_t)snprintf(buf, n, "--%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
 }
 

@@ -480,15 +480,3 @@ int cli_json_finish(ac_json *j)
     return AC_OK;
 }
 
-void cli_report_fail(cli_report_row *row, int st, const ac_err *err, const cli_flag *flags)
-{
-    char msg[2 * AC_ERR_MSG_MAX];
-    const cli_flag *saved = cli_flag_map;
-    cli_flag_map = flags;
-    cli_err_message(msg, sizeof msg, err);
-    cli_flag_map = saved;
-    row->error = st;
-    row->verdict = AC_UNDECIDED;
-    snprintf(row->detail, sizeof row->detail, "%.255s", msg);
-}
-

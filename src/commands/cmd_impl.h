@@ -20,6 +20,12 @@
  *   separate_json.c  separate's JSON result;
  *   report_theorem2.c  the report's rows of Theorem 2 and of the students,
  *                  and the directed numbers of printed bounds.
+ *   words.c        a request's options as the words of a command line and
+ *                  back (condition's shard files);
+ *   condition.c, condition_json.c, merge.c  condition and merge
+ *                  (cond_cmd.h);
+ *   report_condition.c  the report's rows of Theorem 3.2 of paper 2 and of
+ *                  trained heads.
  */
 #ifndef AC_COMMANDS_CMD_IMPL_H
 #define AC_COMMANDS_CMD_IMPL_H
@@ -71,5 +77,28 @@ const char *ac_cmd_num3(char *buf, size_t n, double x);
 
 /* --plot FILE: the name must end in .svg, .png or .pdf. */
 int ac_cmd_check_plot(const ac_opt *o, const void *q, const char *text, ac_err *err);
+
+/* ---- words.c ---- */
+/* Option o was given in q: its set_offset (ac_opt_given), else a flag or a
+ * string set. */
+int ac_cmd_opt_given(const ac_opt *o, const void *q);
+/* The value of option o in q as the text ac_opt_set reads back to the same
+ * value, into buf: 1, or 0 for a flag (no value), -1 when it does not fit
+ * or has no text (a NULL string, AC_OPT_STRINGS). */
+int ac_cmd_opt_format(char *buf, size_t n, const ac_opt *o, const void *q);
+/* The options of q that were given (set_offset, a flag set, a string set)
+ * and that keep(o) accepts, as the words of a command line in table order
+ * ("--seq", "16", "--certify", ...); *words malloc'ed (ac_cmd_words_free). */
+int ac_cmd_words(char ***words, size_t *n, const ac_opt *table, const void *q,
+                 int (*keep)(const ac_opt *o), ac_err *err);
+void ac_cmd_words_free(char **words, size_t n);
+/* Set the options of q from words: "--NAME VALUE", "--NAME=VALUE",
+ * "--FLAG", NAME exact or a prefix of one option (as getopt_long reads a
+ * command line).  AC_EUSAGE with *bad the index of a word that is refused
+ * (not an option, or an option keep(o) refuses), or with the option's
+ * message for a bad or missing value (*bad = (size_t)-1).  The string
+ * values point into words. */
+int ac_cmd_set_words(const ac_opt *table, void *q, char *const *words, size_t n,
+                     int (*keep)(const ac_opt *o), size_t *bad, ac_err *err);
 
 #endif

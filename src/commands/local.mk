@@ -23,3 +23,12 @@ src_libattncheck_la_SOURCES += \
 	src/commands/separate.c \
 	src/commands/separate_json.c \
 	src/commands/report_theorem2.c
+
+# condition and merge (Theorem 3.2 of paper 2)
+src_libattncheck_la_SOURCES += \
+	src/commands/words.c \
+	src/commands/cond_cmd.h \
+	src/commands/condition.c \
+	src/commands/condition_json.c \
+	src/commands/merge.c \
+	src/commands/report_condition.c

@@ -183,11 +183,24 @@ static int parse_choice(const ac_opt *o, const char *s, int *out, ac_err *err)
     return ac_err_set(err, AC_EUSAGE, "--%s: '%s' is not one of %s", o->name, s ? s : "", list);
 }
 
+/* append s to the list */
+static int append_string(ac_opt_strings *l, const char *s, ac_err *err)
+{
+    const char **v = realloc(l->v, (l->n + 1) * sizeof *v);
+    if (!v)
+        return ac_err_set(err, AC_EINTERNAL, "out of memory");
+    v[l->n++] = s;
+    l->v = v;
+    return AC_OK;
+}
+
 int ac_opt_set(const ac_opt *o, void *q, const char *s, ac_err *err)
 {
     int st = AC_OK;
     if (o->kind != AC_OPT_FLAG && !s)
         return ac_err_set(err, AC_EUSAGE, "option '--%s' needs a value", o->name);
+    if ((o->flags & AC_OPTF_CHECK_FIRST) && o->check && (st = o->check(o, q, s, err)))
+        return st;
     switch (o->kind) {
     case AC_OPT_FLAG:
         if (s)
@@ -237,8 +250,11 @@ int ac_opt_set(const ac_opt *o, void *q, const char *s, ac_err *err)
         }
         break;
     }
+    case AC_OPT_STRINGS:
+        st = append_string(FIELD(q, o->offset, ac_opt_strings), s, err);
+        break;
     }
-    if (!st && o->check)
+    if (!st && o->check && !(o->flags & AC_OPTF_CHECK_FIRST))
         st = o->check(o, q, s, err);
     if (st)
         return st;
@@ -261,4 +277,15 @@ int ac_opts_default(const ac_opt *table, void *q, ac_err *err)
             *FIELD(q, o->set_offset, int) = 0;
     }
     return AC_OK;
+}
+
+void ac_opts_free(const ac_opt *table, void *q)
+{
+    for (const ac_opt *o = table; o && o->name; o++)
+        if (o->kind == AC_OPT_STRINGS) {
+            ac_opt_strings *l = FIELD(q, o->offset, ac_opt_strings);
+            free(l->v);
+            l->v = NULL;
+            l->n = 0;
+        }
 }

@@ -40,28 +40,16 @@ static const char report_epilogue[] =
     "contradicts), 64 usage error, 70 internal error, 73 the table cannot be\n"
     "written to standard output or the --plot file cannot be created.";
 
-/* A row source the library does not have yet (a hook; NULL: left out). */
-static void rows_of(void (*source)(ac_report *), ac_report *rep)
+/* The rows, in the report's order. */
+static void all_rows(ac_report *rep)
 {
-    if (source)
-        source(rep);
-}
-
-/* The rows, in the report's order.  The sources still in the program come
- * through the hooks; as each moves to the library (ac_report_rows_condition,
- * _trained_kappa), its call here replaces the hook. */
-static void all_rows(ac_report *rep, const ac_report_hooks *h)
-{
-    const ac_report_hooks none = {0};
-    if (!h)
-        h = &none;
     ac_report_rows_theorem1(rep);
     ac_report_rows_theorem2(rep);
     ac_report_rows_student(rep);
-    rows_of(h->condition, rep);
+    ac_report_rows_condition(rep);
     ac_report_rows_train(rep);
     ac_report_rows_learn(rep);
-    rows_of(h->trained_kappa, rep);
+    ac_report_rows_trained_kappa(rep);
 }
 
 static int report_run(void *rv, const void *qv, void *hooks, ac_err *err)
@@ -69,11 +57,12 @@ static int report_run(void *rv, const void *qv, void *hooks, ac_err *err)
     ac_report_result *res = rv;
     const ac_report_request *q = qv;
     (void)err;
+    (void)hooks;
     ac_cmd_apply_threads(q->threads);
     res->rep.seed = q->seed;
     res->rep.quick = q->quick;
     double t0 = ac_seconds();
-    all_rows(&res->rep, hooks);
+    all_rows(&res->rep);
     res->seconds = ac_seconds() - t0;
     for (size_t i = 0; i < res->rep.n; i++) {
         ac_verdict v = ac_report_row_outcome(&res->rep.rows[i]);

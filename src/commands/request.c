@@ -20,6 +20,8 @@ struct ac_request {
 const ac_command *const ac_commands[] = {
     &ac_cmd_rep_theorem,
     &ac_cmd_separate,
+    &ac_cmd_condition,
+    &ac_cmd_merge,
     &ac_cmd_train,
     &ac_cmd_report,
     NULL,
@@ -68,6 +70,7 @@ void ac_request_free(ac_request *r)
     for (const ac_opt *o = r->cmd->opts; o->name; o++)
         if (o->flags & AC_OPTF_ARRAY)
             ac_array_free((ac_array *)((char *)r->q + o->aoffset));
+    ac_opts_free(r->cmd->opts, r->q);
     if (r->cmd->request_free)
         r->cmd->request_free(r->q);
     for (size_t i = 0; i < r->nstrings; i++)
@@ -97,7 +100,7 @@ int ac_request_set(ac_request *r, const char *name, const char *text, ac_err *er
         return AC_EUSAGE;
     if (r->ran)
         return ac_err_set(err, AC_EUSAGE, "the request has run; make a new one");
-    if (o->kind == AC_OPT_STRING && text) {
+    if ((o->kind == AC_OPT_STRING || o->kind == AC_OPT_STRINGS) && text) {
         char **ns = realloc(r->strings, (r->nstrings + 1) * sizeof *ns);
         if (!ns)
             return ac_err_set(err, AC_EINTERNAL, "out of memory");
@@ -189,7 +192,8 @@ int ac_request_status(const ac_request *r)
 /* ---- the tables as JSON, for bindings ------------------------------------------ */
 
 static const char *const kind_names[] = {"flag",   "size",   "long",  "u64",  "double",
-                                         "string", "choice", "sizes", "range", "shard"};
+                                         "string", "choice", "sizes", "range", "shard",
+                                         "strings"};
 
 static void describe_opt(ac_json *j, const ac_opt *o)
 {
@@ -203,7 +207,7 @@ static void describe_opt(ac_json *j, const ac_opt *o)
     ac_json_kv_string(j, "python", py);
     ac_json_kv_string(j, "kind", kind_names[o->kind]);
     if (o->kind != AC_OPT_FLAG && o->kind != AC_OPT_STRING && o->kind != AC_OPT_CHOICE &&
-        o->kind != AC_OPT_U64) {
+        o->kind != AC_OPT_U64 && o->kind != AC_OPT_STRINGS) {
         ac_json_kv_number(j, "min", o->min);
         ac_json_kv_number(j, "max", o->max);
     }
@@ -223,6 +227,7 @@ static void describe_opt(ac_json *j, const ac_opt *o)
     ac_json_kv_bool(j, "array", (o->flags & AC_OPTF_ARRAY) != 0);
     ac_json_kv_bool(j, "positional", (o->flags & AC_OPTF_POSITIONAL) != 0);
     ac_json_kv_bool(j, "library_only", (o->flags & AC_OPTF_LIBRARY) != 0);
+    ac_json_kv_bool(j, "operands", (o->flags & AC_OPTF_OPERANDS) != 0);
     ac_json_end_object(j);
 }
 

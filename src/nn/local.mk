@@ -23,12 +23,11 @@ src_libattncheck_la_SOURCES += \
 	src/nn/fitp_opt.c \
 	src/nn/trainer.c \
 	src/nn/checkpoint.c \
-	src/nn/checkpoint_load.c \
-	src/nn/model_kappa.c
+	src/nn/checkpoint_load.c
 
 # unit tests of this module
-check_PROGRAMS += tests/test_nn tests/test_nn_attn tests/test_nn_tgemm tests/test_train tests/test_fitp tests/test_model_kappa
-UNIT_TESTS += tests/test_nn tests/test_nn_attn tests/test_nn_tgemm tests/test_train tests/test_fitp tests/test_model_kappa
+check_PROGRAMS += tests/test_nn tests/test_nn_attn tests/test_nn_tgemm tests/test_train tests/test_fitp
+UNIT_TESTS += tests/test_nn tests/test_nn_attn tests/test_nn_tgemm tests/test_train tests/test_fitp
 tests_test_nn_SOURCES = tests/test_nn.c tests/testutil.h
 tests_test_nn_CFLAGS = $(TEST_CFLAGS)
 tests_test_nn_LDADD = $(TEST_LIBS)
@@ -44,6 +43,3 @@ tests_test_train_LDADD = $(TEST_LIBS)
 tests_test_fitp_SOURCES = tests/test_fitp.c tests/testutil.h
 tests_test_fitp_CFLAGS = $(TEST_CFLAGS)
 tests_test_fitp_LDADD = $(TEST_LIBS)
-tests_test_model_kappa_SOURCES = tests/test_model_kappa.c tests/testutil.h
-tests_test_model_kappa_CFLAGS = $(TEST_CFLAGS)
-tests_test_model_kappa_LDADD = $(TEST_LIBS) $(LAPACKE_LIBS)

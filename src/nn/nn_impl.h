@@ -275,7 +275,7 @@ void nn_attention_forward_len(double *out, double *att, const double *qkv, size_
  * nn_merge_eligible: a transformer whose head size is at least its width;
  * nn_merge_set: use the merged block (on: if eligible; it is on by default
  *   after ac_nn_model_init) or the unmerged one, whose per-head outputs
- *   (atty) some callers read (model_kappa.c);
+ *   (atty) some callers read (src/learned/kappa.c);
  * nn_merged_prepare: the merged weights of every layer, from the
  *   parameters (at the start of each forward pass);
  * nn_merged_block_forward: res (N,C) = xres + attention block of xin, with

@@ -1,9 +1,16 @@
-/* model_kappa.c — paper 2's condition number on learned weights
- * (attncheck/model_kappa.h, doc/mathematics.md §6.6): the blocks
- * [A_1 ... A_h] of every layer of a trained transformer on real sequences,
- * each block's kappa by the routes of src/conditioning/kappa.c, and the
- * distribution per layer.  The data: the checkpoint's held-out batches, or
- * a text / ListOps file read here. */
+/* kappa.c — paper 2's condition number on learned weights
+ * (attncheck/learned.h, doc/mathematics.md §6.6): the blocks [A_1 ... A_h]
+ * of every layer of a trained transformer on real sequences, each block's
+ * kappa by the routes of src/conditioning/kappa.c, and the distribution per
+ * layer; the data: the checkpoint's held-out batches, or a text / ListOps
+ * file read here.  Then condition --model's comparison with Gaussian blocks
+ * and Gaussian-weight heads of the same shapes, and the claim of the
+ * report's row on the median.
+ *
+ * The blocks are the head outputs of the forward pass (the activations
+ * "atty" of the unmerged layer), which only the training stack's private
+ * header gives: this file reads them through src/nn/nn_impl.h, as the
+ * FFI does, and src/nn knows nothing of it. */
 #include <config.h>
 
 #include <ctype.h>
@@ -17,10 +24,10 @@
 #endif
 
 #include "attncheck/fileio.h"
-#include "attncheck/model_kappa.h"
+#include "attncheck/learned.h"
 #include "nn/nn_impl.h"
 
-void ac_mkappa_opts_default(ac_mkappa_opts *o)
+void ac_learn_kappa_opts_default(ac_learn_kappa_opts *o)
 {
     memset(o, 0, sizeof *o);
     o->batches = 4;
@@ -29,7 +36,7 @@ void ac_mkappa_opts_default(ac_mkappa_opts *o)
     o->sched = ac_schedule_upto(512);
 }
 
-static void free_layers(ac_mkappa_layer *ly, size_t L)
+static void free_layers(ac_learn_kappa_layer *ly, size_t L)
 {
     for (size_t l = 0; l < L && ly; l++) {
         free(ly[l].kappa);
@@ -42,7 +49,7 @@ static void free_layers(ac_mkappa_layer *ly, size_t L)
     free(ly);
 }
 
-void ac_mkappa_free(ac_mkappa_result *r)
+void ac_learn_kappa_free(ac_learn_kappa_result *r)
 {
     if (!r)
         return;
@@ -221,8 +228,8 @@ out:
 
 /* kappa of the blocks of sequences [s0, s0 + nb) of the last forward pass,
  * for every layer; sequence s of the batch is block j0 + s. */
-static int batch_kappas(ac_mkappa_result *r, const ac_nn_model *m, size_t nb, size_t j0,
-                        const ac_mkappa_opts *o, ac_err *err)
+static int batch_kappas(ac_learn_kappa_result *r, const ac_nn_model *m, size_t nb, size_t j0,
+                        const ac_learn_kappa_opts *o, ac_err *err)
 {
     const ac_nn_work *w = m->w;
     size_t T = w->T, D = m->D;
@@ -239,7 +246,7 @@ static int batch_kappas(ac_mkappa_result *r, const ac_nn_model *m, size_t nb, si
 #pragma omp parallel for schedule(dynamic, 1) num_threads(nt)
     for (size_t job = 0; job < jobs; job++) {
         size_t l = job / nb, s = job % nb;
-        ac_mkappa_layer *ly = &r->layers[l];
+        ac_learn_kappa_layer *ly = &r->layers[l];
         size_t N = w->have_len ? w->len[s] : T;
         ac_mat A = {0, 0, NULL};
         ac_err e;
@@ -255,7 +262,7 @@ static int batch_kappas(ac_mkappa_result *r, const ac_nn_model *m, size_t nb, si
         ac_mat_free(&A);
         size_t j = j0 + s;
         if (st) {
-#pragma omp critical(mkappa_err)
+#pragma omp critical(learn_kappa_err)
             if (!fail) {
                 fail = st;
                 ferr = e;
@@ -308,13 +315,13 @@ static double median_round(const double *x, size_t n, int dir)
     return nextafter(nextafter(nextafter(m, to), to), to);
 }
 
-static int finish_layers(ac_mkappa_result *r, size_t n, ac_err *err)
+static int finish_layers(ac_learn_kappa_result *r, size_t n, ac_err *err)
 {
     size_t *tmp = malloc(n * sizeof *tmp);
     if (!tmp)
         return ac_err_set(err, AC_EINTERNAL, "out of memory");
     for (size_t l = 0; l < r->L; l++) {
-        ac_mkappa_layer *ly = &r->layers[l];
+        ac_learn_kappa_layer *ly = &r->layers[l];
         ly->n = n;
         memcpy(tmp, ly->N, n * sizeof *tmp);
         qsort(tmp, n, sizeof *tmp, cmp_size);
@@ -350,14 +357,14 @@ static int finish_layers(ac_mkappa_result *r, size_t n, ac_err *err)
     return AC_OK;
 }
 
-static int alloc_layers(ac_mkappa_result *r, const ac_nn_model *m, size_t n,
-                        const ac_mkappa_opts *o, ac_err *err)
+static int alloc_layers(ac_learn_kappa_result *r, const ac_nn_model *m, size_t n,
+                        const ac_learn_kappa_opts *o, ac_err *err)
 {
     r->layers = calloc(r->L, sizeof *r->layers);
     if (!r->layers)
         return ac_err_set(err, AC_EINTERNAL, "out of memory");
     for (size_t l = 0; l < r->L; l++) {
-        ac_mkappa_layer *ly = &r->layers[l];
+        ac_learn_kappa_layer *ly = &r->layers[l];
         ly->layer = l;
         ly->H = m->cfg.heads;
         ly->S = m->S;
@@ -378,15 +385,15 @@ static int alloc_layers(ac_mkappa_result *r, const ac_nn_model *m, size_t n,
     return AC_OK;
 }
 
-int ac_mkappa_trainer(ac_mkappa_result *r, ac_trainer *tr, const ac_mkappa_opts *o,
-                      ac_err *err)
+int ac_learn_kappa_trainer(ac_learn_kappa_result *r, ac_trainer *tr,
+                           const ac_learn_kappa_opts *o, ac_err *err)
 {
     const ac_train_config *c = &tr->cfg;
     ac_nn_model *m = &tr->model;
     int st;
     file_data fd;
     memset(&fd, 0, sizeof fd);
-    ac_mkappa_free(r);
+    ac_learn_kappa_free(r);
     if (m->cfg.arch != AC_NN_ARCH_TRANSFORMER ||
         (c->task != AC_TASK_TEXT && c->task != AC_TASK_LISTOPS))
         return ac_err_set_field(err, AC_EUSAGE, "model", "the condition number of trained heads "
@@ -452,11 +459,12 @@ out:
     nn_merge_set(m, merged);
     file_data_free(&fd);
     if (st)
-        ac_mkappa_free(r);
+        ac_learn_kappa_free(r);
     return st;
 }
 
-int ac_mkappa_run(ac_mkappa_result *r, const char *dir, const ac_mkappa_opts *o, ac_err *err)
+int ac_learn_kappa_run(ac_learn_kappa_result *r, const char *dir, const ac_learn_kappa_opts *o,
+                       ac_err *err)
 {
     ac_train_config cfg;
     ac_trainer tr;
@@ -471,14 +479,14 @@ int ac_mkappa_run(ac_mkappa_result *r, const char *dir, const ac_mkappa_opts *o,
                                 "condition number of trained heads needs task text or listops",
                                 dir, ac_task_name(cfg.task));
     cfg.eval_batches = o->batches;
-    ac_mkappa_result r0;
+    ac_learn_kappa_result r0;
     memset(&r0, 0, sizeof r0);
     if ((st = ac_trainer_init(&tr, &cfg, err)))
         goto out;
     /* the trainer starts from the initial weights of the checkpoint's run */
-    if (o->initial && (st = ac_mkappa_trainer(&r0, &tr, o, err)))
+    if (o->initial && (st = ac_learn_kappa_trainer(&r0, &tr, o, err)))
         goto out;
-    if ((st = ac_trainer_load(&tr, dir, err)) || (st = ac_mkappa_trainer(r, &tr, o, err)))
+    if ((st = ac_trainer_load(&tr, dir, err)) || (st = ac_learn_kappa_trainer(r, &tr, o, err)))
         goto out;
     if (o->initial) {
         r->init = r0.layers;
@@ -487,7 +495,84 @@ int ac_mkappa_run(ac_mkappa_result *r, const char *dir, const ac_mkappa_opts *o,
         r0.layers = NULL;
     }
 out:
-    ac_mkappa_free(&r0);
+    ac_learn_kappa_free(&r0);
     ac_trainer_free(&tr);
     return st;
+}
+
+/* ---- the Gaussian comparison (condition --model) ------------------------------ */
+
+int ac_learn_kappa_predict(ac_rmt_pred *p, double *median, double *q05, double *q95, size_t N,
+                           size_t D, ac_err *err)
+{
+    int st = ac_rmt_predict(p, N, D, err);
+    if (st)
+        return st;
+    *median = N == D ? p->edelman_median : p->tw_median;
+    if (q05)
+        *q05 = N == D ? p->edelman_q05 : p->tw_q05;
+    if (q95)
+        *q95 = N == D ? p->edelman_q95 : p->tw_q95;
+    return AC_OK;
+}
+
+ac_verdict ac_learn_kappa_median_at_most(const ac_learn_kappa_layer *ly, double lim)
+{
+    /* NaN bounds (no enclosure) fail both comparisons */
+    if (ly->median_lo > lim)
+        return AC_REFUTED;
+    if (ly->median_hi <= lim)
+        return AC_PROVED;
+    return AC_UNDECIDED;
+}
+
+void ac_learn_kappa_compare_free(ac_learn_kappa_compare *c)
+{
+    if (!c)
+        return;
+    ac_learn_kappa_free(&c->r);
+    ac_cond_result_free(&c->gauss);
+    free(c->ratio_pred);
+    free(c->ratio_gauss);
+    memset(c, 0, sizeof *c);
+}
+
+int ac_learn_kappa_compare_run(ac_learn_kappa_compare *c, const char *dir,
+                               const ac_learn_kappa_compare_opts *o, ac_err *err)
+{
+    double t0 = ac_seconds();
+    c->verdict = AC_UNDECIDED; /* a measurement: no claim is certified */
+    int st = ac_learn_kappa_run(&c->r, dir, &o->kappa, err);
+    if (st)
+        return st;
+    /* the comparison for the trained blocks' shapes: an N x D Gaussian
+     * block (N = the median rows) and attention heads with Gaussian weights
+     * of the model's shapes (input width C) */
+    const ac_learn_kappa_layer *ly = &c->r.layers[0];
+    if ((st = ac_learn_kappa_predict(&c->pred, &c->pred_median, &c->pred_q05, &c->pred_q95,
+                                     ly->N_med, ly->D, err)))
+        return st;
+    ac_cond_opts co;
+    ac_cond_opts_default(&co);
+    co.N = ly->N_med;
+    co.mode = AC_COND_ATTENTION;
+    co.input_dim = c->r.width;
+    co.seed = o->seed;
+    co.trials = o->trials;
+    co.rtol = o->kappa.rtol;
+    co.max_prec = o->kappa.max_prec;
+    co.sched = ac_schedule_upto(o->kappa.max_prec);
+    co.threads = o->kappa.threads;
+    if ((st = ac_cond_run(&c->gauss, ly->H, ly->S, &co, err)))
+        return st;
+    c->ratio_pred = malloc(c->r.L * sizeof *c->ratio_pred);
+    c->ratio_gauss = malloc(c->r.L * sizeof *c->ratio_gauss);
+    if (!c->ratio_pred || !c->ratio_gauss)
+        return ac_err_set(err, AC_EINTERNAL, "out of memory");
+    for (size_t l = 0; l < c->r.L; l++) {
+        c->ratio_pred[l] = c->r.layers[l].st.median / c->pred_median;
+        c->ratio_gauss[l] = c->r.layers[l].st.median / c->gauss.st.median;
+    }
+    c->seconds = ac_seconds() - t0;
+    return AC_OK;
 }
