@@ -13,6 +13,11 @@ entry (.TP) naming the option, with
   - the entry under the subsection (.SS) whose first word is the first word
     of the table's group;
 and no entry for an option the table does not have (besides -h, --help).
+An entry may stand in another section (condition's TRAINED MODELS) when
+OPTIONS names the option; the group is then not checked.  Options of the
+library only (arrays Python passes where the program reads a directory)
+have no entry, but the page names them; the operands of a command
+(merge's FILE...) are in its SYNOPSIS, with their value name.
 Prints one line per disagreement; exit 1 if any."""
 import ctypes
 import json
@@ -45,16 +50,18 @@ def plain(s):
 
 
 def entries(path):
-    """[(group, [(option, arg)], text)] of section OPTIONS"""
+    """[(group, [(option, arg)], text)] of the .TP entries naming options
+    (group: the .SS of section OPTIONS, None in another section)"""
     lines = open(path).read().split("\n")
-    out, group, i, inopt = [], "", 0, False
+    out, group, i, inopt = [], None, 0, False
     while i < len(lines):
         l = lines[i]
         if l.startswith(".SH"):
             inopt = l.strip() == ".SH OPTIONS"
+            group = "" if inopt else None
         elif inopt and l.startswith(".SS"):
             group = plain(l[3:].strip().strip('"'))
-        elif inopt and l.startswith(".TP"):
+        elif l.startswith(".TP"):
             tag = lines[i + 1] if i + 1 < len(lines) else ""
             j, text = i + 2, []
             while j < len(lines) and not re.match(r"\.(TP|SS|SH|PP)\b", lines[j]):
@@ -88,16 +95,29 @@ for c in desc["commands"]:
         problem("%s: no man page %s" % (c["name"], path))
         continue
     ents = entries(path)
+    page = plain(open(path).read())
+    synopsis = page.split(".SH SYNOPSIS", 1)[-1].split(".SH", 1)[0]
+    options = page.split(".SH OPTIONS", 1)[-1].split("\n.SH", 1)[0]
     byopt = {}
     for g, opts, text in ents:
         for name, arg in opts:
-            byopt[name] = (g, arg, text)
+            if name not in byopt or g is not None:
+                byopt[name] = (g, arg, text)
     group = ""
     table = {o["name"] for o in c["options"]}
     for o in c["options"]:
         if o["group"]:
             group = o["group"]
         where = "attncheck-%s(1) --%s" % (c["name"], o["name"])
+        if o.get("library_only"):
+            if not re.search(r"\b%s\b" % re.escape(o["python"]), page):
+                problem("%s: the page does not name the library's %r"
+                        % (where, o["python"]))
+            continue
+        if o.get("operands"):
+            if not re.search(re.escape(o["arg"] or "") + r"\b", synopsis):
+                problem("%s: the operands %r are not in the SYNOPSIS" % (where, o["arg"]))
+            continue
         if o["name"] not in byopt:
             problem("%s: no entry in OPTIONS" % where)
             continue
@@ -112,7 +132,10 @@ for c in desc["commands"]:
         for ch in o.get("choices") or []:
             if not re.search(r"\b%s\b" % re.escape(ch), text):
                 problem("%s: the text does not name the choice %r" % (where, ch))
-        if group and g.split()[0].lower() != group.split()[0].strip(":").lower():
+        if g is None:
+            if not re.search(r"--%s\b" % re.escape(o["name"]), options):
+                problem("%s: its entry is outside OPTIONS, which does not name it" % where)
+        elif group and g.split()[0].lower() != group.split()[0].strip(":").lower():
             problem("%s: under .SS %r, the table's group is %r" % (where, g, group.split("\n")[0]))
     for name in byopt:
         if name not in table and name != "help":

@@ -308,9 +308,9 @@ expect_error(lambda: ac.train(task="fit-p", X=X, P=P[:3]), ValueError, None, ["P
 rc, out, _ = run("report", "--quick", "--json")
 j = json_schema.load(out, "report")
 r = ac.report(quick=True)
-mine = {row["claim"]: row for row in untimed(r.json)["rows"]}
-theirs = {row["claim"]: row for row in untimed(j)["rows"]}
-check(len(mine) >= 8 and all(theirs.get(k) == v for k, v in mine.items())
+mine = untimed(r.json)["rows"]  # in order: two rows may share a claim (Thm 2 F in G)
+theirs = untimed(j)["rows"]
+check(len(mine) >= 20 and mine == theirs
       and r.as_expected + r.contradicting + r.undecided == len(mine),
       "report(quick=True): %d rows, each the program's (%d as expected)"
       % (len(mine), r.as_expected))

@@ -59,15 +59,9 @@ static int check_stack(const ac_opt *o, const void *q, const char *text, ac_err 
     return AC_OK;
 }
 
-/* --arch offers the first two architectures (scores is fit-p's own) */
-static int check_arch(const ac_opt *o, const void *q, const char *text, ac_err *err)
-{
-    (void)o;
-    if (((const ac_train_request *)q)->arch == AC_NN_ARCH_SCORES)
-        return ac_err_set(err, AC_EUSAGE, "--arch: '%s' is not one of %s, %s", text,
-                          ac_nn_arch_names[0], ac_nn_arch_names[1]);
-    return AC_OK;
-}
+/* --arch offers the first two architectures of ac_nn_arch_names, in its
+ * order (the third, scores, is fit-p's own) */
+static const char *const arch_choices[] = {"transformer", "attention", NULL};
 
 static const ac_opt train_opts[] = {
     {.name = "task", .kind = AC_OPT_CHOICE, .offset = Q(task), .set_offset = Q(have_task),
@@ -123,7 +117,7 @@ static const ac_opt train_opts[] = {
      .set_offset = Q(have_listops_max_len), .min = 1, .max = MAX_SIZE, .arg = "N",
      .help = "listops: expression length (default seq/4 .. seq-1)"},
     {.name = "arch", .kind = AC_OPT_CHOICE, .offset = Q(arch), .set_offset = Q(have_arch),
-     .choices = ac_nn_arch_names, .check = check_arch, .arg = "A", .group = "Model:",
+     .choices = arch_choices, .arg = "A", .group = "Model:",
      .help = "transformer (default) or attention (teacher: one bare multi-head attention "
              "layer, the default for teacher)"},
     {.name = "layers", .kind = AC_OPT_SIZE, .offset = Q(layers), .set_offset = Q(have_layers),
