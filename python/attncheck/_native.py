@@ -39,43 +39,6 @@ class Cert(ctypes.Structure):
                 ("method", ctypes.c_char * 128)]
 
 
-class T1Info(ctypes.Structure):
-    _fields_ = [("verdict", ctypes.c_int),
-                ("exact", ctypes.c_int),
-                ("route", ctypes.c_int),
-                ("rank", ctypes.c_long),
-                ("d", ctypes.c_size_t), ("n", ctypes.c_size_t), ("dk", ctypes.c_size_t),
-                ("dist_lo", ctypes.c_double), ("dist_hi", ctypes.c_double),
-                ("rho_lo", ctypes.c_double), ("rho_hi", ctypes.c_double),
-                ("lowrank_lo", ctypes.c_double), ("lowrank_hi", ctypes.c_double),
-                ("cert", Cert),
-                ("weights_cert", Cert),
-                ("has_weights", ctypes.c_int),
-                ("summary", ctypes.c_char * 320)]
-
-
-class T2Info(ctypes.Structure):
-    _fields_ = [("verdict", ctypes.c_int),
-                ("kase", ctypes.c_int),
-                ("hypotheses", ctypes.c_int),
-                ("identical", ctypes.c_int),
-                ("d", ctypes.c_size_t), ("h", ctypes.c_size_t),
-                ("hs_w", ctypes.c_size_t), ("hs_v", ctypes.c_size_t), ("n", ctypes.c_size_t),
-                ("cert", Cert),
-                ("rel_lo", ctypes.c_double),
-                ("has_x", ctypes.c_int),
-                ("summary", ctypes.c_char * 400)]
-
-
-class CondInfo(ctypes.Structure):
-    _fields_ = [("h", ctypes.c_size_t), ("D", ctypes.c_size_t), ("N", ctypes.c_size_t),
-                ("trials", ctypes.c_size_t),
-                ("median", ctypes.c_double), ("mean", ctypes.c_double),
-                ("q05", ctypes.c_double), ("q95", ctypes.c_double), ("elog", ctypes.c_double),
-                ("first_order", ctypes.c_double), ("tw_median", ctypes.c_double),
-                ("n_unresolved", ctypes.c_size_t)]
-
-
 def _candidates():
     env = os.environ.get("ATTNCHECK_LIBRARY")
     if env:
@@ -100,16 +63,15 @@ def _open():
     raise ImportError("attncheck: cannot load the library libattncheck (set ATTNCHECK_LIBRARY "
                       "to its path): " + "; ".join(errors))
 
-
 lib = _open()
 
 lib.ac_ffi_version.restype = ctypes.c_int
 lib.ac_ffi_sizeof.restype = ctypes.c_size_t
 lib.ac_ffi_sizeof.argtypes = [ctypes.c_int]
-if lib.ac_ffi_version() != 1:
-    raise ImportError("attncheck: the library's interface version %d is not 1"
+if lib.ac_ffi_version() != 2:
+    raise ImportError("attncheck: the library's interface version %d is not 2"
                       % lib.ac_ffi_version())
-for _which, _cls in enumerate([Err, Cert, T1Info, T2Info, CondInfo]):
+for _which, _cls in enumerate([Err, Cert]):
     if lib.ac_ffi_sizeof(_which) != ctypes.sizeof(_cls):
         raise ImportError("attncheck: the library's %s has %d bytes, the package expects %d: "
                           "package and library are of different versions"
@@ -123,37 +85,15 @@ _ep = ctypes.POINTER(Err)
 lib.ac_ffi_fnv1a64.restype = _u64
 lib.ac_ffi_fnv1a64.argtypes = [c_double_p, _sz]
 
-lib.ac_ffi_t1_check.restype = ctypes.c_int
-lib.ac_ffi_t1_check.argtypes = [ctypes.POINTER(_vp), c_double_p, _sz, _sz, c_double_p, _sz,
-                                ctypes.c_double, ctypes.c_int, _ep]
-lib.ac_ffi_t1_get.argtypes = [_vp, ctypes.POINTER(T1Info)]
-lib.ac_ffi_t1_get.restype = None
-lib.ac_ffi_t1_weights.restype = _sz
-lib.ac_ffi_t1_weights.argtypes = [_vp, ctypes.c_int, c_double_p]
-lib.ac_ffi_t1_free.argtypes = [_vp]
-lib.ac_ffi_t1_free.restype = None
 lib.ac_ffi_t1_generate.restype = ctypes.c_int
 lib.ac_ffi_t1_generate.argtypes = [c_double_p, c_double_p, _sz, _sz, ctypes.c_int, _sz, _u64, _ep]
 
-lib.ac_ffi_t2_separate.restype = ctypes.c_int
-lib.ac_ffi_t2_separate.argtypes = [ctypes.POINTER(_vp), c_double_p, _sz, c_double_p, _sz, _sz,
-                                   _sz, _sz, _u64, _ep]
-lib.ac_ffi_t2_get.argtypes = [_vp, ctypes.POINTER(T2Info)]
-lib.ac_ffi_t2_get.restype = None
-lib.ac_ffi_t2_x.restype = _sz
-lib.ac_ffi_t2_x.argtypes = [_vp, c_double_p]
-lib.ac_ffi_t2_free.argtypes = [_vp]
-lib.ac_ffi_t2_free.restype = None
 lib.ac_ffi_t2_generate.restype = ctypes.c_int
 lib.ac_ffi_t2_generate.argtypes = [c_double_p, c_double_p, _sz, _sz, _sz, ctypes.c_int, _u64, _ep]
 lib.ac_ffi_mh_forward.restype = ctypes.c_int
 lib.ac_ffi_mh_forward.argtypes = [c_double_p, c_double_p, _sz, _sz, _sz, c_double_p, _sz, _ep]
 lib.ac_ffi_mh_save_dir.restype = ctypes.c_int
 lib.ac_ffi_mh_save_dir.argtypes = [c_double_p, _sz, _sz, _sz, ctypes.c_char_p, ctypes.c_char, _ep]
-
-lib.ac_ffi_condition.restype = ctypes.c_int
-lib.ac_ffi_condition.argtypes = [ctypes.POINTER(CondInfo), c_double_p, _sz, _sz, _sz, _sz,
-                                 ctypes.c_int, _sz, _u64, _ep]
 
 lib.ac_ffi_head_certify.restype = ctypes.c_int
 lib.ac_ffi_head_certify.argtypes = [ctypes.POINTER(Cert), c_double_p, _sz, _sz, c_double_p,
