@@ -97,6 +97,41 @@ enum {
 
 #define AC_OPT_NOSET ((size_t)-1)
 
+/* The C type of a request's field, as the tables record it (AC_OPT_FIELD,
+ * AC_OPT_SET, AC_OPT_ARRAY_AT) so that ac_command_validate can refuse a
+ * field whose type is not the one its option's kind stores (an int read as
+ * a pointer, a long as a size_t).  size_t and uint64_t are one type here
+ * (unsigned long on LP64). */
+typedef enum {
+    AC_OPT_T_UNKNOWN = 0, /* not recorded: refused by ac_command_validate */
+    AC_OPT_T_INT,
+    AC_OPT_T_LONG,
+    AC_OPT_T_ULONG,
+    AC_OPT_T_ULLONG,
+    AC_OPT_T_DOUBLE,
+    AC_OPT_T_STRING,      /* const char * */
+    AC_OPT_T_SIZES,       /* ac_opt_sizes */
+    AC_OPT_T_STRINGS,     /* ac_opt_strings */
+    AC_OPT_T_PAIR,        /* size_t[2] */
+    AC_OPT_T_ARRAY,       /* ac_array */
+    AC_OPT_T_OTHER
+} ac_opt_ctype;
+
+#ifndef __cplusplus
+#define AC_OPT_CTYPE(x)                                                                    \
+    _Generic((x), int: AC_OPT_T_INT, long: AC_OPT_T_LONG, unsigned long: AC_OPT_T_ULONG,   \
+             unsigned long long: AC_OPT_T_ULLONG, double: AC_OPT_T_DOUBLE,                 \
+             const char *: AC_OPT_T_STRING, ac_opt_sizes: AC_OPT_T_SIZES,                  \
+             ac_opt_strings: AC_OPT_T_STRINGS, size_t *: AC_OPT_T_PAIR,                    \
+             ac_array: AC_OPT_T_ARRAY, default: AC_OPT_T_OTHER)
+/* Designated initialisers of an option's field (T the request type, f the
+ * member): the value, the "given" flag, the array of an AC_OPTF_ARRAY
+ * option. */
+#define AC_OPT_FIELD(T, f) .offset = offsetof(T, f), .ctype = AC_OPT_CTYPE(((T *)0)->f)
+#define AC_OPT_SET(T, f) .set_offset = offsetof(T, f), .set_ctype = AC_OPT_CTYPE(((T *)0)->f)
+#define AC_OPT_ARRAY_AT(T, f) .aoffset = offsetof(T, f), .actype = AC_OPT_CTYPE(((T *)0)->f)
+#endif
+
 typedef struct ac_opt ac_opt;
 struct ac_opt {
     const char *name;    /* the long option without "--" ("tol", "dk-range"); Python
@@ -121,6 +156,8 @@ struct ac_opt {
                              ("2^-26 = 1.49e-08" for "0x1p-26") */
     /* a check of the value after the kind's parsing (NULL: none): AC_EUSAGE */
     int (*check)(const ac_opt *o, const void *q, const char *text, ac_err *err);
+    /* the C types of the fields at offset, set_offset and aoffset */
+    ac_opt_ctype ctype, set_ctype, actype;
 };
 
 /* The option named name (long form, "dk-range", or Python's, "dk_range") in
@@ -191,6 +228,15 @@ typedef struct {
 /* Every command, in the order of `attncheck --help`, ending with NULL. */
 extern const ac_command *const ac_commands[];
 const ac_command *ac_command_find(const char *name);
+
+/* Check a command's option table against its request type: every option's
+ * field has the C type its kind stores (FLAG and CHOICE int, SIZE size_t,
+ * LONG long, U64 uint64_t, DOUBLE double, STRING const char *, SIZES
+ * ac_opt_sizes, RANGE and SHARD size_t[2], STRINGS ac_opt_strings), its
+ * "given" flag an int, its array (AC_OPTF_ARRAY) an ac_array, and lies
+ * inside the request; names are unique.  AC_EINTERNAL naming the option
+ * otherwise.  ac_request_new calls it. */
+int ac_command_validate(const ac_command *c, ac_err *err);
 
 /* The exit status of a verdict: 0 PROVED, 1 REFUTED, 2 UNDECIDED. */
 int ac_verdict_status(ac_verdict v);

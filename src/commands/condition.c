@@ -25,6 +25,9 @@
 #include "commands/cond_cmd.h"
 
 #define Q(f) offsetof(ac_condition_request, f)
+#define F(f) AC_OPT_FIELD(ac_condition_request, f)
+#define S(f) AC_OPT_SET(ac_condition_request, f)
+#define A(f) AC_OPT_ARRAY_AT(ac_condition_request, f)
 #define NS AC_OPT_NOSET
 
 /* Sizes: N, d, D = h d, E up to 2^24 (LAPACK's 32-bit indices bound the
@@ -106,51 +109,51 @@ static int check_shard(const ac_opt *o, const void *q, const char *s, ac_err *er
 static const char *const mode_names[] = {"iid", "attention", NULL};
 
 const ac_opt ac_cond_cmd_opts[] = {
-    {.name = "heads", .kind = AC_OPT_SIZES, .offset = Q(heads), .set_offset = Q(have_heads),
+    {.name = "heads", .kind = AC_OPT_SIZES, F(heads), S(have_heads),
      .min = 1, .max = MAX_DIM, .def = "1,2,4,8,16,32,64", .arg = "LIST", .group = "Blocks:",
      .flags = AC_OPTF_CHECK_FIRST, .check = check_heads,
      .help = "numbers of heads, comma-separated (default)"},
-    {.name = "seq", .kind = AC_OPT_SIZE, .offset = Q(seq), .set_offset = Q(have_seq), .min = 1,
+    {.name = "seq", .kind = AC_OPT_SIZE, F(seq), S(have_seq), .min = 1,
      .max = MAX_DIM, .def = "128", .arg = "N", .help = "sequence length: rows of A (default)"},
-    {.name = "head-dim", .kind = AC_OPT_SIZE, .offset = Q(head_dim),
-     .set_offset = Q(have_head_dim), .min = 1, .max = MAX_DIM, .def = "64", .arg = "d",
+    {.name = "head-dim", .kind = AC_OPT_SIZE, F(head_dim),
+     S(have_head_dim), .min = 1, .max = MAX_DIM, .def = "64", .arg = "d",
      .help = "columns per head (default); D = h d"},
-    {.name = "embed", .kind = AC_OPT_SIZE, .offset = Q(embed), .set_offset = Q(have_embed),
+    {.name = "embed", .kind = AC_OPT_SIZE, F(embed), S(have_embed),
      .min = 1, .max = MAX_DIM, .arg = "D",
      .help = "fixed width D instead; d = D/h (every h must divide D)"},
-    {.name = "mode", .kind = AC_OPT_CHOICE, .offset = Q(mode), .set_offset = Q(have_mode),
+    {.name = "mode", .kind = AC_OPT_CHOICE, F(mode), S(have_mode),
      .choices = mode_names, .arg = "MODE", .flags = AC_OPTF_CHECK_FIRST, .check = check_mode,
      .help = "iid: A_i i.i.d. N(0,1), the theorem's assumption (default);\nattention: A_i = "
              "Softmax(Q_i K_i^T/sqrt d) V_i from a Gaussian input X (N x E) and N(0, 1/E) "
              "projections"},
-    {.name = "input-dim", .kind = AC_OPT_SIZE, .offset = Q(input_dim),
-     .set_offset = Q(have_input_dim), .min = 1, .max = MAX_DIM, .arg = "E",
+    {.name = "input-dim", .kind = AC_OPT_SIZE, F(input_dim),
+     S(have_input_dim), .min = 1, .max = MAX_DIM, .arg = "E",
      .help = "attention: width of X (default D)"},
-    {.name = "trials", .kind = AC_OPT_SIZE, .offset = Q(trials), .set_offset = Q(have_trials),
+    {.name = "trials", .kind = AC_OPT_SIZE, F(trials), S(have_trials),
      .min = 1, .max = MAX_TRIALS, .def = "100", .arg = "T", .help = "samples per h (default)"},
-    {.name = "seed", .kind = AC_OPT_U64, .offset = Q(seed), .set_offset = Q(have_seed),
+    {.name = "seed", .kind = AC_OPT_U64, F(seed), S(have_seed),
      .def = "1", .arg = "S",
      .help = "seed of the random streams (default); sample t of h uses the stream (S, h, t), "
              "whatever the threads"},
-    {.name = "rtol", .kind = AC_OPT_DOUBLE, .offset = Q(rtol), .set_offset = Q(have_rtol),
+    {.name = "rtol", .kind = AC_OPT_DOUBLE, F(rtol), S(have_rtol),
      .min = 1e-14, .max = 0.1, .def = "1e-8", .def_show = "1e-08", .arg = "R",
      .group = "Accuracy:",
      .help = "requested relative accuracy of each kappa (default): Gram route, SVD, or the MPFR "
              "fallback, per sample"},
-    {.name = "max-prec", .kind = AC_OPT_LONG, .offset = Q(max_prec),
-     .set_offset = Q(have_max_prec), .min = 128, .max = 1 << 16, .def = "1024", .arg = "BITS",
+    {.name = "max-prec", .kind = AC_OPT_LONG, F(max_prec),
+     S(have_max_prec), .min = 128, .max = 1 << 16, .def = "1024", .arg = "BITS",
      .help = "highest MPFR precision of the fallback and of the certification stages "
              "(default)"},
-    {.name = "certify", .kind = AC_OPT_FLAG, .offset = Q(certify), .set_offset = NS,
+    {.name = "certify", .kind = AC_OPT_FLAG, F(certify), .set_offset = NS,
      .help = "rigorous enclosures of sigma_1, sigma_min and kappa of every sample (Weyl, then "
              "Arb balls) and of the statistics"},
-    {.name = "spectrum", .kind = AC_OPT_FLAG, .offset = Q(spectrum), .set_offset = NS,
+    {.name = "spectrum", .kind = AC_OPT_FLAG, F(spectrum), .set_offset = NS,
      .group = "Spectrum:",
      .help = "eigenvalues of (1/D) A A^T against the Marchenko-Pastur law: Kolmogorov-Smirnov "
              "distance and histogram"},
-    {.name = "bins", .kind = AC_OPT_SIZE, .offset = Q(bins), .set_offset = Q(have_bins),
+    {.name = "bins", .kind = AC_OPT_SIZE, F(bins), S(have_bins),
      .min = 1, .max = 100000, .def = "24", .arg = "K", .help = "histogram bins (default)"},
-    {.name = "model", .kind = AC_OPT_STRING, .offset = Q(model), .set_offset = NS, .arg = "DIR",
+    {.name = "model", .kind = AC_OPT_STRING, F(model), .set_offset = NS, .arg = "DIR",
      .group = "Trained models (kappa on learned weights; doc/mathematics.md section 6.6):",
      .help = "a checkpoint of 'attncheck train' (task text or listops): per layer, kappa of "
              "[A_1 ... A_h] (the head outputs, one row per real token, padding dropped) on real "
@@ -159,33 +162,33 @@ const ac_opt ac_cond_cmd_opts[] = {
              "samples, default 20 here).  Takes --data, --batches, --trials, --seed, --rtol, "
              "--max-prec, --json, --csv, --plot, --threads; exit status 2 (measured, nothing "
              "certified)"},
-    {.name = "data", .kind = AC_OPT_STRING, .offset = Q(data), .set_offset = NS, .arg = "FILE",
+    {.name = "data", .kind = AC_OPT_STRING, F(data), .set_offset = NS, .arg = "FILE",
      .help = "--model: sequences to use instead of the checkpoint's held-out data: text, any "
              "file in the checkpoint's vocabulary; listops, one expression per line in the LRA "
              "syntax"},
-    {.name = "batches", .kind = AC_OPT_SIZE, .offset = Q(batches), .set_offset = Q(have_batches),
+    {.name = "batches", .kind = AC_OPT_SIZE, F(batches), S(have_batches),
      .min = 1, .max = 1 << 20, .def = "4", .arg = "N",
      .help = "--model: batches of the checkpoint's batch size (default)"},
-    {.name = "json", .kind = AC_OPT_FLAG, .offset = Q(json), .set_offset = NS,
+    {.name = "json", .kind = AC_OPT_FLAG, F(json), .set_offset = NS,
      .flags = AC_OPTF_PROGRAM, .group = "Output:",
      .help = "print one JSON object (verdict, certificate, results)"},
-    {.name = "csv", .kind = AC_OPT_STRING, .offset = Q(csv), .set_offset = NS, .arg = "FILE",
+    {.name = "csv", .kind = AC_OPT_STRING, F(csv), .set_offset = NS, .arg = "FILE",
      .flags = AC_OPTF_PROGRAM,
      .help = "one row per h: statistics, predictions, errors, routes"},
-    {.name = "plot", .kind = AC_OPT_STRING, .offset = Q(plot), .set_offset = NS, .arg = "FILE",
+    {.name = "plot", .kind = AC_OPT_STRING, F(plot), .set_offset = NS, .arg = "FILE",
      .flags = AC_OPTF_PROGRAM, .check = ac_cmd_check_plot,
      .help = "kappa against h (.svg, .png or .pdf) with gnuplot"},
-    {.name = "trace", .kind = AC_OPT_FLAG, .offset = Q(trace), .set_offset = NS,
+    {.name = "trace", .kind = AC_OPT_FLAG, F(trace), .set_offset = NS,
      .flags = AC_OPTF_PROGRAM, .help = "print one line per sample"},
-    {.name = "threads", .kind = AC_OPT_LONG, .offset = Q(threads), .set_offset = Q(have_threads),
+    {.name = "threads", .kind = AC_OPT_LONG, F(threads), S(have_threads),
      .min = 1, .max = 1024, .arg = "N",
      .help = "number of threads (OpenMP; default: all cores)"},
-    {.name = "shard", .kind = AC_OPT_SHARD, .offset = Q(shard), .set_offset = Q(have_shard),
+    {.name = "shard", .kind = AC_OPT_SHARD, F(shard), S(have_shard),
      .max = MAX_SHARDS, .arg = "I/K", .flags = AC_OPTF_CHECK_FIRST,
      .check = check_shard,
      .group = "Shards (a sweep split by trials across processes or machines):",
      .help = "compute only shard I of K of every h's trials"},
-    {.name = "samples-out", .kind = AC_OPT_STRING, .offset = Q(samples_out), .set_offset = NS,
+    {.name = "samples-out", .kind = AC_OPT_STRING, F(samples_out), .set_offset = NS,
      .arg = "FILE",
      .help = "write the shard's samples to FILE (with --shard); then `attncheck merge FILE...` "
              "gives exactly the whole result"},

@@ -32,3 +32,10 @@ src_libattncheck_la_SOURCES += \
 	src/commands/condition_json.c \
 	src/commands/merge.c \
 	src/commands/report_condition.c
+
+# unit tests of this module: the option tables against their request types
+check_PROGRAMS += tests/test_commands
+UNIT_TESTS += tests/test_commands
+tests_test_commands_SOURCES = tests/test_commands.c tests/testutil.h
+tests_test_commands_CFLAGS = $(TEST_CFLAGS)
+tests_test_commands_LDADD = $(TEST_LIBS)

@@ -16,20 +16,23 @@
 #include "commands/cond_cmd.h"
 
 #define Q(f) offsetof(ac_merge_request, f)
+#define F(f) AC_OPT_FIELD(ac_merge_request, f)
+#define S(f) AC_OPT_SET(ac_merge_request, f)
+#define A(f) AC_OPT_ARRAY_AT(ac_merge_request, f)
 #define NS AC_OPT_NOSET
 
 static const ac_opt merge_opts[] = {
-    {.name = "files", .kind = AC_OPT_STRINGS, .offset = Q(files), .set_offset = NS,
+    {.name = "files", .kind = AC_OPT_STRINGS, F(files), .set_offset = NS,
      .arg = "FILE", .flags = AC_OPTF_OPERANDS | AC_OPTF_POSITIONAL,
      .help = "the shard files of one sweep, one for every I of 1..K, in any order"},
-    {.name = "json", .kind = AC_OPT_FLAG, .offset = Q(json), .set_offset = NS,
+    {.name = "json", .kind = AC_OPT_FLAG, F(json), .set_offset = NS,
      .flags = AC_OPTF_PROGRAM, .help = "print one JSON object, as condition does"},
-    {.name = "csv", .kind = AC_OPT_STRING, .offset = Q(csv), .set_offset = NS, .arg = "FILE",
+    {.name = "csv", .kind = AC_OPT_STRING, F(csv), .set_offset = NS, .arg = "FILE",
      .flags = AC_OPTF_PROGRAM, .help = "one row per h, as condition writes it"},
-    {.name = "plot", .kind = AC_OPT_STRING, .offset = Q(plot), .set_offset = NS, .arg = "FILE",
+    {.name = "plot", .kind = AC_OPT_STRING, F(plot), .set_offset = NS, .arg = "FILE",
      .flags = AC_OPTF_PROGRAM, .check = ac_cmd_check_plot,
      .help = "kappa against h, as condition draws it"},
-    {.name = "threads", .kind = AC_OPT_LONG, .offset = Q(threads), .set_offset = Q(have_threads),
+    {.name = "threads", .kind = AC_OPT_LONG, F(threads), S(have_threads),
      .min = 1, .max = 1024, .arg = "N",
      .help = "threads (the result does not depend on them)"},
     {0},

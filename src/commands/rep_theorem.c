@@ -15,6 +15,9 @@
 #include "commands/cmd_impl.h"
 
 #define Q(f) offsetof(ac_rt_request, f)
+#define F(f) AC_OPT_FIELD(ac_rt_request, f)
+#define S(f) AC_OPT_SET(ac_rt_request, f)
+#define A(f) AC_OPT_ARRAY_AT(ac_rt_request, f)
 #define NS AC_OPT_NOSET
 
 /* Size limits: n x n matrices of doubles; 2^16 tokens is 32 GiB per matrix. */
@@ -31,86 +34,86 @@ static int check_example(const ac_opt *o, const void *q, const char *text, ac_er
 }
 
 static const ac_opt rt_opts[] = {
-    {.name = "x", .kind = AC_OPT_STRING, .offset = Q(x), .set_offset = Q(have_x), .arg = "FILE",
-     .flags = AC_OPTF_ARRAY | AC_OPTF_POSITIONAL, .aoffset = Q(x_mem), .pyname = "X",
+    {.name = "x", .kind = AC_OPT_STRING, F(x), S(have_x), .arg = "FILE",
+     .flags = AC_OPTF_ARRAY | AC_OPTF_POSITIONAL, A(x_mem), .pyname = "X",
      .group = "Input (X is d x n, one column per token; P is n x n, positive and\n"
               "column-stochastic, columns summing to 1 within 16*n*u):",
      .help = "X from a .npy file (float64 or float32, C or Fortran order; FILE.npz:NAME "
              "for an array of an archive; - for standard input)"},
-    {.name = "p", .kind = AC_OPT_STRING, .offset = Q(p), .set_offset = Q(have_p), .arg = "FILE",
-     .flags = AC_OPTF_ARRAY | AC_OPTF_POSITIONAL, .aoffset = Q(p_mem), .pyname = "P",
+    {.name = "p", .kind = AC_OPT_STRING, F(p), S(have_p), .arg = "FILE",
+     .flags = AC_OPTF_ARRAY | AC_OPTF_POSITIONAL, A(p_mem), .pyname = "P",
      .help = "P from a .npy file (as --x)"},
-    {.name = "d0", .kind = AC_OPT_STRING, .offset = Q(d0), .set_offset = Q(have_d0),
-     .arg = "FILE", .flags = AC_OPTF_ARRAY, .aoffset = Q(d0_mem),
+    {.name = "d0", .kind = AC_OPT_STRING, F(d0), S(have_d0),
+     .arg = "FILE", .flags = AC_OPTF_ARRAY, A(d0_mem),
      .help = "diagonal of D0 in paper 1, eq. (6): .npy vector of n positive numbers "
              "(default: the identity)"},
-    {.name = "normalize", .kind = AC_OPT_FLAG, .offset = Q(normalize), .set_offset = NS,
+    {.name = "normalize", .kind = AC_OPT_FLAG, F(normalize), .set_offset = NS,
      .help = "divide each column of P by its sum before checking"},
-    {.name = "rows", .kind = AC_OPT_FLAG, .offset = Q(rows), .set_offset = NS,
+    {.name = "rows", .kind = AC_OPT_FLAG, F(rows), .set_offset = NS,
      .help = "P is row-stochastic (PyTorch's attention weights, one row per query): check its "
              "transpose, the column-stochastic P"},
-    {.name = "example", .kind = AC_OPT_STRING, .offset = Q(example), .set_offset = Q(have_example),
+    {.name = "example", .kind = AC_OPT_STRING, F(example), S(have_example),
      .arg = "paper", .check = check_example,
      .help = "the paper's counterexample: d = 1, n = 2, X = [1, 0], "
              "P = [[0.5, 0.75], [0.5, 0.25]]"},
-    {.name = "n", .kind = AC_OPT_SIZE, .offset = Q(n), .set_offset = Q(have_n), .min = 1,
+    {.name = "n", .kind = AC_OPT_SIZE, F(n), S(have_n), .min = 1,
      .max = MAX_DIM, .arg = "N", .group = "Generated input (for whichever of X, P is not given):",
      .help = "tokens (default 8, or the size of the given X or P)"},
-    {.name = "d", .kind = AC_OPT_SIZE, .offset = Q(d), .set_offset = Q(have_d), .min = 1,
+    {.name = "d", .kind = AC_OPT_SIZE, F(d), S(have_d), .min = 1,
      .max = MAX_DIM, .arg = "D", .help = "rows of X (default n)"},
-    {.name = "seed", .kind = AC_OPT_U64, .offset = Q(seed), .set_offset = NS, .def = "1",
+    {.name = "seed", .kind = AC_OPT_U64, F(seed), .set_offset = NS, .def = "1",
      .arg = "S",
      .help = "seed of the random streams: X i.i.d. N(0,1), columns of P i.i.d. "
              "Dirichlet(1,...,1)"},
-    {.name = "representable", .kind = AC_OPT_FLAG, .offset = Q(representable), .set_offset = NS,
+    {.name = "representable", .kind = AC_OPT_FLAG, F(representable), .set_offset = NS,
      .help = "generate P = Softmax(X'AX/sqrt(dk)) with A = Wk'Wq for random Gaussian Wk, Wq "
              "(dk x d): representable by design"},
-    {.name = "dk", .kind = AC_OPT_SIZE, .offset = Q(dk), .set_offset = Q(have_dk), .min = 1,
+    {.name = "dk", .kind = AC_OPT_SIZE, F(dk), S(have_dk), .min = 1,
      .max = MAX_DIM, .arg = "K", .group = "Check:", .help = "head size (default d)"},
-    {.name = "tol", .kind = AC_OPT_DOUBLE, .offset = Q(tol), .set_offset = Q(have_tol), .min = 0,
+    {.name = "tol", .kind = AC_OPT_DOUBLE, F(tol), S(have_tol), .min = 0,
      .max = 1, .arg = "T", .def = "0x1p-26", .def_show = "2^-26 = 1.49e-08",
      .help = "tolerance of the claim (default; 1e-6 with --learn; 0 = exact equality; a value "
              "that underflows to 0 is an error)"},
-    {.name = "max-prec", .kind = AC_OPT_LONG, .offset = Q(max_prec), .set_offset = NS, .min = 0,
+    {.name = "max-prec", .kind = AC_OPT_LONG, F(max_prec), .set_offset = NS, .min = 0,
      .max = 1 << 20, .arg = "BITS", .def = "512",
      .help = "highest precision of the ball stages (0 = double precision stage only); the "
              "decision stages run in double first, balls only where double cannot decide"},
-    {.name = "optimize", .kind = AC_OPT_LONG, .offset = Q(optimize), .set_offset = NS, .min = 0,
+    {.name = "optimize", .kind = AC_OPT_LONG, F(optimize), .set_offset = NS, .min = 0,
      .max = 1000000, .arg = "ITERS", .def = "200",
      .help = "BFGS iterations refining the best approximation when P is not reached exactly "
              "(0 = off), scaled down to a work budget (iterations x (n^2 dk + 2 n d dk) "
              "<= 2^33), skipped for n > 512; JSON \"refine\" says why it stopped"},
-    {.name = "wq", .kind = AC_OPT_STRING, .offset = Q(wq), .set_offset = Q(have_wq),
-     .arg = "FILE", .flags = AC_OPTF_ARRAY | AC_OPTF_JOIN, .aoffset = Q(wq_mem), .pyname = "Wq"},
-    {.name = "wk", .kind = AC_OPT_STRING, .offset = Q(wk), .set_offset = Q(have_wk),
-     .arg = "FILE", .flags = AC_OPTF_ARRAY, .aoffset = Q(wk_mem), .pyname = "Wk",
+    {.name = "wq", .kind = AC_OPT_STRING, F(wq), S(have_wq),
+     .arg = "FILE", .flags = AC_OPTF_ARRAY | AC_OPTF_JOIN, A(wq_mem), .pyname = "Wq"},
+    {.name = "wk", .kind = AC_OPT_STRING, F(wk), S(have_wk),
+     .arg = "FILE", .flags = AC_OPTF_ARRAY, A(wk_mem), .pyname = "Wk",
      .help = "a head to certify (.npy, dk x d each): its max|Softmax - P| is an upper bound on "
              "the distance, and it is written if it is the best head found"},
-    {.name = "trace", .kind = AC_OPT_FLAG, .offset = Q(trace), .set_offset = NS,
+    {.name = "trace", .kind = AC_OPT_FLAG, F(trace), .set_offset = NS,
      .flags = AC_OPTF_PROGRAM, .group = "Output:",
      .help = "print each proof step with its certified residual"},
-    {.name = "json", .kind = AC_OPT_FLAG, .offset = Q(json), .set_offset = NS,
+    {.name = "json", .kind = AC_OPT_FLAG, F(json), .set_offset = NS,
      .flags = AC_OPTF_PROGRAM, .help = "print one JSON object (verdict, certificate, ...)"},
-    {.name = "out-dir", .kind = AC_OPT_STRING, .offset = Q(out_dir), .set_offset = NS,
+    {.name = "out-dir", .kind = AC_OPT_STRING, F(out_dir), .set_offset = NS,
      .arg = "DIR", .flags = AC_OPTF_PROGRAM,
      .help = "write Wq.npy, Wk.npy (dk x d), certificate.json, and the X.npy, P.npy that were "
              "checked if generated or changed"},
-    {.name = "threads", .kind = AC_OPT_LONG, .offset = Q(threads), .set_offset = NS, .min = 1,
+    {.name = "threads", .kind = AC_OPT_LONG, F(threads), .set_offset = NS, .min = 1,
      .max = 1024, .arg = "N",
      .help = "number of BLAS threads (the check itself runs BLAS single-threaded: results are "
              "identical for any N)"},
-    {.name = "learn", .kind = AC_OPT_FLAG, .offset = Q(learn), .set_offset = NS,
+    {.name = "learn", .kind = AC_OPT_FLAG, F(learn), .set_offset = NS,
      .group = "Learned weights (doc/mathematics.md §6.5):",
      .help = "for each dk of --dk-range: train one head (BFGS on KL(P || Softmax), the best "
              "iterate), certify it at --tol (default 1e-6 here), and run the exact check beside "
              "it; print the table and whether the learned transition is where the exact "
              "criterion puts it"},
-    {.name = "dk-range", .kind = AC_OPT_RANGE, .offset = Q(dk_range),
-     .set_offset = Q(have_dk_range), .min = 1, .max = MAX_DIM, .arg = "A:B",
+    {.name = "dk-range", .kind = AC_OPT_RANGE, F(dk_range),
+     S(have_dk_range), .min = 1, .max = MAX_DIM, .arg = "A:B",
      .help = "head sizes for --learn (default 1:n+1)"},
-    {.name = "csv", .kind = AC_OPT_STRING, .offset = Q(csv), .set_offset = NS, .arg = "FILE",
+    {.name = "csv", .kind = AC_OPT_STRING, F(csv), .set_offset = NS, .arg = "FILE",
      .flags = AC_OPTF_PROGRAM, .help = "--learn: the table as CSV"},
-    {.name = "plot", .kind = AC_OPT_STRING, .offset = Q(plot), .set_offset = NS, .arg = "FILE",
+    {.name = "plot", .kind = AC_OPT_STRING, F(plot), .set_offset = NS, .arg = "FILE",
      .flags = AC_OPTF_PROGRAM, .check = ac_cmd_check_plot,
      .help = "--learn: learned error and certified lower bound against dk (.svg, .png or .pdf) "
              "with gnuplot"},

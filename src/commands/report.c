@@ -11,20 +11,23 @@
 #include "commands/cmd_impl.h"
 
 #define Q(f) offsetof(ac_report_request, f)
+#define F(f) AC_OPT_FIELD(ac_report_request, f)
+#define S(f) AC_OPT_SET(ac_report_request, f)
+#define A(f) AC_OPT_ARRAY_AT(ac_report_request, f)
 #define NS AC_OPT_NOSET
 
 static const ac_opt report_opts[] = {
-    {.name = "seed", .kind = AC_OPT_U64, .offset = Q(seed), .set_offset = NS, .def = "1",
+    {.name = "seed", .kind = AC_OPT_U64, F(seed), .set_offset = NS, .def = "1",
      .arg = "S", .help = "seed of the generated instances"},
-    {.name = "quick", .kind = AC_OPT_FLAG, .offset = Q(quick), .set_offset = NS,
+    {.name = "quick", .kind = AC_OPT_FLAG, F(quick), .set_offset = NS,
      .help = "smaller instances (for a fast smoke test)"},
-    {.name = "json", .kind = AC_OPT_FLAG, .offset = Q(json), .set_offset = NS,
+    {.name = "json", .kind = AC_OPT_FLAG, F(json), .set_offset = NS,
      .flags = AC_OPTF_PROGRAM, .help = "print one JSON object with every row"},
-    {.name = "plot", .kind = AC_OPT_STRING, .offset = Q(plot), .set_offset = NS, .arg = "FILE",
+    {.name = "plot", .kind = AC_OPT_STRING, F(plot), .set_offset = NS, .arg = "FILE",
      .flags = AC_OPTF_PROGRAM, .check = ac_cmd_check_plot,
      .help = "the summary figure (.svg, .png or .pdf) with gnuplot: per row the verdict against "
              "the predicted one, the certified bound"},
-    {.name = "threads", .kind = AC_OPT_LONG, .offset = Q(threads), .set_offset = NS, .min = 1,
+    {.name = "threads", .kind = AC_OPT_LONG, F(threads), .set_offset = NS, .min = 1,
      .max = 1024, .arg = "N", .help = "number of BLAS threads"},
     {0},
 };

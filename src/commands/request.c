@@ -35,6 +35,79 @@ const ac_command *ac_command_find(const char *name)
     return NULL;
 }
 
+static const char *const ctype_names[] = {
+    [AC_OPT_T_UNKNOWN] = "not recorded", [AC_OPT_T_INT] = "int", [AC_OPT_T_LONG] = "long",
+    [AC_OPT_T_ULONG] = "unsigned long", [AC_OPT_T_ULLONG] = "unsigned long long",
+    [AC_OPT_T_DOUBLE] = "double", [AC_OPT_T_STRING] = "const char *",
+    [AC_OPT_T_SIZES] = "ac_opt_sizes", [AC_OPT_T_STRINGS] = "ac_opt_strings",
+    [AC_OPT_T_PAIR] = "size_t[2]", [AC_OPT_T_ARRAY] = "ac_array", [AC_OPT_T_OTHER] = "another type",
+};
+
+/* The C type an option's kind stores. */
+static ac_opt_ctype kind_ctype(ac_opt_kind k)
+{
+    switch (k) {
+    case AC_OPT_FLAG:
+    case AC_OPT_CHOICE: return AC_OPT_T_INT;
+    case AC_OPT_SIZE: return AC_OPT_CTYPE((size_t)0);
+    case AC_OPT_LONG: return AC_OPT_T_LONG;
+    case AC_OPT_U64: return AC_OPT_CTYPE((uint64_t)0);
+    case AC_OPT_DOUBLE: return AC_OPT_T_DOUBLE;
+    case AC_OPT_STRING: return AC_OPT_T_STRING;
+    case AC_OPT_SIZES: return AC_OPT_T_SIZES;
+    case AC_OPT_RANGE:
+    case AC_OPT_SHARD: return AC_OPT_T_PAIR;
+    case AC_OPT_STRINGS: return AC_OPT_T_STRINGS;
+    }
+    return AC_OPT_T_OTHER;
+}
+
+static size_t ctype_size(ac_opt_ctype t)
+{
+    switch (t) {
+    case AC_OPT_T_INT: return sizeof(int);
+    case AC_OPT_T_LONG: return sizeof(long);
+    case AC_OPT_T_ULONG: return sizeof(unsigned long);
+    case AC_OPT_T_ULLONG: return sizeof(unsigned long long);
+    case AC_OPT_T_DOUBLE: return sizeof(double);
+    case AC_OPT_T_STRING: return sizeof(const char *);
+    case AC_OPT_T_SIZES: return sizeof(ac_opt_sizes);
+    case AC_OPT_T_STRINGS: return sizeof(ac_opt_strings);
+    case AC_OPT_T_PAIR: return 2 * sizeof(size_t);
+    case AC_OPT_T_ARRAY: return sizeof(ac_array);
+    default: return 1;
+    }
+}
+
+int ac_command_validate(const ac_command *c, ac_err *err)
+{
+    for (const ac_opt *o = c->opts; o && o->name; o++) {
+        ac_opt_ctype want = kind_ctype(o->kind);
+        if (o->ctype != want)
+            return ac_err_set(err, AC_EINTERNAL, "%s --%s: its field is %s, its kind stores %s",
+                              c->name, o->name, ctype_names[o->ctype], ctype_names[want]);
+        if (o->offset + ctype_size(o->ctype) > c->request_size)
+            return ac_err_set(err, AC_EINTERNAL, "%s --%s: its field is outside the request",
+                              c->name, o->name);
+        if (o->set_offset != AC_OPT_NOSET &&
+            (o->set_ctype != AC_OPT_T_INT || o->set_offset + sizeof(int) > c->request_size))
+            return ac_err_set(err, AC_EINTERNAL, "%s --%s: its given flag is %s, not an int",
+                              c->name, o->name, ctype_names[o->set_ctype]);
+        if ((o->flags & AC_OPTF_ARRAY) &&
+            (o->actype != AC_OPT_T_ARRAY || o->aoffset + sizeof(ac_array) > c->request_size))
+            return ac_err_set(err, AC_EINTERNAL, "%s --%s: its array is %s, not an ac_array",
+                              c->name, o->name, ctype_names[o->actype]);
+        if ((o->kind == AC_OPT_CHOICE) != (o->choices != NULL))
+            return ac_err_set(err, AC_EINTERNAL, "%s --%s: choices %s", c->name, o->name,
+                              o->choices ? "on an option of another kind" : "missing");
+        for (const ac_opt *p = c->opts; p < o; p++)
+            if (!strcmp(p->name, o->name))
+                return ac_err_set(err, AC_EINTERNAL, "%s --%s: two options of this name",
+                                  c->name, o->name);
+    }
+    return AC_OK;
+}
+
 int ac_request_new(ac_request **out, const char *command, ac_err *err)
 {
     *out = NULL;
@@ -42,6 +115,9 @@ int ac_request_new(ac_request **out, const char *command, ac_err *err)
     if (!c)
         return ac_err_set(err, AC_EUSAGE, "'%s' is not an attncheck command",
                           command ? command : "");
+    int st = ac_command_validate(c, err);
+    if (st)
+        return st;
     ac_request *r = calloc(1, sizeof *r);
     if (!r || !(r->q = calloc(1, c->request_size))) {
         free(r);
@@ -50,7 +126,7 @@ int ac_request_new(ac_request **out, const char *command, ac_err *err)
     r->cmd = c;
     if (c->init)
         c->init(r->q);
-    int st = ac_opts_default(c->opts, r->q, err);
+    st = ac_opts_default(c->opts, r->q, err);
     if (st) {
         ac_request_free(r);
         return st;

@@ -18,6 +18,9 @@
 #include "commands/cmd_impl.h"
 
 #define Q(f) offsetof(ac_sep_request, f)
+#define F(f) AC_OPT_FIELD(ac_sep_request, f)
+#define S(f) AC_OPT_SET(ac_sep_request, f)
+#define A(f) AC_OPT_ARRAY_AT(ac_sep_request, f)
 #define NS AC_OPT_NOSET
 
 /* Generated layers hold 4 h hs d doubles; keep them well inside memory. */
@@ -64,16 +67,16 @@ static int check_heads(const ac_opt *o, const void *q, const char *text, ac_err 
 /* The in-memory layers: one library-only option per file of --w-dir and
  * --v-dir (Python's Wq ... Vo). */
 #define LAYER_OPT(nm, py, t, W, help_)                                                        \
-    {.name = nm, .kind = AC_OPT_STRING, .offset = Q(W##_file[t]), .set_offset = Q(have_##W[t]), \
-     .arg = "ARRAY", .flags = AC_OPTF_ARRAY | AC_OPTF_LIBRARY, .aoffset = Q(W##_mem[t]),      \
+    {.name = nm, .kind = AC_OPT_STRING, F(W##_file[t]), S(have_##W[t]), \
+     .arg = "ARRAY", .flags = AC_OPTF_ARRAY | AC_OPTF_LIBRARY, A(W##_mem[t]),      \
      .pyname = py, .help = help_}
 
 static const ac_opt sep_opts[] = {
-    {.name = "v-dir", .kind = AC_OPT_STRING, .offset = Q(v_dir), .set_offset = NS, .arg = "DIR",
+    {.name = "v-dir", .kind = AC_OPT_STRING, F(v_dir), .set_offset = NS, .arg = "DIR",
      .group = "Layers (files are float64 .npy stacks over the heads):",
      .help = "g_V from DIR/Vq.npy, Vk.npy, Vv.npy (h, dp, d) and Vo.npy (h, d, dp); default: "
              "generated to satisfy the theorem's conditions"},
-    {.name = "w-dir", .kind = AC_OPT_STRING, .offset = Q(w_dir), .set_offset = NS, .arg = "DIR",
+    {.name = "w-dir", .kind = AC_OPT_STRING, F(w_dir), .set_offset = NS, .arg = "DIR",
      .help = "f_W from DIR/Wq.npy, Wk.npy, Wv.npy (h, d/h, d) and Wo.npy (h, d, d/h); default: "
              "random Gaussian"},
     LAYER_OPT("wq", "Wq", 0, w, "f_W's Wq (h, d/h, d), in memory (the program: --w-dir)"),
@@ -84,50 +87,50 @@ static const ac_opt sep_opts[] = {
     LAYER_OPT("vk", "Vk", 1, v, "g_V's Vk (h, dp, d)"),
     LAYER_OPT("vv", "Vv", 2, v, "g_V's Vv (h, dp, d)"),
     LAYER_OPT("vo", "Vo", 3, v, "g_V's Vo (h, d, dp)"),
-    {.name = "case", .kind = AC_OPT_LONG, .offset = Q(kase), .set_offset = Q(have_case),
+    {.name = "case", .kind = AC_OPT_LONG, F(kase), S(have_case),
      .min = 1, .max = 3, .arg = "K",
      .help = "build f_W in case K = 1, 2 or 3 (for 2 and 3 a generated g_V has small dyadic "
              "integer entries, so that S_W = S_V holds exactly; case 3 needs dp even)"},
-    {.name = "d", .kind = AC_OPT_SIZE, .offset = Q(d), .set_offset = Q(have_d), .min = 1,
+    {.name = "d", .kind = AC_OPT_SIZE, F(d), S(have_d), .min = 1,
      .max = MAX_DIM, .def = "16", .arg = "D", .help = "model width of generated layers"},
-    {.name = "h", .kind = AC_OPT_SIZE, .offset = Q(h), .set_offset = Q(have_h), .min = 1,
+    {.name = "h", .kind = AC_OPT_SIZE, F(h), S(have_h), .min = 1,
      .max = MAX_DIM, .def = "4", .arg = "H", .help = "heads"},
-    {.name = "dp", .kind = AC_OPT_SIZE, .offset = Q(dp), .set_offset = Q(have_dp), .min = 1,
+    {.name = "dp", .kind = AC_OPT_SIZE, F(dp), S(have_dp), .min = 1,
      .max = MAX_DIM, .def = "8", .arg = "DP", .help = "head size of g_V"},
-    {.name = "n", .kind = AC_OPT_SIZE, .offset = Q(n), .set_offset = Q(have_n), .min = 1,
+    {.name = "n", .kind = AC_OPT_SIZE, F(n), S(have_n), .min = 1,
      .max = MAX_DIM, .arg = "N", .help = "tokens, columns of X (default 4; 8 with --student)"},
-    {.name = "seed", .kind = AC_OPT_U64, .offset = Q(seed), .set_offset = NS, .def = "1",
+    {.name = "seed", .kind = AC_OPT_U64, F(seed), .set_offset = NS, .def = "1",
      .arg = "S", .help = "seed of every random draw"},
-    {.name = "tries", .kind = AC_OPT_SIZE, .offset = Q(tries), .set_offset = Q(have_tries),
+    {.name = "tries", .kind = AC_OPT_SIZE, F(tries), S(have_tries),
      .min = 1, .max = 1000, .def = "3", .arg = "K", .group = "Search:",
      .help = "generic vectors per construction"},
-    {.name = "optimize", .kind = AC_OPT_LONG, .offset = Q(optimize),
-     .set_offset = Q(have_optimize), .min = 0, .max = 1000000, .def = "60", .arg = "ITERS",
+    {.name = "optimize", .kind = AC_OPT_LONG, F(optimize),
+     S(have_optimize), .min = 0, .max = 1000000, .def = "60", .arg = "ITERS",
      .help = "BFGS iterations (GSL multimin) maximising the relative gap ||f-g||_F / (||f||_F + "
              "||g||_F) (default; 0 = off), with at most 5 ITERS + 10 evaluations of the layers "
              "in all"},
-    {.name = "max-prec", .kind = AC_OPT_LONG, .offset = Q(max_prec), .set_offset = NS, .min = 0,
+    {.name = "max-prec", .kind = AC_OPT_LONG, F(max_prec), .set_offset = NS, .min = 0,
      .max = 1 << 20, .def = "512", .arg = "BITS",
      .help = "highest precision of the ball stages (default; 0 = double precision stage only); "
              "one more stage is added when the logits need more bits"},
-    {.name = "embed", .kind = AC_OPT_FLAG, .offset = Q(embed), .set_offset = NS,
+    {.name = "embed", .kind = AC_OPT_FLAG, F(embed), .set_offset = NS,
      .group = "Other checks:",
      .help = "the inclusion F in G: build g_V from f_W by padding and rescaling (needs dp >= "
              "d/h; or load it with --v-dir) and check ||g_V(X) - f_W(X)||_F <= tol "
              "||f_W(X)||_F on sample inputs (exact equality head by head when it holds)"},
-    {.name = "samples", .kind = AC_OPT_SIZE, .offset = Q(samples), .set_offset = Q(have_samples),
+    {.name = "samples", .kind = AC_OPT_SIZE, F(samples), S(have_samples),
      .min = 1, .max = 100000, .arg = "K",
      .help = "sample inputs of --embed (default 3, at most 1000); with --student the held-out "
              "inputs (default 64)"},
-    {.name = "tol", .kind = AC_OPT_DOUBLE, .offset = Q(tol), .set_offset = Q(have_tol), .min = 0,
+    {.name = "tol", .kind = AC_OPT_DOUBLE, F(tol), S(have_tol), .min = 0,
      .max = 1, .def = "0x1p-26", .def_show = "2^-26 = 1.49e-08", .arg = "T",
      .help = "relative tolerance of both claims: separated means ||f-g||_F > T ||f_W(X)||_F, "
              "--embed checks <= T (default; 0 = any difference)"},
-    {.name = "audit", .kind = AC_OPT_FLAG, .offset = Q(audit), .set_offset = NS,
+    {.name = "audit", .kind = AC_OPT_FLAG, F(audit), .set_offset = NS,
      .help = "exhibit the three gaps of the paper's proof on this instance: a v != 0 with "
              "{Wo_i Wv_i v} dependent, and (case 3) a v1 with no sign-separating v2~ and a v1 "
              "whose v2~ has Wv_i v2~ = 0"},
-    {.name = "student", .kind = AC_OPT_FLAG, .offset = Q(student), .set_offset = NS,
+    {.name = "student", .kind = AC_OPT_FLAG, F(student), .set_offset = NS,
      .group = "Students (--student: Theorem 2 on learned weights, doc/mathematics.md §4.8):",
      .help = "train standard-head students (h' heads of size d/h') and a fixed-head student (h "
              "heads of size dp) by regression onto g_V on fresh inputs X ~ N(0,1); print per "
@@ -136,40 +139,40 @@ static const ac_opt sep_opts[] = {
              "the head counts h' for which a standard layer represents g_V exactly (exact "
              "ranks).  Uses --v-dir, --d, --h, --dp, --n (default 8), --seed, --samples "
              "(default 64), --max-prec, --json, --out-dir, --threads and:"},
-    {.name = "student-heads", .kind = AC_OPT_STRING, .offset = Q(student_heads),
-     .set_offset = Q(have_student_heads), .arg = "L", .check = check_heads,
+    {.name = "student-heads", .kind = AC_OPT_STRING, F(student_heads),
+     S(have_student_heads), .arg = "L", .check = check_heads,
      .help = "comma-separated h' of the standard students (default h)"},
-    {.name = "student-seeds", .kind = AC_OPT_SIZE, .offset = Q(student_seeds),
-     .set_offset = Q(have_student_seeds), .min = 1, .max = 100, .def = "3", .arg = "K",
+    {.name = "student-seeds", .kind = AC_OPT_SIZE, F(student_seeds),
+     S(have_student_seeds), .min = 1, .max = 100, .def = "3", .arg = "K",
      .help = "seeds per student: --seed .. --seed + K - 1"},
-    {.name = "student-steps", .kind = AC_OPT_SIZE, .offset = Q(student_steps),
-     .set_offset = Q(have_student_steps), .min = 1, .max = 10000000, .def = "2000", .arg = "N",
+    {.name = "student-steps", .kind = AC_OPT_SIZE, F(student_steps),
+     S(have_student_steps), .min = 1, .max = 10000000, .def = "2000", .arg = "N",
      .help = "AdamW steps per student"},
-    {.name = "student-lr", .kind = AC_OPT_DOUBLE, .offset = Q(student_lr),
-     .set_offset = Q(have_student_lr), .min = 1e-12, .max = 10, .def = "1e-2", .arg = "LR",
+    {.name = "student-lr", .kind = AC_OPT_DOUBLE, F(student_lr),
+     S(have_student_lr), .min = 1e-12, .max = 10, .def = "1e-2", .arg = "LR",
      .help = "peak learning rate (default, cosine to LR/10)"},
-    {.name = "student-batch", .kind = AC_OPT_SIZE, .offset = Q(student_batch),
-     .set_offset = Q(have_student_batch), .min = 1, .max = 65536, .def = "32", .arg = "B",
+    {.name = "student-batch", .kind = AC_OPT_SIZE, F(student_batch),
+     S(have_student_batch), .min = 1, .max = 65536, .def = "32", .arg = "B",
      .help = "inputs X per step"},
-    {.name = "csv", .kind = AC_OPT_STRING, .offset = Q(csv), .set_offset = NS, .arg = "FILE",
+    {.name = "csv", .kind = AC_OPT_STRING, F(csv), .set_offset = NS, .arg = "FILE",
      .flags = AC_OPTF_PROGRAM,
      .help = "--student: the training curves (step, loss, held-out relative error)"},
-    {.name = "plot", .kind = AC_OPT_STRING, .offset = Q(plot), .set_offset = NS, .arg = "FILE",
+    {.name = "plot", .kind = AC_OPT_STRING, F(plot), .set_offset = NS, .arg = "FILE",
      .flags = AC_OPTF_PROGRAM, .check = ac_cmd_check_plot,
      .help = "--student: the curves with gnuplot (.svg, .png or .pdf)"},
-    {.name = "trace", .kind = AC_OPT_FLAG, .offset = Q(trace), .set_offset = NS,
+    {.name = "trace", .kind = AC_OPT_FLAG, F(trace), .set_offset = NS,
      .group = "Output:",
      .help = "print the proof's steps for the case, each with the quantity it claims and its "
              "certified value"},
-    {.name = "json", .kind = AC_OPT_FLAG, .offset = Q(json), .set_offset = NS,
+    {.name = "json", .kind = AC_OPT_FLAG, F(json), .set_offset = NS,
      .flags = AC_OPTF_PROGRAM, .help = "print one JSON object (verdict, certificate, ...)"},
-    {.name = "out-dir", .kind = AC_OPT_STRING, .offset = Q(out_dir), .set_offset = NS,
+    {.name = "out-dir", .kind = AC_OPT_STRING, F(out_dir), .set_offset = NS,
      .arg = "DIR", .flags = AC_OPTF_PROGRAM,
      .help = "write X.npy (d x n), the parameters used (Wq.npy ..., Vq.npy ...) and "
              "certificate.json (--embed: samples.npy (k, d, n), the sample inputs, instead of "
              "X.npy); with --student: Vq.npy ... (g_V), samples.npy (k, d, n: the held-out X) "
              "and KIND_hH_seedS_Wq.npy ... per trained student"},
-    {.name = "threads", .kind = AC_OPT_LONG, .offset = Q(threads), .set_offset = NS, .min = 1,
+    {.name = "threads", .kind = AC_OPT_LONG, F(threads), .set_offset = NS, .min = 1,
      .max = 1024, .arg = "N",
      .help = "threads of the double forward passes of the search (default 1); the rest runs "
              "on one thread, and the result does not depend on N"},
