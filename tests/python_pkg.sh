@@ -22,6 +22,7 @@ test -f "$lib" || { echo "python_pkg: $lib not built (shared libraries disabled?
 export ATTNCHECK_LIBRARY="$lib" PYTHONPATH="$tmp" TMPDIR="$tmp"
 "$PYTHON3" "$top_srcdir/tests/python_pkg.py" "$ATTNCHECK" || exit 1
 "$PYTHON3" "$top_srcdir/tests/python_separate.py" "$ATTNCHECK" || exit 1
+"$PYTHON3" "$top_srcdir/tests/python_coverage.py" "$ATTNCHECK" > "$tmp/coverage.txt" || { cat "$tmp/coverage.txt"; exit 1; }
 # the README's example session runs as printed (needs torch for its checkpoint part)
 "$PYTHON3" -c 'import torch' 2>/dev/null || exit 0
 ATTNCHECK="$ATTNCHECK" "$PYTHON3" "$top_srcdir/examples/python_session.py" > "$tmp/session.txt" 2>&1 || {

@@ -230,21 +230,24 @@ def _wrap(key, v):
 class Result(Record):
     """The result of a command: its JSON object (the program's --json) as
     attributes, and the arrays it holds (what --out-dir writes) in .arrays
-    and as attributes (r.Wq)."""
+    and as attributes (r.Wq) where no member of the JSON has the name
+    (separate --embed's member "samples" is the count, r.arrays["samples"]
+    the inputs).  r.command is the JSON's "command" (merge's result is a
+    condition result)."""
 
     def __init__(self, command, obj, arrays, aliases=None):
         super().__init__(obj, aliases)
-        object.__setattr__(self, "command", command)
+        object.__setattr__(self, "command", obj.get("command", command))
         object.__setattr__(self, "arrays", arrays)
 
     def __getattr__(self, name):
         arrays = object.__getattribute__(self, "arrays")
-        if name in arrays:
-            return arrays[name]
         try:
             return super().__getattr__(name)
         except AttributeError:
             pass
+        if name in arrays:
+            return arrays[name]
         if name in ("Wq", "Wk", "X"):  # absent arrays read as None
             return None
         raise AttributeError("%s result has no %r" % (self.command, name))
