@@ -1,5 +1,5 @@
 /* test_t1_resid.c — the residual obstruction on a submatrix of P
- * (src/theorem1/bounds_resid.c, doc/mathematics.md §3.6): the certified
+ * (src/theorem1/dist_resid.c, doc/mathematics.md §3.6): the certified
  * lower bound on rho_IJ = dist_F(log P_IJ, {1 c' + X_I' A X_J}) and the
  * distance bound built on it.
  *
@@ -7,7 +7,7 @@
  * spanning set of the subspace (vec(1 e_k'), and vec(X_I' e_p e_q' X_J) for
  * b >= d or vec(X_I' e_p e_q') for b < d), with X scaled exactly by a power
  * of two first (the subspace does not change); independent of the
- * projection formulas of bounds_resid.c.  sigma_d(X_I) against a Cholesky
+ * projection formulas of dist_resid.c.  sigma_d(X_I) against a Cholesky
  * factorisation of X_I X_I' - s^2 I in Arb.
  * Classes: generic shapes (a = d + 2 .. 9, b = 1 .. d + 3), X scaled by
  * 2^±300, X_I nearly rank deficient, 1 nearly and exactly in range X_I',
@@ -25,7 +25,7 @@
 #include "attncheck/linalg.h"
 #include "attncheck/theorem1.h"
 #include "core/ac_arb.h"
-#include "theorem1/t1_bounds.h"
+#include "theorem1/t1_dist.h"
 #include "theorem1/t1_stage0.h"
 #include "testutil.h"
 

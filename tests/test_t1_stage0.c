@@ -1,5 +1,5 @@
 /* test_t1_stage0.c — stage 0 of Theorem 1's route DECIDE (src/theorem1/
- * decide0.c, doc/mathematics.md §3.4 "Stage 0 of the criterion"): the
+ * criterion_stage0.c, doc/mathematics.md §3.4 "Stage 0 of the criterion"): the
  * log-domain residual rho by a dual certificate in double, the singular
  * values of K log P from a double enclosure, and the verified logarithm.
  *
@@ -24,7 +24,7 @@
 #include "attncheck/theorem1.h"
 #include "core/ac_arb.h"
 #include "core/ball.h"
-#include "theorem1/t1_bounds.h"
+#include "theorem1/t1_dist.h"
 #include "theorem1/t1_impl.h"
 #include "theorem1/t1_stage0.h"
 #include "testutil.h"
@@ -647,7 +647,7 @@ out:
     return ok;
 }
 
-/* Stage 0 of the rank condition with Pi != I (decide0_pi.c) against Arb:
+/* Stage 0 of the rank condition with Pi != I (criterion_stage0_pi.c) against Arb:
  * Gaussian X (odd shapes, d = 1, n = d + 1), X scaled by 2^+-300, X close to
  * rank deficient, 1 nearly in the row space, X 1 = 0 exactly (K = I), tiny
  * entries of P.  Every enclosure must meet Arb's; on well-conditioned X the

@@ -6,22 +6,22 @@ src_libattncheck_la_SOURCES += \
 	src/theorem1/t1_impl.h \
 	src/theorem1/instance.c \
 	src/theorem1/construct.c \
-	src/theorem1/t1_normgap.c \
-	src/theorem1/xrank.c \
+	src/theorem1/normgap_rows.c \
+	src/theorem1/rank_x.c \
 	src/theorem1/exact.c \
 	src/theorem1/decide.c \
 	src/theorem1/t1_decide.h \
-	src/theorem1/decide_rank.c \
+	src/theorem1/rank_condition.c \
 	src/theorem1/t1_stage0.h \
-	src/theorem1/decide0.c \
-	src/theorem1/decide0_pi.c \
+	src/theorem1/criterion_stage0.c \
+	src/theorem1/criterion_stage0_pi.c \
 	src/theorem1/decide_summary.c \
 	src/theorem1/refine.c \
-	src/theorem1/t1_bounds.h \
-	src/theorem1/bounds.c \
-	src/theorem1/bounds_d1.c \
-	src/theorem1/bounds_resid.c \
-	src/theorem1/upper.c \
+	src/theorem1/t1_dist.h \
+	src/theorem1/dist_lower.c \
+	src/theorem1/dist_d1.c \
+	src/theorem1/dist_resid.c \
+	src/theorem1/dist_upper.c \
 	src/theorem1/check.c \
 	src/theorem1/result.c
 

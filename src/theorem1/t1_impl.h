@@ -5,7 +5,7 @@
  *                eqs. (4)-(7), and its trace (doc/mathematics.md §3.2);
  *                the weights of rank dk < rank X from the family
  *                K Pi log(P) Pi (§3.5);
- *   xrank.c      the scale of X (powers of two) and its certified rank;
+ *   rank_x.c      the scale of X (powers of two) and its certified rank;
  *   exact.c      exact facts: Pi in rationals, 1 in the row space,
  *                bounds on rank(K log P) from the structure of P;
  *   decide.c     route DECIDE: the exact criterion (doc/mathematics.md §3.4,
@@ -48,20 +48,20 @@ double ac_t1_normalisation_gap(const ac_mat *P);
 int ac_t1_certify_weights(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
                           const ac_mat *P, const double *pre, const ac_t1_opts *o, ac_err *err);
 
-/* The rank of X (xrank.c): by a certified left inverse Y (d >= n: Y = X^+
+/* The rank of X (rank_x.c): by a certified left inverse Y (d >= n: Y = X^+
  * is kept in *Y and the enclosure of Y X in *YX when the rank is n), else
  * exactly (pivot rows in *piv_out, malloc'ed), else modulo a prime when it
  * is full.  res->rank = -1 if none succeeds. */
 int ac_t1_certify_rank(ac_t1_result *res, ac_mat *Y, ac_imat *YX, size_t **piv_out,
                        const ac_mat *X, const ac_t1_opts *o, ac_err *err);
 
-/* X is scaled by 2^s (xrank.c) only when its largest entry is outside
+/* X is scaled by 2^s (rank_x.c) only when its largest entry is outside
  * [2^-AC_T1_SCALE_FREE, 2^AC_T1_SCALE_FREE]. */
 #define AC_T1_SCALE_FREE 64
 
 /* Xs = 2^s X with max|Xs| in [1/2, 1) when X's scale is extreme and the
  * scaling is exact; else s = 0 and Xs is left empty (data NULL, no copy:
- * the caller uses X itself) (xrank.c). */
+ * the caller uses X itself) (rank_x.c). */
 int ac_t1_scale_pow2(ac_mat *Xs, int *s, const ac_mat *X, ac_err *err);
 
 /* Weights of size dk from the family of the exact criterion
@@ -81,7 +81,7 @@ int ac_t1_construct_family(ac_t1_result *res, const ac_mat *X, const ac_mat *P, 
  * truncation of T, Wk = S^(1/2) U' X^+, Wq = sqrt(dk) S^(1/2) V' X^+. */
 int t1_pinv(ac_mat *Xp, ac_mat *Pi, const ac_mat *X, size_t r, double rel, ac_err *err);
 /* ac_t1_normalisation_gap(P), the same bits, read row by row over the
- * OpenMP threads (t1_normgap.c) */
+ * OpenMP threads (normgap_rows.c) */
 double t1_normalisation_gap_rows(const ac_mat *P);
 /* the same from plain loops (t1_pinv's reference twin, tests/test_t1_pinv.c) */
 int t1_pinv_ref(ac_mat *Xp, ac_mat *Pi, const ac_mat *X, size_t r, double rel, ac_err *err);

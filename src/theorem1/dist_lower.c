@@ -1,4 +1,4 @@
-/* bounds.c — certified lower bounds on dist = inf over heads of size dk of
+/* dist_lower.c — certified lower bounds on dist = inf over heads of size dk of
  * max|Softmax((Wk X)'(Wq X)/sqrt(dk)) - P| (doc/mathematics.md §3.6).  Each
  * bound holds for every head; the largest becomes dist_lo:
  *   - column sums: a softmax column sums to 1, so dist >= |1 - s_j| / n;
@@ -10,12 +10,12 @@
  *     the largest t with ||(-log(1 - t/P_ij))_ij||_F < m;
  *   - the rank obstruction on submatrices of P whose entries are large:
  *     sigma_{k+1}(K_I log P_IJ), k = min(dk, rank X);
- *   - d = 1: the branch and bound of bounds_d1.c.
+ *   - d = 1: the branch and bound of dist_d1.c.
  * Every comparison that the bound rests on is made with directed rounding
  * (MPFR, or the one-ulp steps of interval.h), ranks and singular values in
  * Arb with the Weyl enclosure (doc/mathematics.md §2.5); above n = 256 the
  * submatrix bound and the entrywise sums use the verified double logarithm
- * of decide0.c instead (stage 0, §3.4 and §3.6).
+ * of criterion_stage0.c instead (stage 0, §3.4 and §3.6).
  *
  * Dimension letters: d model width, n tokens, dk head size, r = rank X.
  * Buffers are row-major: X d x n, P n x n.
@@ -36,7 +36,7 @@
 #include "attncheck/theorem1.h"
 #include "core/ac_arb.h"
 #include "core/ball.h"
-#include "theorem1/t1_bounds.h"
+#include "theorem1/t1_dist.h"
 #include "theorem1/t1_impl.h"
 #include "theorem1/t1_stage0.h"
 
@@ -239,7 +239,7 @@ out:
 
 /* phi_fro_up in double for large counts (the MPFR version costs n^2
  * logarithms at 64 bits): s_e = 1 - t/p_e rounded down, -log s_e >= phi
- * bounded by the verified logarithm (decide0.c), squares and sums rounded
+ * bounded by the verified logarithm (criterion_stage0.c), squares and sums rounded
  * up.  +inf if some t / p_e >= 1 or the logarithm cannot be verified. */
 static double phi_fro_up_d(const double *p, size_t cnt, double t)
 {

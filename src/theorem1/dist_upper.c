@@ -1,12 +1,12 @@
-/* upper.c — candidate heads for the upper end of dist = inf over heads of
+/* dist_upper.c — candidate heads for the upper end of dist = inf over heads of
  * max|Softmax - P| (doc/mathematics.md §3.6).  Any head is an upper bound,
  * because dist is an infimum; each candidate is certified (attention/head.c)
  * and the best certified one becomes the written weights:
  *   - the zero head Wk = Wq = 0 (uniform softmax columns; a head of every dk);
  *   - the user's head (rep-theorem --wk, --wq), validated and certified;
  *   - for d = 1, the logit weight a found by the branch and bound of
- *     bounds_d1.c, written as Wk = e_1, Wq = a sqrt(dk) e_1.
- * ac_t1_tighten runs them and then the lower bounds of bounds.c.
+ *     dist_d1.c, written as Wk = e_1, Wq = a sqrt(dk) e_1.
+ * ac_t1_tighten runs them and then the lower bounds of dist_lower.c.
  *
  * Dimension letters: d model width, n tokens, dk head size.
  * Buffers are row-major: X d x n, P n x n, Wk/Wq dk x d.
@@ -18,7 +18,7 @@
 #include <string.h>
 
 #include "attncheck/theorem1.h"
-#include "theorem1/t1_bounds.h"
+#include "theorem1/t1_dist.h"
 #include "theorem1/t1_impl.h"
 
 /* Work budget of the d = 1 branch and bound, in entry evaluations. */

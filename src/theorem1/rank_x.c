@@ -1,4 +1,4 @@
-/* xrank.c — the input X of Theorem 1 (paper 1): its scale and its rank
+/* rank_x.c — the input X of Theorem 1 (paper 1): its scale and its rank
  * (doc/mathematics.md §2.5, §3.4).
  *
  *   - ac_t1_scale_pow2: X scaled by a power of two so that its largest entry

@@ -1,4 +1,4 @@
-/* decide0.c — stage 0 of route DECIDE of Theorem 1 (doc/mathematics.md
+/* criterion_stage0.c — stage 0 of route DECIDE of Theorem 1 (doc/mathematics.md
  * §3.4, "Stage 0 of the criterion"): the log-domain residual rho and the
  * rank condition in double with a-priori rounding-error bounds.
  *
@@ -142,12 +142,13 @@ out:
     return r;
 }
 
-/* In double: A = Yp M(c) Yp' and R = M(c) - X'AX with M(c) = L + 1c' and
- * the minimiser c of the residual for the projector Pi = X'Yp (the formula
- * of rho_ball in decide.c), and hv = 1 - Pi 1.  Approximate: only proposes
- * the certificate.  Returns 0 when n - 1'Pi 1 is within rounding of 0. */
-static int residual_double(double *R, double *A, double *c, double *hv, const ac_mat *X,
-                           const double *Yp, const double *L, double *W)
+/* The log-domain residual in double, the twin of rho_resid_ball (the
+ * derivation: t1_decide.h): A = Yp M(c) Yp' and R = M(c) - X'AX with
+ * M(c) = L + 1c' and the minimiser c* for the projector Pi = X'Yp, and
+ * hv = 1 - Pi 1.  Approximate: only proposes the certificate.  Returns 0
+ * when n - 1'Pi 1 is within rounding of 0. */
+static int rho_resid_double(double *R, double *A, double *c, double *hv, const ac_mat *X,
+                            const double *Yp, const double *L, double *W)
 {
     size_t d = X->rows, n = X->cols;
     const double *x = X->data;
@@ -290,7 +291,7 @@ int ac_t1_rho_stage0(const ac_mat *X, const ac_mat *P, double sigma_lo, double *
             AC_MAT(&Xt, j, i) = AC_MAT(X, i, j);
     if (ac_approx_pinv_fullcol(&Yp, &Xt, NULL) != AC_OK)
         goto out; /* LAPACK gave up: no stage-0 bound */
-    if (residual_double(R, A, c, hv, X, Yp.data, L, W)) {
+    if (rho_resid_double(R, A, c, hv, X, Yp.data, L, W)) {
         *h_lo = ac_t1_dist_one_lo(X, hv, sigma_lo, err);
         *rho_hi = residual_fro_up(X, A, Llo, Lhi, c, err);
         if ((st = ac_t1_rho_dual_lo(X, R, Llo, Lhi, sigma_lo, *h_lo, rho_lo, err)))

@@ -1,4 +1,4 @@
-/* bounds_d1.c — d = 1 (doc/mathematics.md §3.6): X is one row x, every
+/* dist_d1.c — d = 1 (doc/mathematics.md §3.6): X is one row x, every
  * head's logits are (Wk X)'(Wq X)/sqrt(dk) = a x_i x_j with the scalar
  * a = Wk'Wq/sqrt(dk), and every real a occurs (dk >= 1).  So
  *     dist = inf over a in R of f(a),
@@ -19,7 +19,7 @@
 
 #include "attncheck/interval.h"
 #include "attncheck/theorem1.h"
-#include "theorem1/t1_bounds.h"
+#include "theorem1/t1_dist.h"
 
 typedef struct {
     double a, b, lb;

@@ -1,4 +1,4 @@
-/* bounds_resid.c — the residual obstruction on a submatrix of P
+/* dist_resid.c — the residual obstruction on a submatrix of P
  * (doc/mathematics.md §3.6, "The residual obstruction on a submatrix").
  *
  * For rows I (|I| = a) and columns J (|J| = b) every head's logits satisfy
@@ -25,7 +25,7 @@
 
 #include "attncheck/interval.h"
 #include "attncheck/linalg.h"
-#include "theorem1/t1_bounds.h"
+#include "theorem1/t1_dist.h"
 #include "theorem1/t1_impl.h"
 #include "theorem1/t1_stage0.h"
 
@@ -51,7 +51,7 @@ double ac_t1_sigma_min_lo(const ac_mat *M, const ac_mat *G)
 }
 
 /* Upper bound on the absolute error of a recursive dot product of length N
- * whose computed sum of |a_i b_i| is t (Higham (3.5), as in decide0.c). */
+ * whose computed sum of |a_i b_i| is t (Higham (3.5), as in criterion_stage0.c). */
 static double dot_err_up(double t, size_t N)
 {
     return ac_add_up(ac_mul_up(ac_gamma_up(2.0 * (double)N + 2.0), t), (double)N * AC_ETA);

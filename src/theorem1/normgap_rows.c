@@ -1,4 +1,4 @@
-/* t1_normgap.c — the certified normalisation gap of P, read row by row
+/* normgap_rows.c — the certified normalisation gap of P, read row by row
  * (t1_impl.h).  The value is that of ac_t1_normalisation_gap (instance.c),
  * bit for bit: every column's exact-sum test is exact, its sums s_j and
  * sum |P_ij| are formed in the same order of i, and the maximum of the

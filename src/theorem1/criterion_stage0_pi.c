@@ -1,4 +1,4 @@
-/* decide0_pi.c — stage 0 of the rank condition when rank X = d < n
+/* criterion_stage0_pi.c — stage 0 of the rank condition when rank X = d < n
  * (doc/mathematics.md §3.4, "Stage 0 of the criterion", the rank condition
  * with Pi != I): enclosures of the singular values of K Pi log(P) Pi in
  * double, without Arb.

@@ -1,4 +1,4 @@
-/* decide_rank.c — route DECIDE of Theorem 1, the pieces shared by its
+/* rank_condition.c — route DECIDE of Theorem 1, the pieces shared by its
  * quantities (doc/mathematics.md §3.4): Pi and L = log P in balls, and the
  * rank condition sigma_{dk+1}(K Pi log(P) Pi) (dk < r) at stage 0 and in
  * Arb.  Split from decide.c, which keeps the decision itself.
@@ -62,9 +62,9 @@ int ac_t1_ball_pi_L(arb_mat_t Pi, arb_mat_t L, const decide_ctx *c, slong prec)
 }
 
 /* Stage 0 of sigma_{dk+1}(K Pi L Pi): an enclosure of K log P in double
- * and the Weyl enclosure around its SVD when Pi = I (decide0.c), or of
+ * and the Weyl enclosure around its SVD when Pi = I (criterion_stage0.c), or of
  * K~ Pi~ L Pi~ widened by the certified distance to K Pi L Pi when
- * rank X = d < n (decide0_pi.c). */
+ * rank X = d < n (criterion_stage0_pi.c). */
 int ac_t1_lowrank_stage0(void *v, double *lo, double *hi, ac_err *err)
 {
     decide_ctx *c = v;
