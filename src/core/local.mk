@@ -17,6 +17,7 @@ src_libattncheck_la_SOURCES += \
 	src/core/dyadic.c \
 	src/core/dyadic.h \
 	src/core/exp_kernel.h \
+	src/core/exp_kernel.c \
 	src/core/linalg.c \
 	src/core/linalg_lu.c \
 	src/core/linalg_lu.h \
@@ -59,3 +60,8 @@ tests_test_rng_block_LDADD = $(TEST_LIBS)
 tests_test_blas_SOURCES = tests/test_blas.c tests/testutil.h
 tests_test_blas_CFLAGS = $(TEST_CFLAGS)
 tests_test_blas_LDADD = $(TEST_LIBS)
+check_PROGRAMS += tests/test_exp
+UNIT_TESTS += tests/test_exp
+tests_test_exp_SOURCES = tests/test_exp.c tests/testutil.h
+tests_test_exp_CFLAGS = $(TEST_CFLAGS)
+tests_test_exp_LDADD = $(TEST_LIBS)
