@@ -25,40 +25,36 @@ src_libattncheck_la_SOURCES += \
 	src/theorem1/check.c \
 	src/theorem1/result.c
 
-# unit tests of this module
-check_PROGRAMS += tests/test_theorem1
-UNIT_TESTS += tests/test_theorem1
-tests_test_theorem1_SOURCES = tests/test_theorem1.c tests/testutil.h
-tests_test_theorem1_CFLAGS = $(TEST_CFLAGS)
-tests_test_theorem1_LDADD = $(TEST_LIBS) $(LAPACKE_LIBS)
-
-check_PROGRAMS += tests/test_t1_bounds
-UNIT_TESTS += tests/test_t1_bounds
-tests_test_t1_bounds_SOURCES = tests/test_t1_bounds.c tests/testutil.h
-tests_test_t1_bounds_CFLAGS = $(TEST_CFLAGS)
-tests_test_t1_bounds_LDADD = $(TEST_LIBS)
-check_PROGRAMS += tests/test_theorem1_decide
-UNIT_TESTS += tests/test_theorem1_decide
-tests_test_theorem1_decide_SOURCES = tests/test_theorem1_decide.c tests/testutil.h
-tests_test_theorem1_decide_CFLAGS = $(TEST_CFLAGS)
-tests_test_theorem1_decide_LDADD = $(TEST_LIBS)
-check_PROGRAMS += tests/test_t1_construct
-UNIT_TESTS += tests/test_t1_construct
-tests_test_t1_construct_SOURCES = tests/test_t1_construct.c tests/testutil.h
-tests_test_t1_construct_CFLAGS = $(TEST_CFLAGS)
-tests_test_t1_construct_LDADD = $(TEST_LIBS)
-check_PROGRAMS += tests/test_t1_pinv
-UNIT_TESTS += tests/test_t1_pinv
-tests_test_t1_pinv_SOURCES = tests/test_t1_pinv.c tests/testutil.h
-tests_test_t1_pinv_CFLAGS = $(TEST_CFLAGS)
-tests_test_t1_pinv_LDADD = $(TEST_LIBS)
-check_PROGRAMS += tests/test_t1_stage0
-UNIT_TESTS += tests/test_t1_stage0
-tests_test_t1_stage0_SOURCES = tests/test_t1_stage0.c tests/testutil.h
-tests_test_t1_stage0_CFLAGS = $(TEST_CFLAGS)
-tests_test_t1_stage0_LDADD = $(TEST_LIBS)
-check_PROGRAMS += tests/test_t1_resid
-UNIT_TESTS += tests/test_t1_resid
-tests_test_t1_resid_SOURCES = tests/test_t1_resid.c tests/testutil.h
-tests_test_t1_resid_CFLAGS = $(TEST_CFLAGS)
-tests_test_t1_resid_LDADD = $(TEST_LIBS)
+# unit tests of this module: src/theorem1/test/, one Check program per file
+# (Makefile.am, "tests": how make check-quick and make check run them)
+THEOREM1_TESTS = \
+	src/theorem1/test/test_theorem1 \
+	src/theorem1/test/test_decide \
+	src/theorem1/test/test_construct \
+	src/theorem1/test/test_pinv \
+	src/theorem1/test/test_criterion_stage0 \
+	src/theorem1/test/test_dist \
+	src/theorem1/test/test_dist_resid
+check_PROGRAMS += $(THEOREM1_TESTS)
+UNIT_TESTS += $(THEOREM1_TESTS)
+src_theorem1_test_test_theorem1_SOURCES = src/theorem1/test/test_theorem1.c tests/testutil.h
+src_theorem1_test_test_theorem1_CFLAGS = $(TEST_CFLAGS)
+src_theorem1_test_test_theorem1_LDADD = $(TEST_LIBS) $(LAPACKE_LIBS)
+src_theorem1_test_test_decide_SOURCES = src/theorem1/test/test_decide.c tests/testutil.h
+src_theorem1_test_test_decide_CFLAGS = $(TEST_CFLAGS)
+src_theorem1_test_test_decide_LDADD = $(TEST_LIBS)
+src_theorem1_test_test_construct_SOURCES = src/theorem1/test/test_construct.c tests/testutil.h
+src_theorem1_test_test_construct_CFLAGS = $(TEST_CFLAGS)
+src_theorem1_test_test_construct_LDADD = $(TEST_LIBS)
+src_theorem1_test_test_pinv_SOURCES = src/theorem1/test/test_pinv.c tests/testutil.h
+src_theorem1_test_test_pinv_CFLAGS = $(TEST_CFLAGS)
+src_theorem1_test_test_pinv_LDADD = $(TEST_LIBS)
+src_theorem1_test_test_criterion_stage0_SOURCES = src/theorem1/test/test_criterion_stage0.c tests/testutil.h
+src_theorem1_test_test_criterion_stage0_CFLAGS = $(TEST_CFLAGS)
+src_theorem1_test_test_criterion_stage0_LDADD = $(TEST_LIBS)
+src_theorem1_test_test_dist_SOURCES = src/theorem1/test/test_dist.c tests/testutil.h
+src_theorem1_test_test_dist_CFLAGS = $(TEST_CFLAGS)
+src_theorem1_test_test_dist_LDADD = $(TEST_LIBS)
+src_theorem1_test_test_dist_resid_SOURCES = src/theorem1/test/test_dist_resid.c tests/testutil.h
+src_theorem1_test_test_dist_resid_CFLAGS = $(TEST_CFLAGS)
+src_theorem1_test_test_dist_resid_LDADD = $(TEST_LIBS)

@@ -83,7 +83,7 @@ int t1_pinv(ac_mat *Xp, ac_mat *Pi, const ac_mat *X, size_t r, double rel, ac_er
 /* ac_t1_normalisation_gap(P), the same bits, read row by row over the
  * OpenMP threads (normgap_rows.c) */
 double t1_normalisation_gap_rows(const ac_mat *P);
-/* the same from plain loops (t1_pinv's reference twin, tests/test_t1_pinv.c) */
+/* the same from plain loops (t1_pinv's reference twin, src/theorem1/test/test_pinv.c) */
 int t1_pinv_ref(ac_mat *Xp, ac_mat *Pi, const ac_mat *X, size_t r, double rel, ac_err *err);
 int t1_factor_logits(ac_mat *Wk, ac_mat *Wq, const ac_mat *T, const ac_mat *Xp, size_t dk,
                      ac_err *err);

@@ -1,10 +1,14 @@
 /* test_head.c — one attention head (attncheck/head.h, attention/head.c):
  * the double softmax against a naive reference, the certified enclosures of
  * max|Softmax - P| against Arb at 1024 bits, the stage-0 softmax enclosure
- * around the double one, and the certification of given weights.
+ * around the double one, the certification of given weights, and the
+ * stages of the certificate (gamma_k, split products, the column-wise ball
+ * stage, the zero head) against Arb and against each other.
  *
  * Oracles: a naive triple loop with glibc's exp; Arb at 1024 bits with the
- * scale 1/sqrt(dk) as a division (the library multiplies by arb_rsqrt_ui). */
+ * scale 1/sqrt(dk) as a division (the library multiplies by arb_rsqrt_ui);
+ * Arb at 200 and 600 bits through ac_head_maxdev_enclose itself for the
+ * stages. */
 #include <config.h>
 
 #include <math.h>
@@ -15,6 +19,7 @@
 #include "core/ball.h"
 #include "attention/head_impl.h"
 #include "attncheck/head.h"
+#include "attncheck/linalg.h"
 #include "attncheck/rng.h"
 #include "attncheck/theorem1.h"
 #include "testutil.h"
@@ -223,6 +228,165 @@ START_TEST(test_certify_given_weights)
 }
 END_TEST
 
+/* ---- the stages of ac_head_maxdev_enclose and ac_head_certify -------------
+ * (gamma_k, split products, norm-bounded products, the column-wise ball
+ * stage) against Arb at 200 to 600 bits. */
+
+/* A Theorem-1 style head on X (n x n): Wk = X^-1, Wq = Wt X^-1 with
+ * Wt = sqrt(n) log P, so the logits are Wt up to rounding; cond scales one
+ * column of X (sigma_min(X) small makes the weights large), wscale scales X
+ * down and the weights up by the same power of two. */
+static void t1_head(ac_mat *X, ac_mat *Wk, ac_mat *Wq, ac_mat *P, size_t n, double cond, int wexp,
+                    test_rng *r)
+{
+    ac_mat Wt = {0};
+    ck_assert_int_eq(ac_mat_init(X, n, n, NULL), AC_OK);
+    ck_assert_int_eq(ac_mat_init(P, n, n, NULL), AC_OK);
+    ck_assert_int_eq(ac_mat_init(&Wt, n, n, NULL), AC_OK);
+    ck_assert_int_eq(ac_mat_init(Wq, n, n, NULL), AC_OK);
+    for (size_t i = 0; i < n * n; i++)
+        X->data[i] = test_rng_gauss(r);
+    for (size_t i = 0; i < n; i++)
+        X->data[i * n + 1] = X->data[i * n] + X->data[i * n + 1] / cond; /* near-dependent */
+    for (size_t j = 0; j < n; j++) {
+        double s = 0;
+        for (size_t i = 0; i < n; i++)
+            s += (P->data[i * n + j] = -log(test_rng_unif(r) + 1e-300)); /* Dirichlet(1) */
+        for (size_t i = 0; i < n; i++)
+            P->data[i * n + j] /= s;
+    }
+    for (size_t i = 0; i < n * n; i++)
+        Wt.data[i] = sqrt((double)n) * log(P->data[i]);
+    for (size_t i = 0; i < n * n; i++)
+        X->data[i] = ldexp(X->data[i], -wexp);
+    ck_assert_int_eq(ac_approx_pinv_fullcol(Wk, X, NULL), AC_OK);
+    ck_assert_int_eq(ac_gemm(Wq, AC_NOTRANS, &Wt, AC_NOTRANS, Wk, NULL), AC_OK);
+    ac_mat_free(&Wt);
+}
+
+START_TEST(test_head_split_stage)
+{
+    test_rng r;
+    test_rng_init(&r, test_seed_value + 13);
+    static const struct {
+        size_t n;
+        double cond;
+        int wexp, pad;
+    } cases[] = {{6, 1, 0, 0},      {20, 1e3, 0, 0},  {33, 1e6, 0, 0}, {24, 10, 400, 0},
+                 {24, 10, -400, 0}, {48, 1e4, 30, 0}, {9, 10, 0, 20},  {12, 1e3, 0, 1}};
+    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
+        ac_mat X = {0}, Wk = {0}, Wq = {0}, P = {0};
+        t1_head(&X, &Wk, &Wq, &P, cases[c].n, cases[c].cond, cases[c].wexp, &r);
+        if (cases[c].pad) {
+            /* Theorem 1's [X^+; 0] with dk = n + pad: zero rows (one of Wq's
+             * padded rows nonzero where Wk's is zero: it still adds 0) */
+            size_t n = cases[c].n, dk = n + cases[c].pad;
+            ac_mat K2 = {0}, Q2 = {0};
+            ck_assert_int_eq(ac_mat_init(&K2, dk, n, NULL), AC_OK);
+            ck_assert_int_eq(ac_mat_init(&Q2, dk, n, NULL), AC_OK);
+            memcpy(K2.data, Wk.data, n * n * sizeof(double));
+            memcpy(Q2.data, Wq.data, n * n * sizeof(double));
+            Q2.data[(dk - 1) * n] = 3.0;
+            ac_mat_free(&Wk);
+            ac_mat_free(&Wq);
+            Wk = K2;
+            Wq = Q2;
+        }
+        double l0, h0, l1, h1, l2, h2;
+        ck_assert_int_eq(ac_head_maxdev_enclose(&l0, &h0, &X, &Wk, &Wq, &P, 0, NULL), AC_OK);
+        ck_assert_int_eq(ac_head_maxdev_enclose(&l1, &h1, &X, &Wk, &Wq, &P, -1, NULL), AC_OK);
+        ck_assert_int_eq(ac_head_maxdev_enclose(&l2, &h2, &X, &Wk, &Wq, &P, 600, NULL), AC_OK);
+        /* one number in all three: the Arb ball at 600 bits is tight */
+        ck_assert_msg(l1 <= h2 && l2 <= h1, "case %zu: split [%g, %g] misses Arb [%g, %g]", c, l1,
+                      h1, l2, h2);
+        ck_assert_msg(l0 <= h2 && l2 <= h0, "case %zu: gamma stage misses Arb", c);
+        ck_assert_msg(h1 <= h0, "case %zu: split %g looser than gamma_k %g", c, h1, h0);
+        /* the split stage is close to the truth: width within 1e-12 + 10% */
+        ck_assert_msg(h1 - l1 <= 1e-12 + 0.1 * h2, "case %zu: split [%g, %g] too wide (Arb %g)", c,
+                      l1, h1, h2);
+        ac_mat_free(&X);
+        ac_mat_free(&Wk);
+        ac_mat_free(&Wq);
+        ac_mat_free(&P);
+    }
+}
+END_TEST
+
+START_TEST(test_head_certify_columns)
+{
+    /* tol between the truth and the split stage's upper bound: the gamma_k and
+     * split stages cannot prove, the ball stage recomputes only the columns
+     * whose split bound exceeds tol and proves */
+    test_rng r;
+    test_rng_init(&r, test_seed_value + 14);
+    ac_mat X = {0}, Wk = {0}, Wq = {0}, P = {0};
+    t1_head(&X, &Wk, &Wq, &P, 16, 1e3, 0, &r);
+    for (size_t i = 0; i < 16 * 16; i++) /* perturb P so the deviation is clearly > 0 */
+        P.data[i] *= 1 + 1e-9 * (double)(i % 7);
+    double l1, h1, l2, h2;
+    ck_assert_int_eq(ac_head_maxdev_enclose(&l1, &h1, &X, &Wk, &Wq, &P, -1, NULL), AC_OK);
+    ck_assert_int_eq(ac_head_maxdev_enclose(&l2, &h2, &X, &Wk, &Wq, &P, 600, NULL), AC_OK);
+    ck_assert(h2 < h1);
+    double tol = (h2 + h1) / 2;
+    ac_schedule sched = {1, {128}};
+    ac_cert cert;
+    ck_assert_int_eq(ac_head_certify(&cert, &X, &Wk, &Wq, &P, tol, &sched, NULL), AC_OK);
+    ck_assert_int_eq(cert.verdict, AC_PROVED);
+    ck_assert_int_eq(cert.stage, 1);
+    ck_assert_msg(strstr(cert.method, "of 16 columns") != NULL, "method: %s", cert.method);
+    ck_assert(cert.hi <= tol && cert.lo <= h2 && l2 <= cert.hi);
+    /* and a tol between the gamma_k stage's lower bound and the split
+     * stage's is refuted by the split stage */
+    double l0, h0;
+    ck_assert_int_eq(ac_head_maxdev_enclose(&l0, &h0, &X, &Wk, &Wq, &P, 0, NULL), AC_OK);
+    ck_assert(l0 < l1);
+    ck_assert_int_eq(ac_head_certify(&cert, &X, &Wk, &Wq, &P, (l0 + l1) / 2, &sched, NULL), AC_OK);
+    ck_assert_int_eq(cert.verdict, AC_REFUTED);
+    ck_assert_int_eq(cert.stage, 0);
+    ck_assert_msg(strstr(cert.method, "split") != NULL, "method: %s", cert.method);
+    /* a non-finite weight: the split stage cannot run; no error, no verdict */
+    Wq.data[3] = INFINITY;
+    ck_assert_int_eq(ac_head_certify(&cert, &X, &Wk, &Wq, &P, 1e-3, &sched, NULL), AC_OK);
+    ck_assert_int_eq(cert.verdict, AC_UNDECIDED);
+    ac_mat_free(&X);
+    ac_mat_free(&Wk);
+    ac_mat_free(&Wq);
+    ac_mat_free(&P);
+}
+END_TEST
+
+/* The zero head (exact zero logits, uniform columns): stage 0 from the
+ * extremes of P against the ball stage, and tight. */
+START_TEST(test_zero_head)
+{
+    test_rng r;
+    test_rng_init(&r, test_seed_value + 35);
+    for (size_t n = 1; n < 40; n += 7) {
+        size_t d = 3, dk = 2;
+        ac_mat X = {0}, P = {0}, Wk = {0}, Wq = {0};
+        ck_assert_int_eq(ac_mat_init(&X, d, n, NULL), AC_OK);
+        ck_assert_int_eq(ac_mat_init(&P, n, n, NULL), AC_OK);
+        ck_assert_int_eq(ac_mat_init(&Wk, dk, d, NULL), AC_OK);
+        ck_assert_int_eq(ac_mat_init(&Wq, dk, d, NULL), AC_OK);
+        for (size_t i = 0; i < d * n; i++)
+            X.data[i] = test_rng_gauss(&r);
+        for (size_t i = 0; i < n * n; i++)
+            P.data[i] = test_rng_unif(&r) + 1e-3;
+        Wk.data[0] = 1.5; /* row 0 of Wk live, row 0 of Wq zero: logits still 0 */
+        double l0, h0, l1, h1;
+        ck_assert_int_eq(ac_head_maxdev_enclose(&l0, &h0, &X, &Wk, &Wq, &P, 0, NULL), AC_OK);
+        ck_assert_int_eq(ac_head_maxdev_enclose(&l1, &h1, &X, &Wk, &Wq, &P, 200, NULL), AC_OK);
+        ck_assert_msg(l0 <= h1 && l1 <= h0, "n %zu: [%a, %a] and [%a, %a] disjoint", n, l0, h0, l1,
+                      h1);
+        ck_assert_msg(h0 - l0 <= 1e-15 && l0 > 0, "n %zu: [%a, %a] not tight", n, l0, h0);
+        ac_mat_free(&X);
+        ac_mat_free(&P);
+        ac_mat_free(&Wk);
+        ac_mat_free(&Wq);
+    }
+}
+END_TEST
+
 int main(void)
 {
     test_seed_init();
@@ -233,6 +397,9 @@ int main(void)
     tcase_add_test(tc, test_maxdev_enclosure_contains_oracle);
     tcase_add_test(tc, test_softmax_inside_stage0);
     tcase_add_test(tc, test_certify_given_weights);
+    tcase_add_test(tc, test_head_split_stage);
+    tcase_add_test(tc, test_head_certify_columns);
+    tcase_add_test(tc, test_zero_head);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

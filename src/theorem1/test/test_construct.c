@@ -1,4 +1,4 @@
-/* test_t1_construct.c — the construction route's certificate of the
+/* test_construct.c — the construction route's certificate of the
  * written weights must cover their actual error: max|Softmax(X'Wk'WqX /
  * sqrt(dk)) - P|, evaluated here in long double (an independent evaluation,
  * accurate to far below the errors of ~1e-16 checked), on tall and square X

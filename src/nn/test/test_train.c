@@ -1,5 +1,6 @@
-/* test_train.c — tasks, schedule, checkpoints and resume (attncheck/train.h),
- * and the JSON reader used for checkpoint configurations.
+/* test_train.c — tasks, schedule, checkpoints and resume (attncheck/train.h).
+ * (The JSON reader of checkpoint configurations, io/jsonparse.c, is tested
+ * in src/io/test/test_jsonparse.c.)
  *
  * Oracles: an independent evaluator of ListOps expressions (ac_listops_eval,
  * a recursive parser written separately from the generator) and the limits
@@ -20,7 +21,6 @@
 #include "attncheck/blas.h"
 #include "attncheck/npy.h"
 #include "attncheck/train.h"
-#include "io/jsonparse.h"
 #include "testutil.h"
 
 static char tmpdir[256];
@@ -152,45 +152,6 @@ START_TEST(test_config_diff)
     ck_assert(ac_task_parse("listops", &t) == AC_OK && t == AC_TASK_LISTOPS);
     ck_assert(ac_task_parse("lm", &t) == AC_EUSAGE);
     ck_assert_str_eq(ac_task_name(AC_TASK_FIT_P), "fit-p");
-}
-END_TEST
-
-/* ---------------------------------------------------------------- JSON reader */
-
-START_TEST(test_jsonparse)
-{
-    ac_jv *v;
-    ac_err err;
-    const char *doc = " {\"a\": [1, -2.5e3, true, false, null], \"s\": \"x\\u00e9\\ud83d\\ude00\\n\","
-                      " \"big\": 18446744073709551615, \"o\": {}, \"e\": []} ";
-    ck_assert(ac_jparse(&v, doc, strlen(doc), "t", &err) == AC_OK);
-    const ac_jv *a = ac_jv_get(v, "a");
-    ck_assert(a && a->type == AC_JV_ARRAY && a->n == 5);
-    ck_assert(a->kids[2]->type == AC_JV_BOOL && a->kids[2]->b == 1);
-    ck_assert(a->kids[4]->type == AC_JV_NULL);
-    const char *s;
-    ck_assert(ac_jv_get_string(v, "s", &s, "t", &err) == AC_OK);
-    ck_assert_str_eq(s, "x\xc3\xa9\xf0\x9f\x98\x80\n");
-    uint64_t u;
-    ck_assert(ac_jv_get_u64(v, "big", &u, "t", &err) == AC_OK && u == UINT64_MAX);
-    double d;
-    ck_assert(ac_jv_get_double(v, "big", &d, "t", &err) == AC_OK);
-    ck_assert_int_eq(ac_jv_get_double(v, "s", &d, "t", &err), AC_EDATA);
-    ck_assert_int_eq(ac_jv_get_size(v, "nothing", &u, "t", &err), AC_EDATA);
-    ck_assert(strstr(err.msg, "missing \"nothing\"") != NULL);
-    ac_jv_free(v);
-    static const char *bad[] = {"", "{", "[1,]", "{\"a\" 1}", "{\"a\":1,}", "01", "1.", "-",
-                                "\"abc", "\"\\x\"", "\"\\ud800\"", "\"\\u0000\"", "tru", "[1] 2",
-                                "\"a\tb\"", "{1: 2}", "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["
-                                "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]"
-                                "]]]]]]]]]]]]]]]]]]]]]]]]]]]]]"};
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        v = NULL;
-        ck_assert_msg(ac_jparse(&v, bad[i], strlen(bad[i]), "t", &err) == AC_EDATA,
-                      "accepted '%s'", bad[i]);
-        ck_assert(v == NULL);
-        ck_assert(strncmp(err.msg, "t: line 1, column", 17) == 0);
-    }
 }
 END_TEST
 
@@ -443,7 +404,6 @@ int main(void)
     tcase_add_test(tc, test_listops);
     tcase_add_test(tc, test_schedule);
     tcase_add_test(tc, test_config_diff);
-    tcase_add_test(tc, test_jsonparse);
     tcase_add_test(tc, test_resume_identical);
     tcase_add_test(tc, test_bad_checkpoints);
     tcase_add_test(tc, test_text_and_fitp);

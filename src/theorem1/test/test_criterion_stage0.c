@@ -1,4 +1,4 @@
-/* test_t1_stage0.c — stage 0 of Theorem 1's route DECIDE (src/theorem1/
+/* test_criterion_stage0.c — stage 0 of Theorem 1's route DECIDE (src/theorem1/
  * criterion_stage0.c, doc/mathematics.md §3.4 "Stage 0 of the criterion"): the
  * log-domain residual rho by a dual certificate in double, the singular
  * values of K log P from a double enclosure, and the verified logarithm.

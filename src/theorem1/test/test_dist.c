@@ -1,4 +1,4 @@
-/* test_t1_bounds.c — the distance bounds of Theorem 1 (src/theorem1/dist_lower.c,
+/* test_dist.c — the distance bounds of Theorem 1 (src/theorem1/dist_lower.c,
  * dist_d1.c, dist_upper.c, refine.c; doc/mathematics.md §3.6).
  *
  * Oracles: the exact distance where the structure fixes it (a zero column

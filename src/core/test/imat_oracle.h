@@ -3,8 +3,8 @@
  * exact product entry in Arb, and the "enclosure contains the exact value"
  * check.  EXACT_PREC bits make every sum of products of doubles exact:
  * such products span fewer than 4300 bits. */
-#ifndef AC_TESTS_IMAT_ORACLE_H
-#define AC_TESTS_IMAT_ORACLE_H
+#ifndef AC_CORE_TEST_IMAT_ORACLE_H
+#define AC_CORE_TEST_IMAT_ORACLE_H
 
 #include <math.h>
 #include <stdio.h>

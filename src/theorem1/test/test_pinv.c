@@ -1,4 +1,4 @@
-/* test_t1_pinv.c — t1_pinv (X^+ by one dgemm, Pi = X^+ X by one dsyrk)
+/* test_pinv.c — t1_pinv (X^+ by one dgemm, Pi = X^+ X by one dsyrk)
  * against its reference twin t1_pinv_ref (the same sums in plain loops), on
  * tall, wide, square, rank-deficient and ill-conditioned X, with the rank
  * cut by r and by rel, and on the edge shapes 1 x 1 and r = 0; and X^+ X

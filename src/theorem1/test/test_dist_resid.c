@@ -1,4 +1,4 @@
-/* test_t1_resid.c — the residual obstruction on a submatrix of P
+/* test_dist_resid.c — the residual obstruction on a submatrix of P
  * (src/theorem1/dist_resid.c, doc/mathematics.md §3.6): the certified
  * lower bound on rho_IJ = dist_F(log P_IJ, {1 c' + X_I' A X_J}) and the
  * distance bound built on it.

@@ -1,4 +1,4 @@
-/* test_model_kappa.c — kappa of nearly rank-deficient blocks, the shape of
+/* test_kappa_clustered.c — kappa of nearly rank-deficient blocks, the shape of
  * trained attention blocks (attncheck condition --model): A = u v^T + eps E
  * with eps down to 1e-7 has a cluster of tiny eigenvalues of A^T A (or
  * A A^T); the Gram route's bisection (LAPACK dstebz) then finds several

@@ -1,4 +1,4 @@
-/* test_theorem2_identity.c — Theorem 2's decisions that issue 9 asked for:
+/* test_identity.c — Theorem 2's decisions that issue 9 asked for:
  * layers equal as functions but written differently are REFUTED (the
  * class-sum criterion, doc/mathematics.md §4.9), separation carries the
  * embedding check's tolerance, the certificate of the embedding check

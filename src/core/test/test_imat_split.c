@@ -1,9 +1,10 @@
-/* test_imat_split.c — the split products (core/imat_split.c) and the head's
- * split stage and column-wise ball stage (attention/head.c) against exact
+/* test_imat_split.c — the split products (core/imat_split.c) against exact
  * and high-precision oracles (Arb): every enclosure must contain the exact
  * value, on random, cancelling, badly scaled, huge and tiny inputs; the
  * optimised kernel agrees with its loop twin and does not depend on the
- * thread count; the split radius is far below the gamma_k radius. */
+ * thread count; the split radius is far below the gamma_k radius.  (The
+ * head's split stage and column-wise ball stage, attention/head.c, are
+ * tested in src/attention/test/test_head.c.) */
 #include <config.h>
 
 #include <float.h>
@@ -13,10 +14,9 @@
 #include "core/ac_arb.h"
 #include "core/imat_split.h"
 #include "attncheck/blas.h"
-#include "attncheck/head.h"
 #include "attncheck/interval.h"
 #include "attncheck/linalg.h"
-#include "imat_oracle.h"
+#include "core/test/imat_oracle.h"
 #include "testutil.h"
 
 static void check_case(int cls, size_t m, size_t k, size_t n, test_rng *r)
@@ -189,131 +189,6 @@ START_TEST(test_imat_mul_panels)
 }
 END_TEST
 
-/* ---- the head's split stage ------------------------------------------------ */
-
-/* A Theorem-1 style head on X (n x n): Wk = X^-1, Wq = Wt X^-1 with
- * Wt = sqrt(n) log P, so the logits are Wt up to rounding; cond scales one
- * column of X (sigma_min(X) small makes the weights large), wscale scales X
- * down and the weights up by the same power of two. */
-static void t1_head(ac_mat *X, ac_mat *Wk, ac_mat *Wq, ac_mat *P, size_t n, double cond, int wexp,
-                    test_rng *r)
-{
-    ac_mat Wt = {0};
-    ck_assert_int_eq(ac_mat_init(X, n, n, NULL), AC_OK);
-    ck_assert_int_eq(ac_mat_init(P, n, n, NULL), AC_OK);
-    ck_assert_int_eq(ac_mat_init(&Wt, n, n, NULL), AC_OK);
-    ck_assert_int_eq(ac_mat_init(Wq, n, n, NULL), AC_OK);
-    for (size_t i = 0; i < n * n; i++)
-        X->data[i] = test_rng_gauss(r);
-    for (size_t i = 0; i < n; i++)
-        X->data[i * n + 1] = X->data[i * n] + X->data[i * n + 1] / cond; /* near-dependent */
-    for (size_t j = 0; j < n; j++) {
-        double s = 0;
-        for (size_t i = 0; i < n; i++)
-            s += (P->data[i * n + j] = -log(test_rng_unif(r) + 1e-300)); /* Dirichlet(1) */
-        for (size_t i = 0; i < n; i++)
-            P->data[i * n + j] /= s;
-    }
-    for (size_t i = 0; i < n * n; i++)
-        Wt.data[i] = sqrt((double)n) * log(P->data[i]);
-    for (size_t i = 0; i < n * n; i++)
-        X->data[i] = ldexp(X->data[i], -wexp);
-    ck_assert_int_eq(ac_approx_pinv_fullcol(Wk, X, NULL), AC_OK);
-    ck_assert_int_eq(ac_gemm(Wq, AC_NOTRANS, &Wt, AC_NOTRANS, Wk, NULL), AC_OK);
-    ac_mat_free(&Wt);
-}
-
-START_TEST(test_head_split_stage)
-{
-    test_rng r;
-    test_rng_init(&r, test_seed_value + 13);
-    static const struct {
-        size_t n;
-        double cond;
-        int wexp, pad;
-    } cases[] = {{6, 1, 0, 0},      {20, 1e3, 0, 0},  {33, 1e6, 0, 0}, {24, 10, 400, 0},
-                 {24, 10, -400, 0}, {48, 1e4, 30, 0}, {9, 10, 0, 20},  {12, 1e3, 0, 1}};
-    for (size_t c = 0; c < sizeof cases / sizeof *cases; c++) {
-        ac_mat X = {0}, Wk = {0}, Wq = {0}, P = {0};
-        t1_head(&X, &Wk, &Wq, &P, cases[c].n, cases[c].cond, cases[c].wexp, &r);
-        if (cases[c].pad) {
-            /* Theorem 1's [X^+; 0] with dk = n + pad: zero rows (one of Wq's
-             * padded rows nonzero where Wk's is zero: it still adds 0) */
-            size_t n = cases[c].n, dk = n + cases[c].pad;
-            ac_mat K2 = {0}, Q2 = {0};
-            ck_assert_int_eq(ac_mat_init(&K2, dk, n, NULL), AC_OK);
-            ck_assert_int_eq(ac_mat_init(&Q2, dk, n, NULL), AC_OK);
-            memcpy(K2.data, Wk.data, n * n * sizeof(double));
-            memcpy(Q2.data, Wq.data, n * n * sizeof(double));
-            Q2.data[(dk - 1) * n] = 3.0;
-            ac_mat_free(&Wk);
-            ac_mat_free(&Wq);
-            Wk = K2;
-            Wq = Q2;
-        }
-        double l0, h0, l1, h1, l2, h2;
-        ck_assert_int_eq(ac_head_maxdev_enclose(&l0, &h0, &X, &Wk, &Wq, &P, 0, NULL), AC_OK);
-        ck_assert_int_eq(ac_head_maxdev_enclose(&l1, &h1, &X, &Wk, &Wq, &P, -1, NULL), AC_OK);
-        ck_assert_int_eq(ac_head_maxdev_enclose(&l2, &h2, &X, &Wk, &Wq, &P, 600, NULL), AC_OK);
-        /* one number in all three: the Arb ball at 600 bits is tight */
-        ck_assert_msg(l1 <= h2 && l2 <= h1, "case %zu: split [%g, %g] misses Arb [%g, %g]", c, l1,
-                      h1, l2, h2);
-        ck_assert_msg(l0 <= h2 && l2 <= h0, "case %zu: gamma stage misses Arb", c);
-        ck_assert_msg(h1 <= h0, "case %zu: split %g looser than gamma_k %g", c, h1, h0);
-        /* the split stage is close to the truth: width within 1e-12 + 10% */
-        ck_assert_msg(h1 - l1 <= 1e-12 + 0.1 * h2, "case %zu: split [%g, %g] too wide (Arb %g)", c,
-                      l1, h1, h2);
-        ac_mat_free(&X);
-        ac_mat_free(&Wk);
-        ac_mat_free(&Wq);
-        ac_mat_free(&P);
-    }
-}
-END_TEST
-
-START_TEST(test_head_certify_columns)
-{
-    /* tol between the truth and the split stage's upper bound: the gamma_k and
-     * split stages cannot prove, the ball stage recomputes only the columns
-     * whose split bound exceeds tol and proves */
-    test_rng r;
-    test_rng_init(&r, test_seed_value + 14);
-    ac_mat X = {0}, Wk = {0}, Wq = {0}, P = {0};
-    t1_head(&X, &Wk, &Wq, &P, 16, 1e3, 0, &r);
-    for (size_t i = 0; i < 16 * 16; i++) /* perturb P so the deviation is clearly > 0 */
-        P.data[i] *= 1 + 1e-9 * (double)(i % 7);
-    double l1, h1, l2, h2;
-    ck_assert_int_eq(ac_head_maxdev_enclose(&l1, &h1, &X, &Wk, &Wq, &P, -1, NULL), AC_OK);
-    ck_assert_int_eq(ac_head_maxdev_enclose(&l2, &h2, &X, &Wk, &Wq, &P, 600, NULL), AC_OK);
-    ck_assert(h2 < h1);
-    double tol = (h2 + h1) / 2;
-    ac_schedule sched = {1, {128}};
-    ac_cert cert;
-    ck_assert_int_eq(ac_head_certify(&cert, &X, &Wk, &Wq, &P, tol, &sched, NULL), AC_OK);
-    ck_assert_int_eq(cert.verdict, AC_PROVED);
-    ck_assert_int_eq(cert.stage, 1);
-    ck_assert_msg(strstr(cert.method, "of 16 columns") != NULL, "method: %s", cert.method);
-    ck_assert(cert.hi <= tol && cert.lo <= h2 && l2 <= cert.hi);
-    /* and a tol between the gamma_k stage's lower bound and the split
-     * stage's is refuted by the split stage */
-    double l0, h0;
-    ck_assert_int_eq(ac_head_maxdev_enclose(&l0, &h0, &X, &Wk, &Wq, &P, 0, NULL), AC_OK);
-    ck_assert(l0 < l1);
-    ck_assert_int_eq(ac_head_certify(&cert, &X, &Wk, &Wq, &P, (l0 + l1) / 2, &sched, NULL), AC_OK);
-    ck_assert_int_eq(cert.verdict, AC_REFUTED);
-    ck_assert_int_eq(cert.stage, 0);
-    ck_assert_msg(strstr(cert.method, "split") != NULL, "method: %s", cert.method);
-    /* a non-finite weight: the split stage cannot run; no error, no verdict */
-    Wq.data[3] = INFINITY;
-    ck_assert_int_eq(ac_head_certify(&cert, &X, &Wk, &Wq, &P, 1e-3, &sched, NULL), AC_OK);
-    ck_assert_int_eq(cert.verdict, AC_UNDECIDED);
-    ac_mat_free(&X);
-    ac_mat_free(&Wk);
-    ac_mat_free(&Wq);
-    ac_mat_free(&P);
-}
-END_TEST
-
 int main(void)
 {
     test_seed_init();
@@ -324,8 +199,6 @@ int main(void)
     tcase_add_test(tc, test_split_edge);
     tcase_add_test(tc, test_split_threads);
     tcase_add_test(tc, test_imat_mul_panels);
-    tcase_add_test(tc, test_head_split_stage);
-    tcase_add_test(tc, test_head_certify_columns);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

@@ -1,4 +1,4 @@
-/* test_theorem1_decide.c — Theorem 1: the exact decision and the threshold
+/* test_decide.c — Theorem 1: the exact decision and the threshold
  * head size (doc/mathematics.md §3.4, §3.5), the weights of rank dk built
  * from K Pi log(P) Pi, scale invariance, exact tol = 0 decisions and the
  * same result for any BLAS thread count.
