@@ -2,6 +2,7 @@
 ## interval and ball arithmetic (included by the top-level Makefile.am)
 
 src_libattncheck_la_SOURCES += \
+	src/attention/attention_impl.h \
 	src/attention/head.c \
 	src/attention/head_impl.h \
 	src/attention/multihead.c \

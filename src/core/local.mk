@@ -2,6 +2,7 @@
 ## (included by the top-level Makefile.am)
 
 src_libattncheck_la_SOURCES += \
+	src/core/core_impl.h \
 	src/core/common.c \
 	src/core/verdict.c \
 	src/core/interval.c \

@@ -2,6 +2,7 @@
 ## (included by the top-level Makefile.am)
 
 src_libattncheck_la_SOURCES += \
+	src/io/io_impl.h \
 	src/io/npy.c \
 	src/io/npy_header.c \
 	src/io/npz.c \

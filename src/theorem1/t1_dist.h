@@ -1,15 +1,15 @@
 /* t1_dist.h — internals of the distance bounds of Theorem 1 (not
  * installed; doc/mathematics.md §3.6):
- *   dist_lower.c     lower bounds on dist = inf over heads of max|Softmax - P|:
- *                column sums, zero and equal columns of X, the log-domain
- *                obstructions entry by entry and on submatrices of P;
+ *   dist_lower.c  lower bounds on dist = inf over heads of max|Softmax - P|:
+ *                 column sums, zero and equal columns of X, the log-domain
+ *                 obstructions entry by entry and on submatrices of P;
  *   dist_resid.c  the residual obstruction on a submatrix (one column):
- *                dist(log P_IJ, {1c' + X_I'AX_J}) certified by a dual
- *                certificate, for every head of every size;
- *   dist_d1.c  d = 1: dist as a one-parameter problem, enclosed by branch
- *                and bound over the scalar logit weight a;
- *   dist_upper.c      candidate heads for dist_hi: the zero head, the user's head,
- *                the d = 1 optimum; the best certified one is written.
+ *                 dist(log P_IJ, {1c' + X_I'AX_J}) certified by a dual
+ *                 certificate, for every head of every size;
+ *   dist_d1.c     d = 1: dist as a one-parameter problem, enclosed by branch
+ *                 and bound over the scalar logit weight a;
+ *   dist_upper.c  candidate heads for dist_hi: the zero head, the user's head,
+ *                 the d = 1 optimum; the best certified one is written.
  */
 #ifndef AC_THEOREM1_T1_DIST_H
 #define AC_THEOREM1_T1_DIST_H
