@@ -392,7 +392,7 @@ int main(void)
     test_seed_init();
     Suite *s = suite_create("head");
     TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 300);
+    test_no_timeout(tc);
     tcase_add_test(tc, test_head_softmax_columns);
     tcase_add_test(tc, test_maxdev_enclosure_contains_oracle);
     tcase_add_test(tc, test_softmax_inside_stage0);

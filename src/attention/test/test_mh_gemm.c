@@ -112,6 +112,7 @@ int main(void)
     test_seed_init();
     Suite *s = suite_create("mh_gemm");
     TCase *tc = tcase_create("core");
+    test_no_timeout(tc);
     tcase_add_test(tc, test_kernel_vs_twin);
     tcase_add_test(tc, test_kernel_exact);
     suite_add_tcase(s, tc);

@@ -86,6 +86,7 @@ int main(void)
     test_seed_init();
     Suite *s = suite_create("mh_softmax");
     TCase *tc = tcase_create("core");
+    test_no_timeout(tc);
     tcase_add_test(tc, test_softmax_vs_twin);
     suite_add_tcase(s, tc);
     return test_run_suite(s);

@@ -639,7 +639,7 @@ int main(void)
     test_seed_init();
     Suite *s = suite_create("multihead");
     TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 300);
+    test_no_timeout(tc);
     tcase_add_test(tc, test_forward_vs_reference);
     tcase_add_test(tc, test_forward_blocks_and_threads);
     tcase_add_test(tc, test_forward_large_logits);

@@ -515,7 +515,7 @@ int main(void)
     test_seed_init();
     Suite *s = suite_create("condition");
     TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 300);
+    test_no_timeout(tc);
     tcase_add_test(tc, test_mpfr_fallback_exact);
     tcase_add_test(tc, test_rank_deficient);
     tcase_add_test(tc, test_routes_agree);

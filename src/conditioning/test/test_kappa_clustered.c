@@ -78,7 +78,7 @@ int main(void)
     test_seed_init();
     Suite *s = suite_create("model_kappa");
     TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 120);
+    test_no_timeout(tc);
     tcase_add_test(tc, test_clustered_small_eigenvalues);
     suite_add_tcase(s, tc);
     SRunner *sr = srunner_create(s);

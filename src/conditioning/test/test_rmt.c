@@ -237,7 +237,7 @@ int main(void)
     test_seed_init();
     Suite *s = suite_create("rmt");
     TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 120);
+    test_no_timeout(tc);
     tcase_add_test(tc, test_tw1_moments);
     tcase_add_test(tc, test_tw1_table_vs_direct);
     tcase_add_test(tc, test_edelman);

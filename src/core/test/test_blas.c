@@ -30,6 +30,7 @@ int main(void)
     test_seed_init();
     Suite *s = suite_create("blas");
     TCase *tc = tcase_create("core");
+    test_no_timeout(tc);
     tcase_add_test(tc, test_better_core);
     suite_add_tcase(s, tc);
     return test_run_suite(s);

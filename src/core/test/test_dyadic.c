@@ -140,6 +140,7 @@ int main(void)
     test_seed_init();
     Suite *s = suite_create("dyadic");
     TCase *tc = tcase_create("core");
+    test_no_timeout(tc);
     tcase_add_test(tc, test_dyadic_exact);
     tcase_add_test(tc, test_dyadic_scaled_and_rank);
     suite_add_tcase(s, tc);

@@ -251,6 +251,7 @@ int main(void)
     test_seed_init();
     Suite *s = suite_create("exp");
     TCase *tc = tcase_create("core");
+    test_no_timeout(tc);
     tcase_add_test(tc, test_exp_accuracy);
     tcase_add_test(tc, test_exp_special);
     tcase_add_test(tc, test_exp_kernel8);

@@ -349,7 +349,7 @@ int main(void)
     test_seed_init();
     Suite *s = suite_create("imat_cs");
     TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 300);
+    test_no_timeout(tc);
     tcase_add_test(tc, test_cs_encloses);
     tcase_add_test(tc, test_norms);
     tcase_add_test(tc, test_nearid_encloses);

@@ -194,7 +194,7 @@ int main(void)
     test_seed_init();
     Suite *s = suite_create("imat_split");
     TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 300);
+    test_no_timeout(tc);
     tcase_add_test(tc, test_split_encloses);
     tcase_add_test(tc, test_split_edge);
     tcase_add_test(tc, test_split_threads);

@@ -588,7 +588,7 @@ int main(void)
     test_seed_init();
     Suite *s = suite_create("interval");
     TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 300);
+    test_no_timeout(tc);
     tcase_add_test(tc, test_up_dn);
     tcase_add_test(tc, test_scalar_ops_enclose);
     tcase_add_test(tc, test_exp_enclose);

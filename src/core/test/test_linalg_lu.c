@@ -249,7 +249,7 @@ int main(void)
     test_seed_init();
     Suite *s = suite_create("linalg_lu");
     TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 300);
+    test_no_timeout(tc);
     tcase_add_test(tc, test_inverse_twin);
     tcase_add_test(tc, test_inverse_pivoting_exact);
     tcase_add_test(tc, test_inverse_singular);

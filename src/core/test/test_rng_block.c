@@ -138,7 +138,7 @@ static Suite *rng_block_suite(void)
 {
     Suite *s = suite_create("rng_block");
     TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 120);
+    test_no_timeout(tc);
     tcase_add_test(tc, test_block_words);
     tcase_add_test(tc, test_block_twin);
     suite_add_tcase(s, tc);

@@ -243,7 +243,7 @@ int main(void)
     test_seed_init();
     Suite *s = suite_create("verdict");
     TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 300);
+    test_no_timeout(tc);
     tcase_add_test(tc, test_judge);
     tcase_add_test(tc, test_engine_stage_order);
     tcase_add_test(tc, test_engine_sound_and_complete);

@@ -782,7 +782,7 @@ static Suite *json_suite(void)
 {
     Suite *s = suite_create("json");
     TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 120);
+    test_no_timeout(tc);
     tcase_add_test(tc, test_compact_exact);
     tcase_add_test(tc, test_pretty_exact);
     tcase_add_test(tc, test_escaping);

@@ -56,6 +56,7 @@ int main(void)
     test_seed_init();
     Suite *s = suite_create("jsonparse");
     TCase *tc = tcase_create("core");
+    test_no_timeout(tc);
     tcase_add_test(tc, test_jsonparse);
     suite_add_tcase(s, tc);
     return test_run_suite(s);

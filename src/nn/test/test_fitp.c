@@ -334,7 +334,7 @@ int main(void)
     ac_blas_set_threads(1);
     Suite *s = suite_create("fitp");
     TCase *tc = tcase_create("fitp");
-    tcase_set_timeout(tc, 120);
+    test_no_timeout(tc);
     tcase_add_test(tc, test_best_iterate);
     tcase_add_test(tc, test_bfgs_representable);
     tcase_add_test(tc, test_kl_oracle);

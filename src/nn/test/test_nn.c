@@ -981,7 +981,7 @@ int main(void)
     ac_blas_set_threads(1);
     Suite *s = suite_create("nn");
     TCase *tc = tcase_create("kernels");
-    tcase_set_timeout(tc, 120);
+    test_no_timeout(tc);
     tcase_add_test(tc, test_exp_is_kernel);
     tcase_add_test(tc, test_linear_vs_ref);
     tcase_add_test(tc, test_fd_linear);
@@ -993,7 +993,7 @@ int main(void)
     tcase_add_test(tc, test_encoder);
     suite_add_tcase(s, tc);
     TCase *tm = tcase_create("model");
-    tcase_set_timeout(tm, 300);
+    test_no_timeout(tm);
     tcase_add_test(tm, test_fd_models);
     tcase_add_test(tm, test_threads_deterministic);
     tcase_add_test(tm, test_merged_vs_unmerged);

@@ -308,7 +308,7 @@ int main(void)
     ac_blas_set_threads(1);
     Suite *s = suite_create("nn_attn");
     TCase *tc = tcase_create("attention");
-    tcase_set_timeout(tc, 120);
+    test_no_timeout(tc);
     tcase_add_test(tc, test_attention_vs_ref);
     tcase_add_test(tc, test_attention_fused_blas);
     tcase_add_test(tc, test_attention_fused_mask);

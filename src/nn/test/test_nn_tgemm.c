@@ -162,7 +162,7 @@ int main(void)
     test_seed_init();
     Suite *s = suite_create("nn_tgemm");
     TCase *tc = tcase_create("tgemm");
-    tcase_set_timeout(tc, 60);
+    test_no_timeout(tc);
     tcase_add_test(tc, test_tgemm_vs_ref);
     tcase_add_test(tc, test_tgemm_formula);
     tcase_add_test(tc, test_tgemm_tri_vs_ref);

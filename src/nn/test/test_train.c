@@ -400,7 +400,7 @@ int main(void)
     ac_blas_set_threads(1);
     Suite *s = suite_create("train");
     TCase *tc = tcase_create("train");
-    tcase_set_timeout(tc, 120);
+    test_no_timeout(tc);
     tcase_add_test(tc, test_listops);
     tcase_add_test(tc, test_schedule);
     tcase_add_test(tc, test_config_diff);

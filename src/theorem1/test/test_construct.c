@@ -75,7 +75,7 @@ int main(void)
     test_seed_init();
     Suite *s = suite_create("t1_construct");
     TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 120);
+    test_no_timeout(tc);
     tcase_add_test(tc, test_weights_cert_covers_error);
     suite_add_tcase(s, tc);
     return test_run_suite(s);

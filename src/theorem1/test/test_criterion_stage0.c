@@ -784,7 +784,7 @@ int main(void)
     test_seed_init();
     Suite *s = suite_create("t1_stage0");
     TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 600);
+    test_no_timeout(tc);
     tcase_add_test(tc, test_rho_generic);
     tcase_add_test(tc, test_rho_hostile_threshold_scale);
     tcase_add_test(tc, test_rho_hostile_structure);

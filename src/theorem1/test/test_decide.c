@@ -300,7 +300,7 @@ int main(void)
     test_seed_init();
     Suite *s = suite_create("theorem1_decide");
     TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 600);
+    test_no_timeout(tc);
     tcase_add_test(tc, test_threshold_full_rank);
     tcase_add_test(tc, test_scale_invariance);
     tcase_add_test(tc, test_thread_identity);

@@ -561,7 +561,7 @@ int main(void)
     test_seed_init();
     Suite *s = suite_create("t1_resid");
     TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 120);
+    test_no_timeout(tc);
     tcase_add_test(tc, test_generic);
     tcase_add_test(tc, test_ill_conditioned);
     tcase_add_test(tc, test_zero_cases);

@@ -116,7 +116,7 @@ int main(void)
     test_seed_init();
     Suite *s = suite_create("t1_pinv");
     TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 120);
+    test_no_timeout(tc);
     tcase_add_test(tc, test_pinv_twin);
     tcase_add_test(tc, test_normgap_rows);
     suite_add_tcase(s, tc);

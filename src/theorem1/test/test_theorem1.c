@@ -423,7 +423,7 @@ int main(void)
     test_seed_init();
     Suite *s = suite_create("theorem1");
     TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 600);
+    test_no_timeout(tc);
     tcase_add_test(tc, test_construction_proves);
     tcase_add_test(tc, test_paper_example);
     tcase_add_test(tc, test_decide_random_refuted);

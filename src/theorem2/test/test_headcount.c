@@ -201,7 +201,7 @@ int main(void)
     test_seed_init();
     Suite *s = suite_create("headcount");
     TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 120);
+    test_no_timeout(tc);
     tcase_add_test(tc, test_shared_u_sizes);
     tcase_add_test(tc, test_construction_matches);
     tcase_add_test(tc, test_generic_layers);

@@ -654,7 +654,7 @@ int main(void)
     test_seed_init();
     Suite *s = suite_create("theorem2");
     TCase *tc = tcase_create("core");
-    tcase_set_timeout(tc, 600);
+    test_no_timeout(tc);
     tcase_add_test(tc, test_generators_land_in_case);
     tcase_add_test(tc, test_separate_each_case);
     tcase_add_test(tc, test_search_threads_and_budget);
