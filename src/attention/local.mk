@@ -20,7 +20,7 @@ src_libattncheck_la_SOURCES += \
 	src/attention/softmax.h
 
 # unit tests of this module: src/attention/test/, one Check program per file
-# (Makefile.am, "tests": how make check-quick and make check run them)
+# (its source: NAME.c; its libraries: LDADD, Makefile.am, "tests")
 ATTENTION_TESTS = \
 	src/attention/test/test_head \
 	src/attention/test/test_multihead \
@@ -28,15 +28,7 @@ ATTENTION_TESTS = \
 	src/attention/test/test_mh_softmax
 check_PROGRAMS += $(ATTENTION_TESTS)
 UNIT_TESTS += $(ATTENTION_TESTS)
-src_attention_test_test_head_SOURCES = src/attention/test/test_head.c tests/testutil.h
 src_attention_test_test_head_CFLAGS = $(TEST_CFLAGS)
-src_attention_test_test_head_LDADD = $(TEST_LIBS)
-src_attention_test_test_multihead_SOURCES = src/attention/test/test_multihead.c tests/testutil.h
 src_attention_test_test_multihead_CFLAGS = $(TEST_CFLAGS)
-src_attention_test_test_multihead_LDADD = $(TEST_LIBS)
-src_attention_test_test_mh_gemm_SOURCES = src/attention/test/test_mh_gemm.c tests/testutil.h
 src_attention_test_test_mh_gemm_CFLAGS = $(TEST_CFLAGS)
-src_attention_test_test_mh_gemm_LDADD = $(TEST_LIBS)
-src_attention_test_test_mh_softmax_SOURCES = src/attention/test/test_mh_softmax.c tests/testutil.h
 src_attention_test_test_mh_softmax_CFLAGS = $(TEST_CFLAGS)
-src_attention_test_test_mh_softmax_LDADD = $(TEST_LIBS)

@@ -23,19 +23,14 @@ tests_cond_block_tool_SOURCES = tests/cond_block_tool.c
 tests_cond_block_tool_LDADD = src/libattncheck.la
 
 # unit tests of this module: src/conditioning/test/, one Check program per file
-# (Makefile.am, "tests": how make check-quick and make check run them)
+# (its source: NAME.c; its libraries: LDADD, Makefile.am, "tests")
 CONDITIONING_TESTS = \
 	src/conditioning/test/test_rmt \
 	src/conditioning/test/test_condition \
 	src/conditioning/test/test_kappa_clustered
 check_PROGRAMS += $(CONDITIONING_TESTS)
 UNIT_TESTS += $(CONDITIONING_TESTS)
-src_conditioning_test_test_rmt_SOURCES = src/conditioning/test/test_rmt.c tests/testutil.h
 src_conditioning_test_test_rmt_CFLAGS = $(TEST_CFLAGS)
-src_conditioning_test_test_rmt_LDADD = $(TEST_LIBS)
-src_conditioning_test_test_condition_SOURCES = src/conditioning/test/test_condition.c tests/testutil.h
 src_conditioning_test_test_condition_CFLAGS = $(TEST_CFLAGS)
-src_conditioning_test_test_condition_LDADD = $(TEST_LIBS)
-src_conditioning_test_test_kappa_clustered_SOURCES = src/conditioning/test/test_kappa_clustered.c tests/testutil.h
 src_conditioning_test_test_kappa_clustered_CFLAGS = $(TEST_CFLAGS)
 src_conditioning_test_test_kappa_clustered_LDADD = $(TEST_LIBS) $(LAPACKE_LIBS)

@@ -28,7 +28,7 @@ src_libattncheck_la_SOURCES += \
 	src/core/blas.c
 
 # unit tests of this module: src/core/test/, one Check program per file
-# (Makefile.am, "tests": how make check-quick and make check run them)
+# (its source: NAME.c; its libraries: LDADD, Makefile.am, "tests")
 CORE_TESTS = \
 	src/core/test/test_blas \
 	src/core/test/test_interval \
@@ -44,39 +44,18 @@ CORE_TESTS = \
 	src/core/test/test_rng_block
 check_PROGRAMS += $(CORE_TESTS)
 UNIT_TESTS += $(CORE_TESTS)
-src_core_test_test_blas_SOURCES = src/core/test/test_blas.c tests/testutil.h
 src_core_test_test_blas_CFLAGS = $(TEST_CFLAGS)
-src_core_test_test_blas_LDADD = $(TEST_LIBS)
-src_core_test_test_interval_SOURCES = src/core/test/test_interval.c tests/testutil.h
 src_core_test_test_interval_CFLAGS = $(TEST_CFLAGS)
-src_core_test_test_interval_LDADD = $(TEST_LIBS)
-src_core_test_test_verdict_SOURCES = src/core/test/test_verdict.c tests/testutil.h
 src_core_test_test_verdict_CFLAGS = $(TEST_CFLAGS)
-src_core_test_test_verdict_LDADD = $(TEST_LIBS)
-src_core_test_test_linalg_SOURCES = src/core/test/test_linalg.c tests/testutil.h
 src_core_test_test_linalg_CFLAGS = $(TEST_CFLAGS)
-src_core_test_test_linalg_LDADD = $(TEST_LIBS)
-src_core_test_test_linalg_lu_SOURCES = src/core/test/test_linalg_lu.c tests/testutil.h
 src_core_test_test_linalg_lu_CFLAGS = $(TEST_CFLAGS)
-src_core_test_test_linalg_lu_LDADD = $(TEST_LIBS)
-src_core_test_test_imat_split_SOURCES = src/core/test/test_imat_split.c src/core/test/imat_oracle.h tests/testutil.h
+src_core_test_test_imat_split_SOURCES = src/core/test/test_imat_split.c src/core/test/imat_oracle.h
 src_core_test_test_imat_split_CFLAGS = $(TEST_CFLAGS)
-src_core_test_test_imat_split_LDADD = $(TEST_LIBS)
-src_core_test_test_imat_cs_SOURCES = src/core/test/test_imat_cs.c src/core/test/imat_oracle.h tests/testutil.h
+src_core_test_test_imat_cs_SOURCES = src/core/test/test_imat_cs.c src/core/test/imat_oracle.h
 src_core_test_test_imat_cs_CFLAGS = $(TEST_CFLAGS)
-src_core_test_test_imat_cs_LDADD = $(TEST_LIBS)
-src_core_test_test_sum_exact_SOURCES = src/core/test/test_sum_exact.c tests/testutil.h
 src_core_test_test_sum_exact_CFLAGS = $(TEST_CFLAGS)
-src_core_test_test_sum_exact_LDADD = $(TEST_LIBS)
-src_core_test_test_exp_SOURCES = src/core/test/test_exp.c tests/testutil.h
 src_core_test_test_exp_CFLAGS = $(TEST_CFLAGS)
-src_core_test_test_exp_LDADD = $(TEST_LIBS)
-src_core_test_test_dyadic_SOURCES = src/core/test/test_dyadic.c tests/testutil.h
 src_core_test_test_dyadic_CFLAGS = $(TEST_CFLAGS)
-src_core_test_test_dyadic_LDADD = $(TEST_LIBS)
-src_core_test_test_rng_SOURCES = src/core/test/test_rng.c tests/testutil.h
 src_core_test_test_rng_CFLAGS = $(TEST_CFLAGS)
 src_core_test_test_rng_LDADD = $(TEST_LIBS) $(GSL_LIBS)
-src_core_test_test_rng_block_SOURCES = src/core/test/test_rng_block.c tests/testutil.h
 src_core_test_test_rng_block_CFLAGS = $(TEST_CFLAGS)
-src_core_test_test_rng_block_LDADD = $(TEST_LIBS)

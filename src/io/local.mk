@@ -15,19 +15,13 @@ src_libattncheck_la_SOURCES += \
 	src/io/jsonparse.h
 
 # unit tests of this module: src/io/test/, one Check program per file
-# (Makefile.am, "tests": how make check-quick and make check run them)
+# (its source: NAME.c; its libraries: LDADD, Makefile.am, "tests")
 IO_TESTS = \
 	src/io/test/test_json \
 	src/io/test/test_jsonparse \
 	src/io/test/test_npy
 check_PROGRAMS += $(IO_TESTS)
 UNIT_TESTS += $(IO_TESTS)
-src_io_test_test_json_SOURCES = src/io/test/test_json.c tests/testutil.h
 src_io_test_test_json_CFLAGS = $(TEST_CFLAGS)
-src_io_test_test_json_LDADD = $(TEST_LIBS)
-src_io_test_test_jsonparse_SOURCES = src/io/test/test_jsonparse.c tests/testutil.h
 src_io_test_test_jsonparse_CFLAGS = $(TEST_CFLAGS)
-src_io_test_test_jsonparse_LDADD = $(TEST_LIBS)
-src_io_test_test_npy_SOURCES = src/io/test/test_npy.c
 src_io_test_test_npy_CFLAGS = $(TEST_CFLAGS)
-src_io_test_test_npy_LDADD = $(TEST_LIBS)

@@ -27,7 +27,7 @@ src_libattncheck_la_SOURCES += \
 	src/nn/model_kappa.c
 
 # unit tests of this module: src/nn/test/, one Check program per file
-# (Makefile.am, "tests": how make check-quick and make check run them)
+# (its source: NAME.c; its libraries: LDADD, Makefile.am, "tests")
 NN_TESTS = \
 	src/nn/test/test_nn \
 	src/nn/test/test_nn_attn \
@@ -36,18 +36,8 @@ NN_TESTS = \
 	src/nn/test/test_fitp
 check_PROGRAMS += $(NN_TESTS)
 UNIT_TESTS += $(NN_TESTS)
-src_nn_test_test_nn_SOURCES = src/nn/test/test_nn.c tests/testutil.h
 src_nn_test_test_nn_CFLAGS = $(TEST_CFLAGS)
-src_nn_test_test_nn_LDADD = $(TEST_LIBS)
-src_nn_test_test_nn_attn_SOURCES = src/nn/test/test_nn_attn.c tests/testutil.h
 src_nn_test_test_nn_attn_CFLAGS = $(TEST_CFLAGS)
-src_nn_test_test_nn_attn_LDADD = $(TEST_LIBS)
-src_nn_test_test_nn_tgemm_SOURCES = src/nn/test/test_nn_tgemm.c tests/testutil.h
 src_nn_test_test_nn_tgemm_CFLAGS = $(TEST_CFLAGS)
-src_nn_test_test_nn_tgemm_LDADD = $(TEST_LIBS)
-src_nn_test_test_train_SOURCES = src/nn/test/test_train.c tests/testutil.h
 src_nn_test_test_train_CFLAGS = $(TEST_CFLAGS)
-src_nn_test_test_train_LDADD = $(TEST_LIBS)
-src_nn_test_test_fitp_SOURCES = src/nn/test/test_fitp.c tests/testutil.h
 src_nn_test_test_fitp_CFLAGS = $(TEST_CFLAGS)
-src_nn_test_test_fitp_LDADD = $(TEST_LIBS)

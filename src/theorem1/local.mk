@@ -26,7 +26,7 @@ src_libattncheck_la_SOURCES += \
 	src/theorem1/result.c
 
 # unit tests of this module: src/theorem1/test/, one Check program per file
-# (Makefile.am, "tests": how make check-quick and make check run them)
+# (its source: NAME.c; its libraries: LDADD, Makefile.am, "tests")
 THEOREM1_TESTS = \
 	src/theorem1/test/test_theorem1 \
 	src/theorem1/test/test_decide \
@@ -37,24 +37,11 @@ THEOREM1_TESTS = \
 	src/theorem1/test/test_dist_resid
 check_PROGRAMS += $(THEOREM1_TESTS)
 UNIT_TESTS += $(THEOREM1_TESTS)
-src_theorem1_test_test_theorem1_SOURCES = src/theorem1/test/test_theorem1.c tests/testutil.h
 src_theorem1_test_test_theorem1_CFLAGS = $(TEST_CFLAGS)
 src_theorem1_test_test_theorem1_LDADD = $(TEST_LIBS) $(LAPACKE_LIBS)
-src_theorem1_test_test_decide_SOURCES = src/theorem1/test/test_decide.c tests/testutil.h
 src_theorem1_test_test_decide_CFLAGS = $(TEST_CFLAGS)
-src_theorem1_test_test_decide_LDADD = $(TEST_LIBS)
-src_theorem1_test_test_construct_SOURCES = src/theorem1/test/test_construct.c tests/testutil.h
 src_theorem1_test_test_construct_CFLAGS = $(TEST_CFLAGS)
-src_theorem1_test_test_construct_LDADD = $(TEST_LIBS)
-src_theorem1_test_test_pinv_SOURCES = src/theorem1/test/test_pinv.c tests/testutil.h
 src_theorem1_test_test_pinv_CFLAGS = $(TEST_CFLAGS)
-src_theorem1_test_test_pinv_LDADD = $(TEST_LIBS)
-src_theorem1_test_test_criterion_stage0_SOURCES = src/theorem1/test/test_criterion_stage0.c tests/testutil.h
 src_theorem1_test_test_criterion_stage0_CFLAGS = $(TEST_CFLAGS)
-src_theorem1_test_test_criterion_stage0_LDADD = $(TEST_LIBS)
-src_theorem1_test_test_dist_SOURCES = src/theorem1/test/test_dist.c tests/testutil.h
 src_theorem1_test_test_dist_CFLAGS = $(TEST_CFLAGS)
-src_theorem1_test_test_dist_LDADD = $(TEST_LIBS)
-src_theorem1_test_test_dist_resid_SOURCES = src/theorem1/test/test_dist_resid.c tests/testutil.h
 src_theorem1_test_test_dist_resid_CFLAGS = $(TEST_CFLAGS)
-src_theorem1_test_test_dist_resid_LDADD = $(TEST_LIBS)

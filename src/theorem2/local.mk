@@ -25,19 +25,13 @@ check-t2-hostile: attncheck
 .PHONY: check-t2-hostile
 
 # unit tests of this module: src/theorem2/test/, one Check program per file
-# (Makefile.am, "tests": how make check-quick and make check run them)
+# (its source: NAME.c; its libraries: LDADD, Makefile.am, "tests")
 THEOREM2_TESTS = \
 	src/theorem2/test/test_theorem2 \
 	src/theorem2/test/test_identity \
 	src/theorem2/test/test_headcount
 check_PROGRAMS += $(THEOREM2_TESTS)
 UNIT_TESTS += $(THEOREM2_TESTS)
-src_theorem2_test_test_theorem2_SOURCES = src/theorem2/test/test_theorem2.c tests/testutil.h
 src_theorem2_test_test_theorem2_CFLAGS = $(TEST_CFLAGS)
-src_theorem2_test_test_theorem2_LDADD = $(TEST_LIBS)
-src_theorem2_test_test_identity_SOURCES = src/theorem2/test/test_identity.c tests/testutil.h
 src_theorem2_test_test_identity_CFLAGS = $(TEST_CFLAGS)
-src_theorem2_test_test_identity_LDADD = $(TEST_LIBS)
-src_theorem2_test_test_headcount_SOURCES = src/theorem2/test/test_headcount.c tests/testutil.h
 src_theorem2_test_test_headcount_CFLAGS = $(TEST_CFLAGS)
-src_theorem2_test_test_headcount_LDADD = $(TEST_LIBS)
