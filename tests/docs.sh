@@ -154,9 +154,9 @@ fi
 # ---- the file map of each module (README, Layout) ------------------------
 # Every folder src/M/ of the library has one private header whose opening
 # comment says "Files of src/M/" and names every file that src/M/local.mk
-# lists (the unit tests of src/M/test/ by their names); a module of one
-# source file (src/ffi) needs none, and src/cli lists its files by command
-# in its local.mk.  Checked both ways: every file of the local.mk is in the
+# lists (a unit program src/M/test/NAME by its source NAME.c); a module of
+# one source file (src/ffi) needs none, and src/cli lists its files by
+# command in its local.mk.  Checked both ways: every file of the local.mk is in the
 # map, and every file the map names without a folder exists in src/M/ or
 # src/M/test/.
 for mk in "$top_srcdir"/src/*/local.mk; do
@@ -172,10 +172,12 @@ for mk in "$top_srcdir"/src/*/local.mk; do
         part == 0 { have[$0] = 1; next }
         part == 1 {
             s = $0
-            while (match(s, "src/" m "/[A-Za-z0-9_./-]*[.][ch]([^A-Za-z0-9_]|$)")) {
+            while (match(s, "src/" m "/[A-Za-z0-9_./-]*")) {
                 f = substr(s, RSTART + length(m) + 5, RLENGTH - length(m) - 5)
-                sub(/[^A-Za-z0-9_]$/, "", f); listed[f] = 1; nl++
                 s = substr(s, RSTART + RLENGTH)
+                if (f ~ /^test\/[A-Za-z0-9_]+$/)
+                    f = f ".c"                # a unit program: its source
+                if (f ~ /[.][ch]$/) { listed[f] = 1; nl++ }
             }
             next
         }
