@@ -88,6 +88,17 @@ static inline void test_no_timeout(TCase *tc)
     tcase_set_timeout(tc, 0);
 }
 
+/* A suite of one test case, "core", with no time limit: the shape of most
+ * unit programs (add the tests to *tc, then test_run_suite). */
+static inline Suite *test_suite_one(const char *name, TCase **tc)
+{
+    Suite *s = suite_create(name);
+    *tc = tcase_create("core");
+    test_no_timeout(*tc);
+    suite_add_tcase(s, *tc);
+    return s;
+}
+
 /* Run a suite; exit status 0 only if every test passed. */
 static inline int test_run_suite(Suite *s)
 {

@@ -58,6 +58,20 @@
 #define AC_MADD(a, b, c) ((a) * (b) + (c))
 #endif
 
+/* y 2^k for the two kernels below (y in [0.69, 2.05], -1078 <= k <= 1025
+ * after their clamped reductions), as 2^floor(k/2) 2^(k - floor(k/2)): two
+ * scalings by normal powers of two whose first is exact and whose second
+ * alone can round (a subnormal result) or overflow */
+static inline __attribute__((always_inline)) double ac_exp_scale2(double y, int64_t k)
+{
+    int64_t k1 = k >> 1, k2 = k - k1;
+    uint64_t b1 = (uint64_t)(k1 + 1023) << 52, b2 = (uint64_t)(k2 + 1023) << 52;
+    double s1, s2;
+    memcpy(&s1, &b1, sizeof s1);
+    memcpy(&s2, &b2, sizeof s2);
+    return (y * s1) * s2;
+}
+
 static inline __attribute__((always_inline)) double ac_exp_kernel(double x)
 {
     /* clamp so that k stays within [-1077, 1025]; +-Inf and out-of-range
@@ -84,13 +98,7 @@ static inline __attribute__((always_inline)) double ac_exp_kernel(double x)
     p = AC_MADD(p, r, 0.5);
     p = AC_MADD(p, r, 1.0);
     p = AC_MADD(p, r, 1.0);
-    int64_t k = (int64_t)(kb - 0x4338000000000000ull);
-    int64_t k1 = k >> 1, k2 = k - k1;
-    uint64_t b1 = (uint64_t)(k1 + 1023) << 52, b2 = (uint64_t)(k2 + 1023) << 52;
-    double s1, s2;
-    memcpy(&s1, &b1, sizeof s1);
-    memcpy(&s2, &b2, sizeof s2);
-    return (p * s1) * s2;
+    return ac_exp_scale2(p, (int64_t)(kb - 0x4338000000000000ull));
 }
 
 /* ---- the table kernel (doc/mathematics.md §4.11) -------------------------
@@ -144,13 +152,8 @@ static inline __attribute__((always_inline)) double ac_exp_tab16(double x)
     p = AC_MADD(p, r, 1.0);
     double y = p * ac_exp_tab16_table[tb & 15];
     /* k from the bits of t (no conversion of a NaN), m = floor(k/16) */
-    int64_t k = (int64_t)(tb - 0x4338000000000000ull), m = k >> 4;
-    int64_t m1 = m >> 1, m2 = m - m1;
-    uint64_t b1 = (uint64_t)(m1 + 1023) << 52, b2 = (uint64_t)(m2 + 1023) << 52;
-    double s1, s2;
-    memcpy(&s1, &b1, sizeof s1);
-    memcpy(&s2, &b2, sizeof s2);
-    return (y * s1) * s2;
+    int64_t k = (int64_t)(tb - 0x4338000000000000ull);
+    return ac_exp_scale2(y, k >> 4);
 }
 
 /* ac_exp_tab16 on n doubles, x[i] -> y[i] (8 lanes at a time with AVX-512;

@@ -138,11 +138,9 @@ END_TEST
 int main(void)
 {
     test_seed_init();
-    Suite *s = suite_create("dyadic");
-    TCase *tc = tcase_create("core");
-    test_no_timeout(tc);
+    TCase *tc;
+    Suite *s = test_suite_one("dyadic", &tc);
     tcase_add_test(tc, test_dyadic_exact);
     tcase_add_test(tc, test_dyadic_scaled_and_rank);
-    suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

@@ -249,13 +249,11 @@ END_TEST
 int main(void)
 {
     test_seed_init();
-    Suite *s = suite_create("exp");
-    TCase *tc = tcase_create("core");
-    test_no_timeout(tc);
+    TCase *tc;
+    Suite *s = test_suite_one("exp", &tc);
     tcase_add_test(tc, test_exp_accuracy);
     tcase_add_test(tc, test_exp_special);
     tcase_add_test(tc, test_exp_kernel8);
     tcase_add_test(tc, test_tab16_vs_scalar);
-    suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

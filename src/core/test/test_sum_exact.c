@@ -107,10 +107,8 @@ END_TEST
 int main(void)
 {
     test_seed_init();
-    Suite *s = suite_create("sum_exact");
-    TCase *tc = tcase_create("core");
-    test_no_timeout(tc);
+    TCase *tc;
+    Suite *s = test_suite_one("sum_exact", &tc);
     tcase_add_test(tc, test_sum_exact);
-    suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

@@ -54,10 +54,8 @@ END_TEST
 int main(void)
 {
     test_seed_init();
-    Suite *s = suite_create("jsonparse");
-    TCase *tc = tcase_create("core");
-    test_no_timeout(tc);
+    TCase *tc;
+    Suite *s = test_suite_one("jsonparse", &tc);
     tcase_add_test(tc, test_jsonparse);
-    suite_add_tcase(s, tc);
     return test_run_suite(s);
 }
