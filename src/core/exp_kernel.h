@@ -1,11 +1,11 @@
 /* core/exp_kernel.h — the exponentials of the library, and which is which
- * (internal).  Every e^x the library evaluates in double comes from here or
- * from interval.c, all in src/core:
+ * (internal).  All three live in src/core:
  *
  *   the rigorous enclosure  ac_exp_enclose, _array, _shift (interval.c,
  *                           declared in attncheck/interval.h):
  *                           lo <= e^x <= hi, proved (doc/mathematics.md
- *                           §2.4).  The only exp a certificate rests on.
+ *                           §2.4): the only double exp a certificate rests
+ *                           on (its ball stages use Arb's).
  *   the fast kernel         ac_exp_kernel below, and ac_exp_kernel8, its 8
  *                           AVX-512 lanes (the same bits): relative error
  *                           below 2u.  The double softmax
@@ -23,7 +23,12 @@
  * the comments (and §4.11) and tested against MPFR's correctly rounded exp
  * (src/core/test/test_exp.c, which also checks every vector form against
  * its scalar twin bit for bit); nothing is proved with them
- * (doc/mathematics.md §1.3).
+ * (doc/mathematics.md §1.3).  The C library's exp stays where an
+ * independent one is the point or no kernel is needed: the naive reference
+ * twins the kernels are tested against (ac_nn_attention_forward_ref,
+ * mh_forward.c's reference pass), the scores model's log-sum-exp loss and
+ * fit-p's KL (src/nn), the estimate f_approx of theorem1/dist_d1.c, and
+ * the laws of src/conditioning (edelman.c, predict.c).
  *
  * ac_exp_kernel: exp(x) = 2^k e^r, k = nearest integer to x/ln2,
  * r = x - k ln2 (Cody and Waite: ln2 = LN2_HI + LN2_LO with 32 significant
