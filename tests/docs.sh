@@ -159,6 +159,101 @@ if [ -f "$mdoc" ]; then
         done
     fi
 fi
+# ---- the file map of each module (README, Layout) ------------------------
+# Every folder src/M/ of the library has one private header whose opening
+# comment says "Files of src/M/" and names every file that src/M/local.mk
+# lists (a unit program src/M/test/NAME by its source NAME.c); a module of
+# one source file (src/ffi) needs none, and src/cli lists its files by
+# command in its local.mk.  Checked both ways: every file of the local.mk is in the
+# map, and every file the map names without a folder exists in src/M/ or
+# src/M/test/.
+for mk in "$top_srcdir"/src/*/local.mk; do
+    d=$(dirname "$mk"); m=$(basename "$d")
+    [ "$m" = cli ] && continue
+    maps=$(grep -l "Files of src/$m/" "$d"/*.h 2>/dev/null)
+    nmaps=$(printf '%s' "$maps" | grep -c .)
+    # the files of the module, @@, its local.mk, @@, the map's opening comment
+    { (cd "$d" && ls *.[ch] test/*.[ch] 2>/dev/null); echo @@; cat "$mk"; echo @@
+      [ "$nmaps" -eq 1 ] && sed -n '1,/\*\//p' "$maps"; } |
+    awk -v m="$m" -v nmaps="$nmaps" -v map="src/$m/$(basename "${maps:-none}")" '
+        /^@@$/ { part++; next }
+        part == 0 { have[$0] = 1; next }
+        part == 1 {
+            s = $0
+            while (match(s, "src/" m "/[A-Za-z0-9_./-]*")) {
+                f = substr(s, RSTART + length(m) + 5, RLENGTH - length(m) - 5)
+                s = substr(s, RSTART + RLENGTH)
+                if (f ~ /^test\/[A-Za-z0-9_]+$/)
+                    f = f ".c"                # a unit program: its source
+                if (f ~ /[.][ch]$/) { listed[f] = 1; nl++ }
+            }
+            next
+        }
+        { text = text "\n" $0
+          s = " " $0
+          while (match(s, "[ (,][A-Za-z0-9_]+[.][ch]([^A-Za-z0-9_]|$)")) {
+              f = substr(s, RSTART + 1, RLENGTH - 1); sub(/[^A-Za-z0-9_]$/, "", f)
+              if (!(f in have) && !(("test/" f) in have))
+                  printf "docs: the file map in %s names %s: not in src/%s/\n", map, f, m
+              s = substr(s, RSTART + RLENGTH)
+          } }
+        END {
+            if (nl < 2) exit 0        # one source file: no map needed
+            if (nmaps != 1) {
+                printf "docs: src/%s: %d headers carry the file map (\"Files of src/%s/\"), expected one\n", m, nmaps, m
+                exit 1
+            }
+            bad = 0
+            for (f in listed) {
+                b = f; sub(/.*\//, "", b); gsub(/[.]/, "[.]", b)
+                if (text !~ ("(^|[^A-Za-z0-9_./-])" b "([^A-Za-z0-9_]|$)")) {
+                    printf "docs: src/%s/%s (in src/%s/local.mk) is missing from the file map in %s\n", m, f, m, map
+                    bad = 1
+                }
+            }
+            exit bad
+        }' >&2 || fail=1
+done
+
+# ---- no include circles ------------------------------------------------------
+# #include "..." resolved as the compiler does (the including file's folder,
+# then src/, then tests/); a file that includes itself through others is a
+# circle, named with its path.
+circles=$(cd "$top_srcdir" && ls src/*/*.[ch] src/*/test/*.[ch] tests/*.[ch] 2>/dev/null | awk '
+    function visit(u,    a, n, i, v, j, s) {
+        state[u] = 1; stack[++sp] = u
+        n = split(adj[u], a, " ")
+        for (i = 1; i <= n; i++) {
+            v = a[i]
+            if (state[v] == 1) {
+                s = v
+                for (j = sp; j >= 1 && stack[j] != v; j--) s = stack[j] " -> " s
+                print v " -> " s
+            } else if (!state[v])
+                visit(v)
+        }
+        sp--; state[u] = 2
+    }
+    { have[$0] = 1; files[++nf] = $0 }
+    END {
+        for (k = 1; k <= nf; k++) {
+            f = files[k]; dir = f; sub(/\/[^\/]*$/, "", dir)
+            while ((getline line < f) > 0) {
+                if (line !~ /^[ \t]*#[ \t]*include[ \t]*"/) continue
+                inc = line; sub(/^[^"]*"/, "", inc); sub(/".*/, "", inc)
+                if ((dir "/" inc) in have) c = dir "/" inc
+                else if (("src/" inc) in have) c = "src/" inc
+                else if (("tests/" inc) in have) c = "tests/" inc
+                else continue
+                adj[f] = adj[f] " " c
+            }
+            close(f)
+        }
+        for (k = 1; k <= nf; k++) if (!state[files[k]]) visit(files[k])
+    }')
+[ -z "$circles" ] || err "include circles:
+$(printf '%s\n' "$circles" | sed 's/^/    /')"
+
 # (b) the private notes the project used to cite are not part of it
 old=$(printf 'MATH\056md')
 # tracked files when top_srcdir is a git work tree (not, e.g., the unpacked

@@ -2,7 +2,9 @@
 ## sanitizer build (issue "Nothing lost, nothing injected"); included by the
 ## top-level Makefile.am.
 
-SCRIPT_TESTS += tests/rel_integrity.sh tests/rel_kill.sh tests/rel_fuzz.sh
+SCRIPT_TESTS += tests/rel_integrity.sh tests/rel_kill.sh
+# the fuzz replays take a second or two: in the quick tier (Makefile.am)
+QUICK_SCRIPT_TESTS += tests/rel_fuzz.sh
 EXTRA_DIST += tests/rel_local.mk tests/fuzz/README tests/fuzz/corpus
 
 # ---- fuzz harnesses: replayed on the seed corpus by make check (any compiler)

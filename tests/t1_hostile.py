@@ -391,7 +391,7 @@ def check(cls, X, P, dk, tol, j, Wk, Wq):
                        % (mp.nstr(lo, 5), mp.nstr(err, 5)))
         # the p_min form of doc/mathematics.md §3.6 is checked against its
         # formula when it is the bound used; the other bounds are checked for
-        # soundness against heads by tests/test_t1_bounds.c, t1_bounds_numpy.py
+        # soundness against heads by src/theorem1/test/test_dist.c, t1_bounds_numpy.py
         if o["rank"] > 0 and j["distance"].get("lower_method", "").startswith(
                 "log-domain obstruction m, p_min"):
             pmin = min(mp.mpf(float(x)) for x in P.flatten())

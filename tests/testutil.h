@@ -77,6 +77,28 @@ static inline double test_rng_gauss(test_rng *r)
 }
 
 
+/* No wall-clock limit on a test case.  Check kills a test that runs longer
+ * than its case's timeout (4 s when none is set), so a correct test would
+ * fail on a loaded or slow machine, or under the sanitizers: a test is
+ * judged by its assertions, never by the machine's speed.  Every TCase of
+ * the unit programs calls this; a test that hangs is stopped by whoever
+ * runs the suite (Ctrl-C, or a CI job's own limit). */
+static inline void test_no_timeout(TCase *tc)
+{
+    tcase_set_timeout(tc, 0);
+}
+
+/* A suite of one test case, "core", with no time limit: the shape of most
+ * unit programs (add the tests to *tc, then test_run_suite). */
+static inline Suite *test_suite_one(const char *name, TCase **tc)
+{
+    Suite *s = suite_create(name);
+    *tc = tcase_create("core");
+    test_no_timeout(*tc);
+    suite_add_tcase(s, *tc);
+    return s;
+}
+
 /* Run a suite; exit status 0 only if every test passed. */
 static inline int test_run_suite(Suite *s)
 {

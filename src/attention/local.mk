@@ -2,6 +2,7 @@
 ## interval and ball arithmetic (included by the top-level Makefile.am)
 
 src_libattncheck_la_SOURCES += \
+	src/attention/attention_impl.h \
 	src/attention/head.c \
 	src/attention/head_impl.h \
 	src/attention/multihead.c \
@@ -18,24 +19,16 @@ src_libattncheck_la_SOURCES += \
 	src/attention/softmax.c \
 	src/attention/softmax.h
 
-# unit tests of this module
-check_PROGRAMS += tests/test_head
-UNIT_TESTS += tests/test_head
-tests_test_head_SOURCES = tests/test_head.c tests/testutil.h
-tests_test_head_CFLAGS = $(TEST_CFLAGS)
-tests_test_head_LDADD = $(TEST_LIBS)
-check_PROGRAMS += tests/test_multihead
-UNIT_TESTS += tests/test_multihead
-tests_test_multihead_SOURCES = tests/test_multihead.c tests/testutil.h
-tests_test_multihead_CFLAGS = $(TEST_CFLAGS)
-tests_test_multihead_LDADD = $(TEST_LIBS)
-check_PROGRAMS += tests/test_mh_gemm
-UNIT_TESTS += tests/test_mh_gemm
-tests_test_mh_gemm_SOURCES = tests/test_mh_gemm.c tests/testutil.h
-tests_test_mh_gemm_CFLAGS = $(TEST_CFLAGS)
-tests_test_mh_gemm_LDADD = $(TEST_LIBS)
-check_PROGRAMS += tests/test_mh_softmax
-UNIT_TESTS += tests/test_mh_softmax
-tests_test_mh_softmax_SOURCES = tests/test_mh_softmax.c tests/testutil.h
-tests_test_mh_softmax_CFLAGS = $(TEST_CFLAGS)
-tests_test_mh_softmax_LDADD = $(TEST_LIBS)
+# unit tests of this module: src/attention/test/, one Check program per file
+# (its source: NAME.c; its libraries: LDADD, Makefile.am, "tests")
+ATTENTION_TESTS = \
+	src/attention/test/test_head \
+	src/attention/test/test_multihead \
+	src/attention/test/test_mh_gemm \
+	src/attention/test/test_mh_softmax
+check_PROGRAMS += $(ATTENTION_TESTS)
+UNIT_TESTS += $(ATTENTION_TESTS)
+src_attention_test_test_head_CFLAGS = $(TEST_CFLAGS)
+src_attention_test_test_multihead_CFLAGS = $(TEST_CFLAGS)
+src_attention_test_test_mh_gemm_CFLAGS = $(TEST_CFLAGS)
+src_attention_test_test_mh_softmax_CFLAGS = $(TEST_CFLAGS)

@@ -1,5 +1,6 @@
-/* mh_impl.h — internals shared by the files of the multi-head attention layer
- * (multihead.c, mh_forward.c, mh_backward.c, mh_certified.c).  Not installed.
+/* mh_impl.h — internals of the multi-head attention layer: the workspace
+ * and the forward core of mh_forward.c, which mh_backward.c and
+ * mh_certified.c share.  Not installed.
  *
  * Dimension letters: d model width, n tokens, h heads, hs head size,
  * hh = h hs.

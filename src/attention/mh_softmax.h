@@ -2,13 +2,14 @@
  * pass (internal; mh_softmax.c, doc/mathematics.md §4.11).
  *
  * Per column j of Z: m_j = max_a Z(a, j) (exact in any order),
- * e = ac_mh_exp(Z(a, j) - m_j) for a = 0, 1, ..., rows-1 with the sum s_j
+ * e = ac_exp_tab16(Z(a, j) - m_j) for a = 0, 1, ..., rows-1 with the sum s_j
  * accumulated in that order, then Z(a, j) = e (1/s_j): ac_softmax_cols of
- * attention/softmax.h with a faster exp (relative error below 3u instead
- * of 2u).  With AVX-512 (AC_MH_SOFTMAX_SIMD = 1) ac_mh_softmax_cols runs
- * down blocks of 8 columns (a masked block at the end) with an 8-lane exp;
- * ac_mh_softmax_cols_ref is its scalar reference twin, and the two give the
- * same bits (tests/test_mh_softmax.c).  Without AVX-512 the first is the
+ * attention/softmax.h with the faster table exp of core/exp_kernel.h
+ * (relative error below 3u instead of 2u).  With AVX-512
+ * (AC_MH_SOFTMAX_SIMD = 1) ac_mh_softmax_cols runs down blocks of 8 columns
+ * (a masked block at the end) with the 8-lane exp; ac_mh_softmax_cols_ref is
+ * its scalar reference twin, and the two give the same bits
+ * (src/attention/test/test_mh_softmax.c).  Without AVX-512 the first is the
  * second. */
 #ifndef AC_ATTENTION_MH_SOFTMAX_H
 #define AC_ATTENTION_MH_SOFTMAX_H
@@ -20,15 +21,6 @@
 #else
 #define AC_MH_SOFTMAX_SIMD 0
 #endif
-
-/* e^x with relative error below 3u (u = 2^-53) when e^x is a normal
- * double; gradual underflow below (one more rounding to the subnormal
- * grid), 0 under about -745.13, +Inf above about 709.78, NaN for NaN. */
-double ac_mh_exp(double x);
-
-/* ac_mh_exp on n doubles, x[i] -> y[i] (8 lanes at a time with AVX-512;
- * the same bits as the scalar function). */
-void ac_mh_exp_array(double *y, const double *x, size_t n);
 
 /* Column softmax of the rows x cols row-major matrix Z (row stride cols), in
  * place, and its scalar twin. */

@@ -5,6 +5,7 @@
  *   mh_forward.c    the forward pass in double (blocking, threads) and the
  *                   naive reference kernel;
  *   mh_gemm.c       the register-tiled product of its small-layer path;
+ *   mh_softmax.c    the column softmax of its small-layer path;
  *   mh_backward.c   the backward pass in double;
  *   mh_certified.c  the certified forward pass (stage 0 intervals, Arb balls);
  *   mh_files.c      the Wq/Wk/Wv/Wo .npy stacks;

@@ -1,8 +1,12 @@
-/* attention/softmax.h — the one double-precision softmax of the library
+/* attention/softmax.h — the double-precision softmax of the library
  * (internal): the attention layers of Theorem 2 and of the trainer, the
  * head of Theorem 1 and the attention blocks of Theorem 3.2 all use it.
- * e^x is ac_exp_kernel (core/exp_kernel.h, relative error below 2u); the
- * certified softmaxes are ac_softmax_col_enclose (interval.h, stage 0) and
+ * e^x is ac_exp_kernel (core/exp_kernel.h, relative error below 2u).  Two
+ * fast forms of the same steps, each tested against its scalar twin:
+ * attention/mh_softmax.h (columns of the small multi-head layers, with the
+ * table exp of core/exp_kernel.h) and nn/attn_fused.h (rows of the
+ * trainer's attention in AVX-512 vectors, nn_softmax_row).  The certified
+ * softmaxes are ac_softmax_col_enclose (interval.h, stage 0) and
  * ac_arb_softmax_cols (core/ball.h, Arb). */
 #ifndef ATTNCHECK_ATTENTION_SOFTMAX_H
 #define ATTNCHECK_ATTENTION_SOFTMAX_H

@@ -164,9 +164,10 @@ uint64_t ac_rng_below(ac_rng *r, uint64_t n);
  * 128-bit state, low half first, little-endian bytes); its low half is word
  * 2q, its high half word 2q+1.  The words are computed with VAES (AVX-512),
  * AES-NI or portable table-driven AES rounds, whichever the CPU has; all
- * three give the same bits (tests/test_rng_block.c checks them against each
- * other, against Random123's ars.h where the compiler provides AES-NI, and
- * tests/ars_oracle.py against an independent FIPS-197 implementation).
+ * three give the same bits (src/core/test/test_rng_block.c checks them
+ * against each other, against Random123's ars.h where the compiler provides
+ * AES-NI, and tests/ars_oracle.py against an independent FIPS-197
+ * implementation).
  *
  * Normals: entry p is the 256-layer ziggurat above applied to word p, with
  * the same tables, fast test, wedge and exact tail.  The rare entries

@@ -1,31 +1,40 @@
 /* cmd_impl.h — internals of src/commands, the program's commands as library
  * calls (attncheck/commands.h); not installed.
- *   options.c      one description per option: parsing an option's text
- *                  into its field by the option table;
- *   request.c      the generic request (by option names), the list of
- *                  commands, the tables as JSON for bindings;
- *   envelope.c     the members every JSON result shares (envelope,
- *                  parameters, certificates, proof steps, stage names);
- *   inputs.c       inputs from files or arrays in memory, threads, the
- *                  memory estimates checked before any work;
- *   rep_theorem.c  rep-theorem: Theorem 1, and --learn;
- *   report_rows.c  the rows of `attncheck report`: list and helpers;
- *   report_theorem1.c  the report's rows of Theorem 1;
- *   train.c        train: the configuration, the training loop, fit-p's
- *                  certificate;
- *   report_train.c the report's row of a head trained by AdamW;
- *   report.c       report: every row source, the outcome.
- *   separate.c     separate: Theorem 2, --embed and --student (options,
- *                  layers, run, arrays);
- *   separate_json.c  separate's JSON result;
- *   report_theorem2.c  the report's rows of Theorem 2 and of the students,
- *                  and the directed numbers of printed bounds.
- *   words.c        a request's options as the words of a command line and
- *                  back (condition's shard files);
- *   condition.c, condition_json.c, merge.c  condition and merge
- *                  (cond_cmd.h);
- *   report_condition.c  the report's rows of Theorem 3.2 of paper 2 and of
- *                  trained heads.
+ *
+ * Files of src/commands/ (this map; tests/docs.sh checks it against local.mk):
+ *   the layer every command shares:
+ *     options.c        one description per option: parsing an option's text
+ *                      into its field by the option table;
+ *     request.c        the generic request (by option names), the list of
+ *                      commands, the tables' validation, the tables as JSON
+ *                      for bindings;
+ *     envelope.c       the members every JSON result shares (envelope,
+ *                      parameters, certificates, proof steps, stage names);
+ *     inputs.c         inputs from files or arrays in memory, threads, the
+ *                      memory estimates checked before any work;
+ *     words.c          a request's options as the words of a command line
+ *                      and back (condition's shard files);
+ *     cmd_impl.h       this header;
+ *   the commands:
+ *     rep_theorem.c    rep-theorem: Theorem 1, and --learn;
+ *     separate.c       separate: Theorem 2, --embed and --student (options,
+ *                      layers, run, arrays);
+ *     separate_json.c  separate's JSON result;
+ *     condition.c, condition_json.c, merge.c, cond_cmd.h  condition and
+ *                      merge;
+ *     train.c          train: the configuration, the training loop, fit-p's
+ *                      certificate;
+ *     report.c         report: every row source, the outcome;
+ *   the report's rows:
+ *     report_rows.c    the list and its helpers;
+ *     report_theorem1.c  Theorem 1;
+ *     report_theorem2.c  Theorem 2 and the students, and the directed
+ *                      numbers of printed bounds;
+ *     report_condition.c  Theorem 3.2 of paper 2 and trained heads;
+ *     report_train.c   a head trained by AdamW;
+ *   test/              the unit tests, one Check program per file:
+ *     test_commands.c  every option table against its request type, and
+ *                      bad tables refused.
  */
 #ifndef AC_COMMANDS_CMD_IMPL_H
 #define AC_COMMANDS_CMD_IMPL_H

@@ -33,9 +33,10 @@ src_libattncheck_la_SOURCES += \
 	src/commands/merge.c \
 	src/commands/report_condition.c
 
-# unit tests of this module: the option tables against their request types
-check_PROGRAMS += tests/test_commands
-UNIT_TESTS += tests/test_commands
-tests_test_commands_SOURCES = tests/test_commands.c tests/testutil.h
-tests_test_commands_CFLAGS = $(TEST_CFLAGS)
-tests_test_commands_LDADD = $(TEST_LIBS)
+# unit tests of this module: src/commands/test/, one Check program per file
+# (its source: NAME.c; its libraries: LDADD, Makefile.am, "tests")
+COMMANDS_TESTS = \
+	src/commands/test/test_commands
+check_PROGRAMS += $(COMMANDS_TESTS)
+UNIT_TESTS += $(COMMANDS_TESTS)
+src_commands_test_test_commands_CFLAGS = $(TEST_CFLAGS)

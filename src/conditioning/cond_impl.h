@@ -1,8 +1,9 @@
 /* cond_impl.h — internals of src/conditioning/ (Theorem 3.2 of paper 2:
  * condition numbers of the multi-head block and the random-matrix
- * predictions).  Not installed.
+ * predictions), and the map of the module.  Not installed.
  *
- * Files, by concept (doc/mathematics.md §5):
+ * Files of src/conditioning/ (this map; tests/docs.sh checks it against
+ * local.mk), by concept (doc/mathematics.md §5):
  *   sample.c          the per-thread workspace and the sampling of one block:
  *                     i.i.d. Gaussian, or attention heads with Gaussian
  *                     weights in the direct or the Cholesky form (§5.7);
@@ -15,18 +16,31 @@
  *   certify.c         certification of one sample: Weyl at stage 0, Arb
  *                     ball Cholesky and Rayleigh quotients (§5.9);
  *                     ac_cond_certify
+ *   certify_block.c   the certificate of the mathematical block of a sample,
+ *                     not of its rounding (§5.10)
  *   claims.c          the claims decided from several results: claim C over
  *                     every h, the median decreasing in h, a relative error
  *                     within a tolerance
  *   stats.c           sample statistics, quantiles, certified statistics,
  *                     the spectrum against Marchenko-Pastur (KS, histogram)
  *   run.c             ac_cond_run in named steps; sizes and memory
+ *   shard.c           sweeps in shards: the samples file and the merge
+ *                     (attncheck/shard.h)
  *   tracy_widom.c     TW1 by Nyström's method and its table (§5.4)
  *   edelman.c         Edelman's law of kappa/N for square blocks (§5.5)
  *   marchenko_pastur.c  the Marchenko-Pastur law of the spectrum (§5.6)
  *   predict.c         ac_rmt_predict: first order (paper 2, eq. (6); §5.2),
  *                     the Tracy-Widom correction and its kappa law (§5.4),
  *                     the Gordon bounds (§5.3), Edelman at D = N (§5.5)
+ *   cond_impl.h       this header
+ *   test/             the unit tests, one Check program per file:
+ *     test_condition.c        the sampler and the kappa routes against blocks
+ *                             of known singular values, certified enclosures,
+ *                             thread independence, the two attention samplers;
+ *     test_kappa_clustered.c  kappa of nearly rank-one blocks (clustered small
+ *                             eigenvalues) against LAPACK's SVD;
+ *     test_rmt.c              the random-matrix predictions against published
+ *                             constants and reference values.
  *
  * Dimension letters (paper 2): N tokens (rows of A), d head width, h heads,
  * D = h d columns, E input width (attention), m = min(N, D), M = max(N, D).

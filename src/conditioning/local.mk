@@ -17,17 +17,20 @@ src_libattncheck_la_SOURCES += \
 	src/conditioning/run.c \
 	src/conditioning/shard.c
 
-# unit tests of this module
-check_PROGRAMS += tests/test_rmt tests/test_condition
-UNIT_TESTS += tests/test_rmt tests/test_condition
-tests_test_rmt_SOURCES = tests/test_rmt.c tests/testutil.h
-tests_test_rmt_CFLAGS = $(TEST_CFLAGS)
-tests_test_rmt_LDADD = $(TEST_LIBS)
-tests_test_condition_SOURCES = tests/test_condition.c tests/testutil.h
-tests_test_condition_CFLAGS = $(TEST_CFLAGS)
-tests_test_condition_LDADD = $(TEST_LIBS)
-
 # the oracle test of the certified attention block (tests/cond_block.sh)
 check_PROGRAMS += tests/cond_block_tool
 tests_cond_block_tool_SOURCES = tests/cond_block_tool.c
 tests_cond_block_tool_LDADD = src/libattncheck.la
+
+# unit tests of this module: src/conditioning/test/, one Check program per file
+# (its source: NAME.c; its libraries: LDADD, Makefile.am, "tests")
+CONDITIONING_TESTS = \
+	src/conditioning/test/test_rmt \
+	src/conditioning/test/test_condition \
+	src/conditioning/test/test_kappa_clustered
+check_PROGRAMS += $(CONDITIONING_TESTS)
+UNIT_TESTS += $(CONDITIONING_TESTS)
+src_conditioning_test_test_rmt_CFLAGS = $(TEST_CFLAGS)
+src_conditioning_test_test_condition_CFLAGS = $(TEST_CFLAGS)
+src_conditioning_test_test_kappa_clustered_CFLAGS = $(TEST_CFLAGS)
+src_conditioning_test_test_kappa_clustered_LDADD = $(TEST_LIBS) $(LAPACKE_LIBS)

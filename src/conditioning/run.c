@@ -192,8 +192,8 @@ static int cond_speculate(const ac_cond_result *r, const ac_cond_opts *o)
     double k = r->pred.first_order;
     if (o->mode != AC_COND_IID || r->trials < 2)
         return 0;
-    /* test hook (tests/test_condition.c): guess always, so that the
-     * recomputation after a wrong guess is exercised */
+    /* test hook (src/conditioning/test/test_condition.c): guess always, so
+     * that the recomputation after a wrong guess is exercised */
     const char *force = getenv("ATTNCHECK_COND_SPECULATE");
     if (force && *force == '1')
         return 1;

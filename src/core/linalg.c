@@ -304,7 +304,7 @@ out:
     return st;
 }
 
-#define CLI_PANEL 128 /* columns of Y X per task of ac_cert_left_inverse */
+#define CERTLI_PANEL 128 /* columns of Y X per task of ac_cert_left_inverse */
 
 /* The sums of ac_cert_left_inverse, per column range [j0, j0 + w) of
  * E = [YX] - I: m the largest entry bound up(|mid - I|) + rad, ql the
@@ -312,14 +312,14 @@ out:
  * of the squares of the entry bounds scaled by sc, in a fixed order. */
 typedef struct {
     double m, ql, s;
-} cli_part;
+} certli_part;
 
 /* One row segment of E (w entries, the diagonal at position dg, or none
  * when dg >= w): the largest entry bound up(|m - delta|) + r (NaN: +inf) and
  * the largest certain part dn(|m - delta|) - r (NaN or negative: 0), as the
  * bits of non-negative doubles (the same order as the values): integer
  * maxima, one per loop, so that the loops vectorise. */
-static void cli_row_max(const double *restrict mi, const double *restrict ri, size_t w,
+static void certli_row_max(const double *restrict mi, const double *restrict ri, size_t w,
                         size_t dg, uint64_t *mb, uint64_t *qb)
 {
     uint64_t m = *mb, q = *qb;
@@ -346,7 +346,7 @@ static void cli_row_max(const double *restrict mi, const double *restrict ri, si
 
 /* acc[l] += (entry bound * sc)^2 over the entries j = l mod 8 of a row
  * segment: eight fixed partial sums, so that the loop vectorises. */
-static void cli_row_sumsq(const double *restrict mi, const double *restrict ri, size_t w,
+static void certli_row_sumsq(const double *restrict mi, const double *restrict ri, size_t w,
                           size_t dg, double sc, double *restrict acc)
 {
     size_t j = 0;
@@ -363,7 +363,7 @@ static void cli_row_sumsq(const double *restrict mi, const double *restrict ri, 
     }
 }
 
-static void cli_scan(cli_part *pt, const ac_imat *YX, size_t j0, size_t w, double sc)
+static void certli_scan(certli_part *pt, const ac_imat *YX, size_t j0, size_t w, double sc)
 {
     size_t n = YX->cols;
     uint64_t mb = 0, qb = 0;
@@ -372,9 +372,9 @@ static void cli_scan(cli_part *pt, const ac_imat *YX, size_t j0, size_t w, doubl
         const double *mi = YX->mid + i * n + j0, *ri = YX->rad + i * n + j0;
         size_t dg = (i >= j0 && i < j0 + w) ? i - j0 : w;
         if (sc > 0)
-            cli_row_sumsq(mi, ri, w, dg, sc, acc);
+            certli_row_sumsq(mi, ri, w, dg, sc, acc);
         else
-            cli_row_max(mi, ri, w, dg, &mb, &qb);
+            certli_row_max(mi, ri, w, dg, &mb, &qb);
     }
     if (sc > 0)
         pt->s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
@@ -387,10 +387,10 @@ static void cli_scan(cli_part *pt, const ac_imat *YX, size_t j0, size_t w, doubl
 int ac_cert_left_inverse(const ac_mat *Y, const ac_mat *X, double *q_lo, double *q_hi,
                          double *sigma_lo, ac_imat *yx_out, ac_err *err)
 {
-    size_t n = X->cols, d = X->rows, np = (n + CLI_PANEL - 1) / CLI_PANEL;
+    size_t n = X->cols, d = X->rows, np = (n + CERTLI_PANEL - 1) / CERTLI_PANEL;
     ac_imat YX = {0};
     double *an = NULL, *bn = NULL;
-    cli_part *pt = NULL;
+    certli_part *pt = NULL;
     int st, bad = 0;
     if (Y->cols != X->rows || Y->rows != n)
         return ac_err_set(err, AC_EUSAGE, "left inverse: Y is %zu x %zu, X is %zu x %zu", Y->rows,
@@ -405,11 +405,11 @@ int ac_cert_left_inverse(const ac_mat *Y, const ac_mat *X, double *q_lo, double 
     }
     bn = an + n;
     /* Y X by norm-bounded products (doc/mathematics.md §2.3) in fixed ranges
-     * of CLI_PANEL columns over the OpenMP threads, each scanned for the
+     * of CERTLI_PANEL columns over the OpenMP threads, each scanned for the
      * bounds while it is fresh; per-row and per-column quantities do not
      * depend on the ranges: the same bits for any thread count */
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (n > CLI_PANEL && !omp_in_parallel())
+#pragma omp parallel for schedule(static) if (n > CERTLI_PANEL && !omp_in_parallel())
 #endif
     for (size_t i = 0; i < n; i++)
         an[i] = ac_norm2_up(Y->data + i * d, d);
@@ -417,13 +417,13 @@ int ac_cert_left_inverse(const ac_mat *Y, const ac_mat *X, double *q_lo, double 
 #pragma omp parallel for schedule(dynamic, 1) reduction(max : bad) if (np > 1 && !omp_in_parallel())
 #endif
     for (size_t p = 0; p < np; p++) {
-        size_t j0 = p * CLI_PANEL, w = n - j0 < CLI_PANEL ? n - j0 : CLI_PANEL;
+        size_t j0 = p * CERTLI_PANEL, w = n - j0 < CERTLI_PANEL ? n - j0 : CERTLI_PANEL;
         ac_colnorms_up(bn + j0, X->data + j0, d, w, n, 0);
         int e = ac_mul_cs(YX.mid + j0, YX.rad + j0, n, Y->data, n, d, X->data + j0, d, w, n, an,
                           bn + j0, 0, NULL);
         bad = e > bad ? e : bad;
         if (!e)
-            cli_scan(&pt[p], &YX, j0, w, 0);
+            certli_scan(&pt[p], &YX, j0, w, 0);
     }
     if (bad) {
         st = ac_err_set(err, bad, "left inverse: the product Y X failed");
@@ -454,8 +454,8 @@ int ac_cert_left_inverse(const ac_mat *Y, const ac_mat *X, double *q_lo, double 
 #pragma omp parallel for schedule(dynamic, 1) if (np > 1 && !omp_in_parallel())
 #endif
             for (size_t p = 0; p < np; p++) {
-                size_t j0 = p * CLI_PANEL, w = n - j0 < CLI_PANEL ? n - j0 : CLI_PANEL;
-                cli_scan(&pt[p], &YX, j0, w, sc);
+                size_t j0 = p * CERTLI_PANEL, w = n - j0 < CERTLI_PANEL ? n - j0 : CERTLI_PANEL;
+                certli_scan(&pt[p], &YX, j0, w, sc);
             }
             for (size_t p = 0; p < np; p++)
                 s += pt[p].s;

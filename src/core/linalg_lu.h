@@ -1,6 +1,6 @@
 /* linalg_lu.h — the inverse of a square matrix by LU with partial pivoting
  * in FIXED panels, shared out over the OpenMP threads (internal; the rank
- * step of Theorem 1 calls it, src/theorem1/xrank.c).
+ * step of Theorem 1 calls it, src/theorem1/rank_x.c).
  *
  * Every BLAS and LAPACK call inside works on a panel whose columns depend on
  * n only (never on the thread count) and runs single-threaded, so the

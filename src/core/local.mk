@@ -2,6 +2,7 @@
 ## (included by the top-level Makefile.am)
 
 src_libattncheck_la_SOURCES += \
+	src/core/core_impl.h \
 	src/core/common.c \
 	src/core/verdict.c \
 	src/core/interval.c \
@@ -17,6 +18,7 @@ src_libattncheck_la_SOURCES += \
 	src/core/dyadic.c \
 	src/core/dyadic.h \
 	src/core/exp_kernel.h \
+	src/core/exp_kernel.c \
 	src/core/linalg.c \
 	src/core/linalg_lu.c \
 	src/core/linalg_lu.h \
@@ -25,37 +27,35 @@ src_libattncheck_la_SOURCES += \
 	src/core/rng_impl.h \
 	src/core/blas.c
 
-# unit tests of this module
-check_PROGRAMS += tests/test_imat_split tests/test_interval tests/test_verdict tests/test_linalg tests/test_rng tests/test_rng_block tests/test_blas
-UNIT_TESTS += tests/test_imat_split tests/test_interval tests/test_verdict tests/test_linalg tests/test_rng tests/test_rng_block tests/test_blas
-tests_test_imat_split_SOURCES = tests/test_imat_split.c tests/imat_oracle.h tests/testutil.h
-tests_test_imat_split_CFLAGS = $(TEST_CFLAGS)
-tests_test_imat_split_LDADD = $(TEST_LIBS)
-check_PROGRAMS += tests/test_linalg_lu
-UNIT_TESTS += tests/test_linalg_lu
-tests_test_linalg_lu_SOURCES = tests/test_linalg_lu.c tests/testutil.h
-tests_test_linalg_lu_CFLAGS = $(TEST_CFLAGS)
-tests_test_linalg_lu_LDADD = $(TEST_LIBS)
-check_PROGRAMS += tests/test_imat_cs
-UNIT_TESTS += tests/test_imat_cs
-tests_test_imat_cs_SOURCES = tests/test_imat_cs.c tests/imat_oracle.h tests/testutil.h
-tests_test_imat_cs_CFLAGS = $(TEST_CFLAGS)
-tests_test_imat_cs_LDADD = $(TEST_LIBS)
-tests_test_interval_SOURCES = tests/test_interval.c tests/testutil.h
-tests_test_interval_CFLAGS = $(TEST_CFLAGS)
-tests_test_interval_LDADD = $(TEST_LIBS)
-tests_test_verdict_SOURCES = tests/test_verdict.c tests/testutil.h
-tests_test_verdict_CFLAGS = $(TEST_CFLAGS)
-tests_test_verdict_LDADD = $(TEST_LIBS)
-tests_test_linalg_SOURCES = tests/test_linalg.c tests/testutil.h
-tests_test_linalg_CFLAGS = $(TEST_CFLAGS)
-tests_test_linalg_LDADD = $(TEST_LIBS)
-tests_test_rng_SOURCES = tests/test_rng.c
-tests_test_rng_CFLAGS = $(TEST_CFLAGS)
-tests_test_rng_LDADD = $(TEST_LIBS) $(GSL_LIBS)
-tests_test_rng_block_SOURCES = tests/test_rng_block.c tests/testutil.h
-tests_test_rng_block_CFLAGS = $(TEST_CFLAGS)
-tests_test_rng_block_LDADD = $(TEST_LIBS)
-tests_test_blas_SOURCES = tests/test_blas.c tests/testutil.h
-tests_test_blas_CFLAGS = $(TEST_CFLAGS)
-tests_test_blas_LDADD = $(TEST_LIBS)
+# unit tests of this module: src/core/test/, one Check program per file
+# (its source: NAME.c; its libraries: LDADD, Makefile.am, "tests")
+CORE_TESTS = \
+	src/core/test/test_blas \
+	src/core/test/test_interval \
+	src/core/test/test_verdict \
+	src/core/test/test_linalg \
+	src/core/test/test_linalg_lu \
+	src/core/test/test_imat_split \
+	src/core/test/test_imat_cs \
+	src/core/test/test_sum_exact \
+	src/core/test/test_exp \
+	src/core/test/test_dyadic \
+	src/core/test/test_rng \
+	src/core/test/test_rng_block
+check_PROGRAMS += $(CORE_TESTS)
+UNIT_TESTS += $(CORE_TESTS)
+src_core_test_test_blas_CFLAGS = $(TEST_CFLAGS)
+src_core_test_test_interval_CFLAGS = $(TEST_CFLAGS)
+src_core_test_test_verdict_CFLAGS = $(TEST_CFLAGS)
+src_core_test_test_linalg_CFLAGS = $(TEST_CFLAGS)
+src_core_test_test_linalg_lu_CFLAGS = $(TEST_CFLAGS)
+src_core_test_test_imat_split_SOURCES = src/core/test/test_imat_split.c src/core/test/imat_oracle.h
+src_core_test_test_imat_split_CFLAGS = $(TEST_CFLAGS)
+src_core_test_test_imat_cs_SOURCES = src/core/test/test_imat_cs.c src/core/test/imat_oracle.h
+src_core_test_test_imat_cs_CFLAGS = $(TEST_CFLAGS)
+src_core_test_test_sum_exact_CFLAGS = $(TEST_CFLAGS)
+src_core_test_test_exp_CFLAGS = $(TEST_CFLAGS)
+src_core_test_test_dyadic_CFLAGS = $(TEST_CFLAGS)
+src_core_test_test_rng_CFLAGS = $(TEST_CFLAGS)
+src_core_test_test_rng_LDADD = $(TEST_LIBS) $(GSL_LIBS)
+src_core_test_test_rng_block_CFLAGS = $(TEST_CFLAGS)

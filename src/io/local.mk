@@ -2,6 +2,7 @@
 ## (included by the top-level Makefile.am)
 
 src_libattncheck_la_SOURCES += \
+	src/io/io_impl.h \
 	src/io/npy.c \
 	src/io/npy_header.c \
 	src/io/npz.c \
@@ -13,12 +14,14 @@ src_libattncheck_la_SOURCES += \
 	src/io/jsonparse.c \
 	src/io/jsonparse.h
 
-# unit tests of this module
-check_PROGRAMS += tests/test_json tests/test_npy
-UNIT_TESTS += tests/test_json tests/test_npy
-tests_test_json_SOURCES = tests/test_json.c
-tests_test_json_CFLAGS = $(TEST_CFLAGS)
-tests_test_json_LDADD = $(TEST_LIBS)
-tests_test_npy_SOURCES = tests/test_npy.c
-tests_test_npy_CFLAGS = $(TEST_CFLAGS)
-tests_test_npy_LDADD = $(TEST_LIBS)
+# unit tests of this module: src/io/test/, one Check program per file
+# (its source: NAME.c; its libraries: LDADD, Makefile.am, "tests")
+IO_TESTS = \
+	src/io/test/test_json \
+	src/io/test/test_jsonparse \
+	src/io/test/test_npy
+check_PROGRAMS += $(IO_TESTS)
+UNIT_TESTS += $(IO_TESTS)
+src_io_test_test_json_CFLAGS = $(TEST_CFLAGS)
+src_io_test_test_jsonparse_CFLAGS = $(TEST_CFLAGS)
+src_io_test_test_npy_CFLAGS = $(TEST_CFLAGS)

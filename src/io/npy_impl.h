@@ -1,5 +1,6 @@
 /* io/npy_impl.h — internals of the .npy reader shared by npy.c (arrays,
- * data, writing) and npy_header.c (the parser of the header dict). */
+ * data, writing), npy_header.c (the parser of the header dict) and npz.c
+ * (one member of an .npz archive). */
 #ifndef ATTNCHECK_IO_NPY_IMPL_H
 #define ATTNCHECK_IO_NPY_IMPL_H
 

@@ -11,7 +11,7 @@
  *
  * Summation orders are fixed by the sizes (never by threads).  The naive
  * references are ac_nn_attention_forward_ref / _backward_ref (layers.c);
- * tests/test_nn.c checks this path and the BLAS path against them.
+ * src/nn/test/test_nn_attn.c checks this path and the BLAS path against them.
  */
 #include <config.h>
 

@@ -15,7 +15,7 @@
  * coordinates), once per head.
  *
  * The naive references are ac_nn_attention_forward_ref / _backward_ref
- * (layers.c); tests/test_nn_attn.c checks these functions against them.
+ * (layers.c); src/nn/test/test_nn_attn.c checks these functions against them.
  */
 #include <config.h>
 

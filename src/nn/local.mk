@@ -25,21 +25,18 @@ src_libattncheck_la_SOURCES += \
 	src/nn/checkpoint.c \
 	src/nn/checkpoint_load.c
 
-# unit tests of this module
-check_PROGRAMS += tests/test_nn tests/test_nn_attn tests/test_nn_tgemm tests/test_train tests/test_fitp
-UNIT_TESTS += tests/test_nn tests/test_nn_attn tests/test_nn_tgemm tests/test_train tests/test_fitp
-tests_test_nn_SOURCES = tests/test_nn.c tests/testutil.h
-tests_test_nn_CFLAGS = $(TEST_CFLAGS)
-tests_test_nn_LDADD = $(TEST_LIBS)
-tests_test_nn_attn_SOURCES = tests/test_nn_attn.c tests/testutil.h
-tests_test_nn_attn_CFLAGS = $(TEST_CFLAGS)
-tests_test_nn_attn_LDADD = $(TEST_LIBS)
-tests_test_nn_tgemm_SOURCES = tests/test_nn_tgemm.c tests/testutil.h
-tests_test_nn_tgemm_CFLAGS = $(TEST_CFLAGS)
-tests_test_nn_tgemm_LDADD = $(TEST_LIBS)
-tests_test_train_SOURCES = tests/test_train.c tests/testutil.h
-tests_test_train_CFLAGS = $(TEST_CFLAGS)
-tests_test_train_LDADD = $(TEST_LIBS)
-tests_test_fitp_SOURCES = tests/test_fitp.c tests/testutil.h
-tests_test_fitp_CFLAGS = $(TEST_CFLAGS)
-tests_test_fitp_LDADD = $(TEST_LIBS)
+# unit tests of this module: src/nn/test/, one Check program per file
+# (its source: NAME.c; its libraries: LDADD, Makefile.am, "tests")
+NN_TESTS = \
+	src/nn/test/test_nn \
+	src/nn/test/test_nn_attn \
+	src/nn/test/test_nn_tgemm \
+	src/nn/test/test_train \
+	src/nn/test/test_fitp
+check_PROGRAMS += $(NN_TESTS)
+UNIT_TESTS += $(NN_TESTS)
+src_nn_test_test_nn_CFLAGS = $(TEST_CFLAGS)
+src_nn_test_test_nn_attn_CFLAGS = $(TEST_CFLAGS)
+src_nn_test_test_nn_tgemm_CFLAGS = $(TEST_CFLAGS)
+src_nn_test_test_train_CFLAGS = $(TEST_CFLAGS)
+src_nn_test_test_fitp_CFLAGS = $(TEST_CFLAGS)

@@ -1,14 +1,40 @@
-/* nn_impl.h — internals of src/nn shared between its files (not installed).
+/* nn_impl.h — internals of src/nn shared between its files (not
+ * installed), and the map of the module.
  *
- *   the trainer (attncheck/train.h): config.c (defaults, names, schedule),
- *     one file per data source — data_text.c, data_listops.c,
- *     data_teacher.c, data_fitp.c (the instance given in memory): each
- *     opens its data (completing the configuration) and fills batches —,
- *     fitp_opt.c (fit-p's best iterate and BFGS), trainer.c (init, steps,
- *     evaluation), checkpoint.c (config.json, the staged directory swap)
- *     and checkpoint_load.c (reading one back);
- *   the model (attncheck/nn.h): model.c (configuration check, tensor table,
- *     allocation, initial weights), forward.c, backward.c, adamw.c.
+ * Files of src/nn/ (this map; tests/docs.sh checks it against local.mk):
+ *   the model (attncheck/nn.h):
+ *     model.c           configuration check, tensor table, allocation,
+ *                       initial weights;
+ *     forward.c, backward.c  the passes of the whole model (their parallel
+ *                       structure: below);
+ *     adamw.c           the gradient norm and the AdamW step;
+ *     layers.c          the layers, each a forward/backward pair on flat
+ *                       arrays, and their naive reference kernels;
+ *     attn_fused.c, attn_fused.h  BLAS-free multi-head attention for small
+ *                       heads;
+ *     attn_tiled.c      causal attention on the register-tiled product;
+ *     softmax_fused.c   the softmax of one attention row in AVX-512 vectors;
+ *     attn_merged.c     the attention block with each head's two products
+ *                       merged (heads at least as wide as the model);
+ *     nn_tgemm.c, nn_tgemm.h  the register-tiled matrix product;
+ *   the trainer (attncheck/train.h):
+ *     config.c          defaults, names, schedule;
+ *     data_text.c, data_listops.c, data_teacher.c, data_fitp.c  one file per
+ *                       data source: each opens its data (completing the
+ *                       configuration) and fills batches;
+ *     fitp_opt.c        fit-p's optimisation: the best iterate, BFGS;
+ *     trainer.c         init, steps, evaluation;
+ *     checkpoint.c      config.json, the staged directory swap;
+ *     checkpoint_load.c reading a checkpoint back;
+ *   nn_impl.h           this header;
+ *   test/               the unit tests, one Check program per file:
+ *     test_nn.c         layers and models against finite differences, thread
+ *                       independence, merged heads, AdamW, ac_nn_exp;
+ *     test_nn_attn.c    the attention kernels against their naive twins;
+ *     test_nn_tgemm.c   nn_tgemm against its twin, bit for bit;
+ *     test_train.c      tasks, schedule, checkpoints and resume;
+ *     test_fitp.c       fit-p's optimisation against an independent
+ *                       evaluation of the head.
  */
 #ifndef AC_NN_IMPL_H
 #define AC_NN_IMPL_H

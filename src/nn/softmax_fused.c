@@ -6,16 +6,16 @@
  * spends much of its time in scalar remainders of up to 7 elements, each a
  * full exp kernel.  Here every element goes through the vector loop; lanes
  * past the end are masked (never read, never written).  Each exp is
- * core/exp_kernel.h's ac_exp_kernel lane by lane: the same operations in
- * the same order (Cody-Waite reduction, Horner with fused multiply-adds,
- * two exact power-of-two scalings), so every e_j has the same bits as the
- * scalar kernel; the maximum is exact in any order; only the sum of the e_j
- * is associated differently (8 lane sums, then the lanes in a fixed order),
- * which moves the result by at most (len + 8) u relative per entry.  The
- * order depends only on len, never on threads.  The reference twin is
- * nn_softmax_row_ref (the scalar kernel in index order); tests/test_nn.c
- * checks one against the other on every length 1..130 and on rows with
- * -inf-like and huge spreads.
+ * ac_exp_kernel8 of core/exp_kernel.h, ac_exp_kernel lane by lane: the same
+ * operations in the same order (Cody-Waite reduction, Horner with fused
+ * multiply-adds, two exact power-of-two scalings), so every e_j has the same
+ * bits as the scalar kernel; the maximum is exact in any order; only the sum
+ * of the e_j is associated differently (8 lane sums, then the lanes in a
+ * fixed order), which moves the result by at most (len + 8) u relative per
+ * entry.  The order depends only on len, never on threads.  The reference
+ * twin is nn_softmax_row_ref (the scalar kernel in index order);
+ * src/nn/test/test_nn_attn.c checks one against the other on every length
+ * 1..130 and on rows with -inf-like and huge spreads.
  *
  * nn_softmax_backward_row: d = scale a (d - a . d) on the first len
  * entries, 0 up to n; the dot product in 8 lane sums (a loop whose sum
@@ -57,43 +57,8 @@ void nn_softmax_backward_row_ref(double *d, const double *a, size_t len, size_t 
         d[j] = 0;
 }
 
-#if defined(__AVX512F__) && defined(__FMA__)
+#if AC_EXP_SIMD
 #include <immintrin.h>
-
-/* ac_exp_kernel on 8 lanes (see core/exp_kernel.h for the constants and
- * the error analysis; the steps below are the same, in the same order) */
-static inline __m512d exp8(__m512d x)
-{
-    /* max(c, x) = c > x ? c : x and min(c, x) = c < x ? c : x (x86): NaN
-     * passes through as in the scalar clamp */
-    __m512d xc = _mm512_min_pd(_mm512_set1_pd(710.0), _mm512_max_pd(_mm512_set1_pd(-746.0), x));
-    __m512d kd = _mm512_add_pd(_mm512_mul_pd(xc, _mm512_set1_pd(AC_EXP_LOG2E)),
-                               _mm512_set1_pd(AC_EXP_SHIFT));
-    __m512i kb = _mm512_castpd_si512(kd);
-    kd = _mm512_sub_pd(kd, _mm512_set1_pd(AC_EXP_SHIFT));
-    __m512d r = _mm512_sub_pd(xc, _mm512_mul_pd(kd, _mm512_set1_pd(AC_EXP_LN2_HI)));
-    r = _mm512_sub_pd(r, _mm512_mul_pd(kd, _mm512_set1_pd(AC_EXP_LN2_LO)));
-    __m512d p = _mm512_set1_pd(0x1.6124613a86d09p-33);
-    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(0x1.1eed8eff8d898p-29));
-    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(0x1.ae64567f544e4p-26));
-    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(0x1.27e4fb7789f5cp-22));
-    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(0x1.71de3a556c734p-19));
-    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(0x1.a01a01a01a01ap-16));
-    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(0x1.a01a01a01a01ap-13));
-    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(0x1.6c16c16c16c17p-10));
-    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(0x1.1111111111111p-7));
-    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(0x1.5555555555555p-5));
-    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(0x1.5555555555555p-3));
-    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(0.5));
-    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(1.0));
-    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(1.0));
-    __m512i k = _mm512_sub_epi64(kb, _mm512_set1_epi64((long long)0x4338000000000000ull));
-    __m512i k1 = _mm512_srai_epi64(k, 1), k2 = _mm512_sub_epi64(k, k1);
-    __m512i bias = _mm512_set1_epi64(1023);
-    __m512d s1 = _mm512_castsi512_pd(_mm512_slli_epi64(_mm512_add_epi64(k1, bias), 52));
-    __m512d s2 = _mm512_castsi512_pd(_mm512_slli_epi64(_mm512_add_epi64(k2, bias), 52));
-    return _mm512_mul_pd(_mm512_mul_pd(p, s1), s2);
-}
 
 static inline __mmask8 tail_mask(size_t j, size_t len)
 {
@@ -113,7 +78,7 @@ void nn_softmax_row(double *a, size_t len)
     __m512d mv = _mm512_set1_pd(m), vs = _mm512_setzero_pd();
     for (size_t j = 0; j < len; j += 8) {
         __mmask8 k = tail_mask(j, len);
-        __m512d e = exp8(_mm512_sub_pd(_mm512_maskz_loadu_pd(k, a + j), mv));
+        __m512d e = ac_exp_kernel8(_mm512_sub_pd(_mm512_maskz_loadu_pd(k, a + j), mv));
         e = _mm512_maskz_mov_pd(k, e);
         _mm512_mask_storeu_pd(a + j, k, e);
         vs = _mm512_add_pd(vs, e);

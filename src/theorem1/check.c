@@ -21,7 +21,7 @@
 #include "attncheck/interval.h"
 #include "attncheck/theorem1.h"
 #include "attention/head_impl.h"
-#include "theorem1/t1_bounds.h"
+#include "theorem1/t1_dist.h"
 #include "theorem1/t1_impl.h"
 
 void ac_t1_opts_default(ac_t1_opts *o)
@@ -163,7 +163,7 @@ static int check_scaled(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X,
         res->sigma_lo = fmax(0.0, ac_dn(ldexp(res->sigma_lo, -res->x_scale)));
     if (!st)
         st = unscale_weights(res, X, P, res->x_scale, o, err);
-    if (!st && res->rank >= 0) /* candidate heads and lower bounds (upper.c, bounds.c) */
+    if (!st && res->rank >= 0) /* candidate heads and lower bounds (dist_upper.c, dist_lower.c) */
         st = ac_t1_tighten(res, X, P, o, err);
     if (!st) {
         final_upper_bound(res);

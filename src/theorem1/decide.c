@@ -12,8 +12,8 @@
  * either one certified positive refutes exact representability, and gives
  * the distance lower bound p_min (1 - exp(-m/n)) (§3.6).
  *
- * Pi and log P in balls and the rank condition live in decide_rank.c
- * (t1_decide.h), stage 0 in decide0.c and decide0_pi.c.
+ * Pi and log P in balls and the rank condition live in rank_condition.c
+ * (t1_decide.h), stage 0 in criterion_stage0.c and criterion_stage0_pi.c.
  *
  * Dimension letters: d model width, n tokens, dk head size, r = rank X.
  * Buffers are row-major: X d x n, P n x n.
@@ -43,15 +43,10 @@
 
 /* ---- the exact criterion in balls ---------------------------------------- */
 
-/* rho = min_c ||M(c) - Pi M(c) Pi||_F, M(c) = L + 1 c'.  With
- * T(M) = M - Pi M Pi (an orthogonal projector on matrices), g = Pi 1,
- * b = 1'Pi 1 and v = T(L)' 1, the objective is
- *   ||T L||^2 + 2 v'c + n ||c||^2 - b ||Pi c||^2,
- * minimised by c* = -((I - Pi) v / n + Pi v / (n - b)) (b < n), or
- * c* = -(I - Pi) v / n when 1 is in the row space (then Pi v = 0).  The
- * residual is evaluated at the enclosed exact minimiser:
- *   R = T(L) + 1 c*' - g (Pi c*)',  rho = ||R||_F. */
-static int rho_ball(void *v, long prec, mpfr_t lo, mpfr_t hi, ac_err *err)
+/* The log-domain residual rho in balls (the derivation and the twins of
+ * this function: t1_decide.h): R = T(L) + 1 c*' - g (Pi c*)' at the
+ * enclosed exact minimiser c*, rho = ||R||_F. */
+static int rho_resid_ball(void *v, long prec, mpfr_t lo, mpfr_t hi, ac_err *err)
 {
     const decide_ctx *c = v;
     slong n = (slong)c->n;
@@ -141,7 +136,7 @@ done:
     return AC_OK;
 }
 
-/* Stage 0 of rho (decide0.c, computed once in decide_setup). */
+/* Stage 0 of rho (criterion_stage0.c, computed once in decide_setup). */
 static int rho_stage0(void *v, double *lo, double *hi, ac_err *err)
 {
     const decide_ctx *c = v;
@@ -196,7 +191,7 @@ static int decide_setup(decide_ctx *c, const ac_mat *X, const ac_mat *P, size_t 
     }
     c->piv = (r < d) ? piv : NULL;
     if (!c->pi_identity && r == d && r > 0 && sigma_lo > 0) {
-        /* stage 0 of rho (decide0.c); its certified dist(1, row space) > 0
+        /* stage 0 of rho (criterion_stage0.c); its certified dist(1, row space) > 0
          * proves 1 outside the row space without exact arithmetic */
         if ((st = ac_t1_rho_stage0(X, P, sigma_lo, &c->rho0_lo, &c->rho0_hi, &c->h0_lo, err)))
             return st;
@@ -246,7 +241,7 @@ static int certify_rho(ac_t1_result *res, ac_t1_basis *basis, double *obstructio
 {
     ac_quantity q = {"rho = min_c ||M(c) - Pi M(c) Pi||_F",
                      c->have_rho0 ? rho_stage0 : NULL,
-                     rho_ball,
+                     rho_resid_ball,
                      NULL,
                      c,
                      "double: dual certificate, a-priori rounding bounds",
@@ -257,7 +252,7 @@ static int certify_rho(ac_t1_result *res, ac_t1_basis *basis, double *obstructio
     if ((st = ac_decide(&rc, &q, AC_GT, 0.0, &o->sched, err)))
         return st;
     if (rc.stage == AC_STAGE_DOUBLE &&
-        (st = tighten_small(&rc.lo, &rc.hi, rho_ball, c, o, err)))
+        (st = tighten_small(&rc.lo, &rc.hi, rho_resid_ball, c, o, err)))
         return st;
     res->rho_lo = rc.lo;
     res->rho_hi = rc.hi;

@@ -100,11 +100,12 @@ static int log2_matrix(fmpq_mat_t E, const ac_mat *P)
     return 1;
 }
 
-/* The residual and the family member of doc/mathematics.md §3.4 for the
- * rational matrix E in place of L (both linear in L with rational
- * coefficients): R = T(E) + 1c*' - g(Pi c*)', F = K Pi E Pi (1 in the row
- * space) or Pi (E + 1c*') Pi. */
-static void residual_family(fmpq_mat_t R, fmpq_mat_t F, const fmpq_mat_t Pi, const fmpq_mat_t E,
+/* The log-domain residual in rationals, the twin of rho_resid_ball (the
+ * derivation: t1_decide.h), and the family member of doc/mathematics.md
+ * §3.4, for the rational matrix E in place of L (both linear in L with
+ * rational coefficients): R = T(E) + 1c*' - g(Pi c*)', F = K Pi E Pi (1 in
+ * the row space) or Pi (E + 1c*') Pi. */
+static void rho_resid_exact(fmpq_mat_t R, fmpq_mat_t F, const fmpq_mat_t Pi, const fmpq_mat_t E,
                             slong n)
 {
     fmpq_mat_t W, M, g, v, pv, c, pc, one;
@@ -197,7 +198,7 @@ int ac_t1_pow2_decide(const ac_mat *X, const size_t *piv, size_t r, const ac_mat
     fmpq_mat_init(F, n, n);
     ok = log2_matrix(E, P) && pi_rational(Pi, X, piv, r);
     if (ok) {
-        residual_family(R, F, Pi, E, n);
+        rho_resid_exact(R, F, Pi, E, n);
         *rho_zero = fmpq_mat_is_zero(R);
         fmpz_mat_t Fz;
         fmpz *den = _fmpz_vec_init(n);

@@ -28,9 +28,10 @@
 /* ---- the projected construction ----------------------------------------- */
 
 /* T (n x n, initialised) = Pi M(c*) Pi = Pi L Pi + g (Pi c*)', L = log P,
- * g = Pi 1, with the minimiser c* of the log-domain residual in double:
- * c* = -((I - Pi) v / n + Pi v / (n - b)), v = (L - Pi L Pi)' 1, b = 1'Pi 1
- * (the Pi v term dropped when n - b is within rounding of 0).
+ * g = Pi 1, with the minimiser c* of the log-domain residual in double (the
+ * derivation and its twins: t1_decide.h): c* = -((I - Pi) v / n + Pi v /
+ * (n - b)), v = (L - Pi L Pi)' 1, b = 1'Pi 1 (the Pi v term dropped when
+ * n - b is within rounding of 0).
  * kform: T = K Pi L Pi instead, K = I - g g'/b, the matrix whose rank-dk
  * truncation the rank condition of doc/mathematics.md §3.4 measures (its
  * softmax is that of Pi L Pi up to column shifts when g = 1). */

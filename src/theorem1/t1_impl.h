@@ -1,21 +1,55 @@
 /* t1_impl.h — internals of Theorem 1 (paper 1) on concrete instances, shared
- * by the files of src/theorem1 (not installed):
- *   instance.c   validation, column normalisation of P, generated instances;
- *   construct.c  route CONSTRUCT: the paper's construction, paper 1,
- *                eqs. (4)-(7), and its trace (doc/mathematics.md §3.2);
- *                the weights of rank dk < rank X from the family
- *                K Pi log(P) Pi (§3.5);
- *   xrank.c      the scale of X (powers of two) and its certified rank;
- *   exact.c      exact facts: Pi in rationals, 1 in the row space,
- *                bounds on rank(K log P) from the structure of P;
- *   decide.c     route DECIDE: the exact criterion (doc/mathematics.md §3.4,
- *                §3.5): the log-domain residual rho, the rank condition
- *                sigma_{dk+1}(K Pi log P Pi), exact representability and
- *                the threshold head size, the distance lower bound (§3.6);
- *   refine.c     weights for route DECIDE: the projected construction
- *                truncated to rank dk, then a BFGS best approximation;
- *   check.c      ac_t1_check, a dispatcher of the steps above, and the
- *                verdict on C(tol).
+ * by the files of src/theorem1 (not installed), and the map of the module.
+ *
+ * Files of src/theorem1/ (this map; tests/docs.sh checks it against
+ * local.mk), in the order of ac_t1_check's steps (doc/mathematics.md §3):
+ *   check.c          ac_t1_check, the dispatcher of the steps below, and the
+ *                    verdict on C(tol);
+ *   result.c         the result: its proof steps, the certificate of the
+ *                    weights it writes, freeing it;
+ *   instance.c       validation, column normalisation of P, generated
+ *                    instances (§3.1, §3.3, §3.7);
+ *   normgap_rows.c   the normalisation gap of P read row by row over the
+ *                    threads (the same bits as instance.c's);
+ *   rank_x.c         the scale of X (powers of two) and its certified rank
+ *                    (§2.5);
+ *   construct.c      route CONSTRUCT: the paper's construction, paper 1,
+ *                    eqs. (4)-(7), and its trace (§3.2); the weights of rank
+ *                    dk < rank X from the family K Pi log(P) Pi (§3.5);
+ *   decide.c         route DECIDE: the exact criterion (§3.4, §3.5): the
+ *                    log-domain residual rho, the rank condition, exact
+ *                    representability and the threshold head size, the
+ *                    distance lower bound (§3.6);
+ *   rank_condition.c Pi and log P in balls, and the rank condition
+ *                    sigma_{dk+1}(K Pi log P Pi) at stage 0 and in Arb;
+ *   criterion_stage0.c     stage 0 of the criterion (§3.4): rho by a dual
+ *                    certificate and sigma(K log P) in double, the verified
+ *                    logarithm;
+ *   criterion_stage0_pi.c  stage 0 of the rank condition when rank X = d < n;
+ *   exact.c          exact facts in rationals: Pi, 1 in the row space,
+ *                    bounds on rank(K log P), P of powers of two (§2.6);
+ *   decide_summary.c the one-sentence summary of route DECIDE;
+ *   refine.c         weights for route DECIDE: the projected construction
+ *                    truncated to rank dk, then a BFGS best approximation;
+ *   dist_lower.c     the lower bounds on dist (§3.6);
+ *   dist_resid.c     the residual obstruction on a submatrix (a lower bound);
+ *   dist_d1.c        d = 1: dist by branch and bound over the logit weight;
+ *   dist_upper.c     candidate heads for the upper bound on dist, and
+ *                    ac_t1_tighten;
+ *   t1_impl.h        this header: the routes and the steps they share;
+ *   t1_decide.h      route DECIDE's context, and the log-domain residual's
+ *                    derivation with its three twins;
+ *   t1_stage0.h      stage 0 of the criterion;
+ *   t1_dist.h        the distance bounds;
+ *   test/            the unit tests, one Check program per file:
+ *     test_theorem1.c          construction, decision and validation;
+ *     test_decide.c            the exact decision, the threshold head size,
+ *                              the weights of rank dk, scale invariance;
+ *     test_construct.c         the construction's certificate of its weights;
+ *     test_pinv.c              t1_pinv against its reference twin;
+ *     test_criterion_stage0.c  stage 0 against Arb at 256 bits;
+ *     test_dist.c              the distance bounds: exact cases, soundness;
+ *     test_dist_resid.c        the residual obstruction against Arb.
  *
  * Dimension letters: d model width, n tokens, dk head size, r = rank X.
  * Buffers are row-major: X d x n, P n x n, Wk/Wq dk x d, logits n x n with the
@@ -48,20 +82,20 @@ double ac_t1_normalisation_gap(const ac_mat *P);
 int ac_t1_certify_weights(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
                           const ac_mat *P, const double *pre, const ac_t1_opts *o, ac_err *err);
 
-/* The rank of X (xrank.c): by a certified left inverse Y (d >= n: Y = X^+
+/* The rank of X (rank_x.c): by a certified left inverse Y (d >= n: Y = X^+
  * is kept in *Y and the enclosure of Y X in *YX when the rank is n), else
  * exactly (pivot rows in *piv_out, malloc'ed), else modulo a prime when it
  * is full.  res->rank = -1 if none succeeds. */
 int ac_t1_certify_rank(ac_t1_result *res, ac_mat *Y, ac_imat *YX, size_t **piv_out,
                        const ac_mat *X, const ac_t1_opts *o, ac_err *err);
 
-/* X is scaled by 2^s (xrank.c) only when its largest entry is outside
+/* X is scaled by 2^s (rank_x.c) only when its largest entry is outside
  * [2^-AC_T1_SCALE_FREE, 2^AC_T1_SCALE_FREE]. */
 #define AC_T1_SCALE_FREE 64
 
 /* Xs = 2^s X with max|Xs| in [1/2, 1) when X's scale is extreme and the
  * scaling is exact; else s = 0 and Xs is left empty (data NULL, no copy:
- * the caller uses X itself) (xrank.c). */
+ * the caller uses X itself) (rank_x.c). */
 int ac_t1_scale_pow2(ac_mat *Xs, int *s, const ac_mat *X, ac_err *err);
 
 /* Weights of size dk from the family of the exact criterion
@@ -81,9 +115,9 @@ int ac_t1_construct_family(ac_t1_result *res, const ac_mat *X, const ac_mat *P, 
  * truncation of T, Wk = S^(1/2) U' X^+, Wq = sqrt(dk) S^(1/2) V' X^+. */
 int t1_pinv(ac_mat *Xp, ac_mat *Pi, const ac_mat *X, size_t r, double rel, ac_err *err);
 /* ac_t1_normalisation_gap(P), the same bits, read row by row over the
- * OpenMP threads (t1_normgap.c) */
+ * OpenMP threads (normgap_rows.c) */
 double t1_normalisation_gap_rows(const ac_mat *P);
-/* the same from plain loops (t1_pinv's reference twin, tests/test_t1_pinv.c) */
+/* the same from plain loops (t1_pinv's reference twin, src/theorem1/test/test_pinv.c) */
 int t1_pinv_ref(ac_mat *Xp, ac_mat *Pi, const ac_mat *X, size_t r, double rel, ac_err *err);
 int t1_factor_logits(ac_mat *Wk, ac_mat *Wq, const ac_mat *T, const ac_mat *Xp, size_t dk,
                      ac_err *err);

@@ -1,4 +1,4 @@
-/* t1_stage0.h — stage 0 of route DECIDE (not installed; decide0.c,
+/* t1_stage0.h — stage 0 of route DECIDE (not installed; criterion_stage0.c,
  * doc/mathematics.md §3.4, "Stage 0 of the criterion"): the log-domain
  * residual rho and the rank condition certified in double with a-priori
  * rounding-error bounds, so that Arb runs only where stage 0 cannot decide.
@@ -56,7 +56,7 @@ int ac_t1_centred_log_sv_stage0(const ac_mat *P, const size_t *I, size_t ni, con
  * space, K = I - g g'/(g'g), g = Pi 1 (K = I when one_perp: X 1 = 0):
  * K~ Pi~ L Pi~ enclosed in double with Pi~ = X'SX, S ~ (XX')^{-1}, and
  * widened by a certified bound on its distance to K Pi L Pi
- * (decide0_pi.c, doc/mathematics.md §3.4).  Returns 0 if nothing is
+ * (criterion_stage0_pi.c, doc/mathematics.md §3.4).  Returns 0 if nothing is
  * certified. */
 int ac_t1_kpilpi_sv_stage0(const ac_mat *X, const ac_mat *P, int one_perp, double *slo,
                            double *shi);

@@ -16,13 +16,6 @@ src_libattncheck_la_SOURCES += \
 	src/theorem2/identity.c \
 	src/theorem2/headcount.c
 
-# unit tests of this module
-check_PROGRAMS += tests/test_theorem2
-UNIT_TESTS += tests/test_theorem2
-tests_test_theorem2_SOURCES = tests/test_theorem2.c tests/testutil.h
-tests_test_theorem2_CFLAGS = $(TEST_CFLAGS)
-tests_test_theorem2_LDADD = $(TEST_LIBS)
-
 # The hostile classes of Theorem 2 in full (~60 instances re-checked with
 # fractions and mpmath; `make check` runs the smoke subset of
 # tests/t2_hostile.sh).
@@ -31,14 +24,14 @@ check-t2-hostile: attncheck
 	  $(SHELL) $(srcdir)/tests/t2_hostile.sh
 .PHONY: check-t2-hostile
 
-check_PROGRAMS += tests/test_theorem2_identity
-UNIT_TESTS += tests/test_theorem2_identity
-tests_test_theorem2_identity_SOURCES = tests/test_theorem2_identity.c tests/testutil.h
-tests_test_theorem2_identity_CFLAGS = $(TEST_CFLAGS)
-tests_test_theorem2_identity_LDADD = $(TEST_LIBS)
-
-check_PROGRAMS += tests/test_headcount
-UNIT_TESTS += tests/test_headcount
-tests_test_headcount_SOURCES = tests/test_headcount.c tests/testutil.h
-tests_test_headcount_CFLAGS = $(TEST_CFLAGS)
-tests_test_headcount_LDADD = $(TEST_LIBS)
+# unit tests of this module: src/theorem2/test/, one Check program per file
+# (its source: NAME.c; its libraries: LDADD, Makefile.am, "tests")
+THEOREM2_TESTS = \
+	src/theorem2/test/test_theorem2 \
+	src/theorem2/test/test_identity \
+	src/theorem2/test/test_headcount
+check_PROGRAMS += $(THEOREM2_TESTS)
+UNIT_TESTS += $(THEOREM2_TESTS)
+src_theorem2_test_test_theorem2_CFLAGS = $(TEST_CFLAGS)
+src_theorem2_test_test_identity_CFLAGS = $(TEST_CFLAGS)
+src_theorem2_test_test_headcount_CFLAGS = $(TEST_CFLAGS)

@@ -1,25 +1,39 @@
 /* t2_impl.h — internals of Theorem 2 of paper 1 (src/theorem2/), shared by
- * its files; not installed.
+ * its files, and the map of the module; not installed.
  *
  * Dimension letters: d model width, n tokens, h heads, dh = d/h the head size
  * of f_W, dp the head size of g_V, hh = h * head size.  X is d x n, one column
  * per token; softmax over each column (doc/mathematics.md §1.2).  Exact checks
- * use dyadic.h (products of doubles as exact dyadic rationals,
+ * use core/dyadic.h (products of doubles as exact dyadic rationals,
  * doc/mathematics.md §2.6); certified values use the verdict engine with
- * stage 0 = ac_mh_enclose and Arb balls after it (multihead_arb.h,
+ * stage 0 = ac_mh_enclose and Arb balls after it (attention/multihead_arb.h,
  * doc/mathematics.md §2.2).
  *
- * Where each step of the paper's proof lives (paper 1, Theorem 2):
+ * Files of src/theorem2/ (this map; tests/docs.sh checks it against
+ * local.mk), by the step of the paper's proof they hold (paper 1, Theorem 2):
  *   hypotheses.c  the hypotheses, the exact identity, the case (x_S, x_qk, x_ov)
+ *   identity.c    are f_W and g_V the same function? the class-sum criterion
+ *                 (doc/mathematics.md §4.9)
  *   generate.c    g_V and f_W generators, one per case (generate_w_case1/2/3)
  *   construct.c   the constructions of X, one per case (construct_case1/2/3)
  *   certify.c     double gap estimates, the certificate ||f_W(X) - g_V(X)||_F > 0
  *   multimin.c    BFGS maximisation of the relative gap
  *   search.c      ac_t2_separate: candidates, certification, summary
  *   trace.c       the proof's steps with certified values (trace_case1/2/3)
- *   audit.c       the two gaps of the paper's proof (audit_dependence, audit_parallel)
+ *   audit.c       the three gaps of the paper's proof (audit_dependence,
+ *                 audit_parallel, audit_v2)
  *   embed.c       the inclusion F in G (ac_t2_embed)
  *   embed_check.c the embedding check on sample inputs (ac_t2_embed_check)
+ *   headcount.c   the standard head counts that represent a layer exactly
+ *                 (attncheck/headcount.h, doc/mathematics.md §4.8)
+ *   t2_impl.h     this header
+ *   test/         the unit tests, one Check program per file:
+ *     test_theorem2.c   the generators land in their case, the separation
+ *                       certificate against Arb at 512 bits, equal layers never
+ *                       separated;
+ *     test_identity.c   layers equal as functions but written differently, the
+ *                       embedding check's tolerance and certificate, the audit;
+ *     test_headcount.c  ac_headcount_decide on constructed layers of every kind.
  */
 #ifndef AC_T2_IMPL_H
 #define AC_T2_IMPL_H
