@@ -66,13 +66,13 @@ START_TEST(test_head_softmax_columns)
 }
 END_TEST
 
-/* max|Softmax - P| at 1024 bits as a ball */
-static void maxdev_oracle(arb_t res, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
-                          const ac_mat *P)
+/* s (n x n, initialised) = (Wk X)^T (Wq X) / sqrt(dk) in Arb at prec bits,
+ * the scale as a division */
+static void oracle_logits(arb_mat_t s, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
+                          slong prec)
 {
     size_t d = X->rows, n = X->cols, dk = Wk->rows;
-    slong prec = 1024;
-    arb_mat_t x, wk, wq, k, kt, q, s, p;
+    arb_mat_t x, wk, wq, k, kt, q;
     arb_t t;
     arb_mat_init(x, d, n);
     arb_mat_init(wk, dk, d);
@@ -80,8 +80,6 @@ static void maxdev_oracle(arb_t res, const ac_mat *X, const ac_mat *Wk, const ac
     arb_mat_init(k, dk, n);
     arb_mat_init(kt, n, dk);
     arb_mat_init(q, dk, n);
-    arb_mat_init(s, n, n);
-    arb_mat_init(p, n, n);
     arb_init(t);
     ac_arb_mat_set_d(x, X->data, d, n);
     ac_arb_mat_set_d(wk, Wk->data, dk, d);
@@ -92,8 +90,6 @@ static void maxdev_oracle(arb_t res, const ac_mat *X, const ac_mat *Wk, const ac
     arb_mat_mul(s, kt, q, prec);
     arb_sqrt_ui(t, dk, prec);
     arb_mat_scalar_div_arb(s, s, t, prec);
-    ac_arb_softmax_cols(p, s, prec);
-    ac_arb_max_abs_dev(res, p, P->data, prec);
     arb_clear(t);
     arb_mat_clear(x);
     arb_mat_clear(wk);
@@ -101,6 +97,19 @@ static void maxdev_oracle(arb_t res, const ac_mat *X, const ac_mat *Wk, const ac
     arb_mat_clear(k);
     arb_mat_clear(kt);
     arb_mat_clear(q);
+}
+
+/* max|Softmax - P| at 1024 bits as a ball */
+static void maxdev_oracle(arb_t res, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
+                          const ac_mat *P)
+{
+    size_t n = X->cols;
+    arb_mat_t s, p;
+    arb_mat_init(s, n, n);
+    arb_mat_init(p, n, n);
+    oracle_logits(s, X, Wk, Wq, 1024);
+    ac_arb_softmax_cols(p, s, 1024);
+    ac_arb_max_abs_dev(res, p, P->data, 1024);
     arb_mat_clear(s);
     arb_mat_clear(p);
 }
@@ -231,29 +240,15 @@ END_TEST
 static void maxdev_oracle_masked(arb_t res, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
                                  const ac_mat *P, const unsigned char *om)
 {
-    size_t d = X->rows, n = X->cols, dk = Wk->rows;
+    size_t n = X->cols;
     slong prec = 1024;
-    arb_mat_t x, wk, wq, k, kt, q, s;
+    arb_mat_t s;
     arb_t t, m, e;
-    arb_mat_init(x, d, n);
-    arb_mat_init(wk, dk, d);
-    arb_mat_init(wq, dk, d);
-    arb_mat_init(k, dk, n);
-    arb_mat_init(kt, n, dk);
-    arb_mat_init(q, dk, n);
     arb_mat_init(s, n, n);
     arb_init(t);
     arb_init(m);
     arb_init(e);
-    ac_arb_mat_set_d(x, X->data, d, n);
-    ac_arb_mat_set_d(wk, Wk->data, dk, d);
-    ac_arb_mat_set_d(wq, Wq->data, dk, d);
-    arb_mat_mul(k, wk, x, prec);
-    arb_mat_mul(q, wq, x, prec);
-    arb_mat_transpose(kt, k);
-    arb_mat_mul(s, kt, q, prec);
-    arb_sqrt_ui(t, dk, prec);
-    arb_mat_scalar_div_arb(s, s, t, prec);
+    oracle_logits(s, X, Wk, Wq, prec);
     arb_zero(res);
     for (size_t j = 0; j < n; j++) {
         arb_zero(m); /* the sum of exp over the visible rows */
@@ -277,12 +272,6 @@ static void maxdev_oracle_masked(arb_t res, const ac_mat *X, const ac_mat *Wk, c
     arb_clear(t);
     arb_clear(m);
     arb_clear(e);
-    arb_mat_clear(x);
-    arb_mat_clear(wk);
-    arb_mat_clear(wq);
-    arb_mat_clear(k);
-    arb_mat_clear(kt);
-    arb_mat_clear(q);
     arb_mat_clear(s);
 }
 

@@ -179,6 +179,18 @@ void ac_head_maxdev_from_bounds(const double *plo, const double *phi, const doub
     *hi = h;
 }
 
+/* [l, h] (running) encloses max |p - v| over p in [a, b] as well: the
+ * largest upper bound (NaN read as +inf) and the largest lower bound. */
+static void dev_update(double *l, double *h, double a, double b, double v)
+{
+    double up = fmax(ac_sub_up(b, v), ac_sub_up(v, a));
+    double dn = fmax(ac_sub_dn(a, v), ac_sub_dn(v, b));
+    if (!(up <= *h))
+        *h = up == up ? up : INFINITY;
+    if (dn > *l)
+        *l = dn;
+}
+
 /* The masked zero head: column j is exactly 1/m_j on its m_j visible keys
  * and 0 elsewhere; the deviation from P column by column (off the mask it
  * is |P_ij|, exact). */
@@ -192,15 +204,9 @@ static void maxdev_uniform_masked(double *lo, double *hi, const ac_mat *P,
         for (size_t i = 0; i < n; i++)
             m += mask[i * n + j] != 0;
         double pl = m ? ac_div_dn(1.0, (double)m) : 0, ph = m ? ac_div_up(1.0, (double)m) : 0;
-        for (size_t i = 0; i < n; i++) {
-            double v = AC_MAT(P, i, j), a = mask[i * n + j] ? pl : 0, b = mask[i * n + j] ? ph : 0;
-            double up = fmax(ac_sub_up(b, v), ac_sub_up(v, a));
-            double dn = fmax(ac_sub_dn(a, v), ac_sub_dn(v, b));
-            if (!(up <= h))
-                h = up == up ? up : INFINITY;
-            if (dn > l)
-                l = dn;
-        }
+        for (size_t i = 0; i < n; i++)
+            dev_update(&l, &h, mask[i * n + j] ? pl : 0, mask[i * n + j] ? ph : 0,
+                       AC_MAT(P, i, j));
     }
     *lo = l;
     *hi = h;
@@ -327,15 +333,8 @@ static void panel_dev(double *clo, double *chi, const double *plo, const double 
 {
     for (size_t j = 0; j < w; j++) {
         double l = 0, h = 0;
-        for (size_t i = 0; i < n; i++) {
-            double pv = P[i * n + j0 + j], a = plo[i * w + j], b = phi[i * w + j];
-            double up = fmax(ac_sub_up(b, pv), ac_sub_up(pv, a));
-            double dn = fmax(ac_sub_dn(a, pv), ac_sub_dn(pv, b));
-            if (!(up <= h))
-                h = up == up ? up : INFINITY;
-            if (dn > l)
-                l = dn;
-        }
+        for (size_t i = 0; i < n; i++)
+            dev_update(&l, &h, plo[i * w + j], phi[i * w + j], P[i * n + j0 + j]);
         clo[j0 + j] = l;
         chi[j0 + j] = h;
     }

@@ -23,7 +23,13 @@ src_libattncheck_la_SOURCES += \
 	src/theorem1/bounds_resid.c \
 	src/theorem1/upper.c \
 	src/theorem1/check.c \
-	src/theorem1/result.c
+	src/theorem1/result.c \
+	src/theorem1/t1_mask.h \
+	src/theorem1/mask.c \
+	src/theorem1/mask_rank.c \
+	src/theorem1/mask_construct.c \
+	src/theorem1/mask_bounds.c \
+	src/theorem1/mask_check.c
 
 # unit tests of this module
 check_PROGRAMS += tests/test_theorem1
@@ -62,3 +68,13 @@ UNIT_TESTS += tests/test_t1_resid
 tests_test_t1_resid_SOURCES = tests/test_t1_resid.c tests/testutil.h
 tests_test_t1_resid_CFLAGS = $(TEST_CFLAGS)
 tests_test_t1_resid_LDADD = $(TEST_LIBS)
+
+# the masked heads on files, for tests/t1_mask_hostile.py
+check_PROGRAMS += tests/t1_mask_tool
+tests_t1_mask_tool_SOURCES = tests/t1_mask_tool.c
+tests_t1_mask_tool_LDADD = src/libattncheck.la
+check_PROGRAMS += tests/test_t1_mask
+UNIT_TESTS += tests/test_t1_mask
+tests_test_t1_mask_SOURCES = tests/test_t1_mask.c tests/testutil.h
+tests_test_t1_mask_CFLAGS = $(TEST_CFLAGS)
+tests_test_t1_mask_LDADD = $(TEST_LIBS)

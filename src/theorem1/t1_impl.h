@@ -14,8 +14,18 @@
  *                the threshold head size, the distance lower bound (§3.6);
  *   refine.c     weights for route DECIDE: the projected construction
  *                truncated to rank dk, then a BFGS best approximation;
- *   check.c      ac_t1_check, a dispatcher of the steps above, and the
- *                verdict on C(tol).
+ *   check.c      ac_t1_check, a dispatcher of the steps above (and of the
+ *                masked route and heads with biases), and the verdict on
+ *                C(tol);
+ *   masked heads and biases (doc/mathematics.md §3.8; t1_mask.h):
+ *   mask.c       the support of a mask and its staircase of blocks;
+ *   mask_rank.c  certified ranks of the blocks, the threshold (Lemma W,
+ *                Lemma G);
+ *   mask_construct.c  Woerdeman's completion, keys in general position, the
+ *                alternating projection;
+ *   mask_bounds.c  lower bounds on dist on rectangles inside the support;
+ *   mask_check.c the masked route and the head size at a tolerance
+ *                (ac_t1_threshold_at_tol).
  *
  * Dimension letters: d model width, n tokens, dk head size, r = rank X.
  * Buffers are row-major: X d x n, P n x n, Wk/Wq dk x d, logits n x n with the
@@ -122,6 +132,12 @@ int ac_t1_one_in_row_space(const ac_mat *X, const size_t *piv, size_t r, double 
  * entry is a power of two); *why names the bound used. */
 long ac_t1_family_rank_upper(const ac_mat *P, double budget, const char **why);
 
+/* rank(K_I log P_IJ) = rank([log2 P_IJ 1]) - 1 exactly when every entry of
+ * P_IJ (a x b; I, J NULL: the first rows, columns) is a power of two; -1
+ * otherwise or beyond the budget (exact.c). */
+long ac_t1_pow2_centred_rank(const ac_mat *P, const size_t *rows, size_t a, const size_t *cols,
+                             size_t b, double budget);
+
 /* 0 < rank X = r < n and every entry of P a power of two: log P = E log 2, E
  * integer, and the criterion of doc/mathematics.md §3.4 is linear in log P
  * with rational coefficients, so it is decided in rationals: *rho_zero =
@@ -136,5 +152,14 @@ int ac_t1_pow2_decide(const ac_mat *X, const size_t *piv, size_t r, const ac_mat
  * res->Wq, res->weights_cert. */
 int ac_t1_best_weights(ac_t1_result *res, const ac_mat *X, const ac_mat *P, size_t r,
                        const ac_t1_opts *o, ac_err *err);
+
+/* The same refinement (BFGS on the squared error, then p-norms) for a
+ * masked head (doc/mathematics.md §3.8): the softmax of each column over
+ * its visible keys (mask n x n, row = key); the budget of route DECIDE.
+ * Returns 1 with the best iterate in Wk2, Wq2 (allocated), 0 if none was
+ * run (why says so); *ran the iterations (refine.c). */
+int ac_t1_refine_masked(ac_mat *Wk2, ac_mat *Wq2, int *ran, char *why, size_t wlen,
+                        const ac_mat *X, const ac_mat *P, const unsigned char *mask,
+                        const ac_mat *Wk, const ac_mat *Wq, int iters);
 
 #endif /* AC_THEOREM1_T1_IMPL_H */
