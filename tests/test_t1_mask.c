@@ -530,6 +530,25 @@ START_TEST(test_threshold_at_tol)
             if (t.eval[q].verdict == AC_REFUTED)
                 ck_assert(t.eval[q].dk < t.lo);
         }
+        /* no mask: the same logits under the full softmax */
+        for (size_t j = 0; j < n; j++) {
+            double mx = -INFINITY, s = 0;
+            for (size_t i = 0; i < n; i++) {
+                double z = 0;
+                for (size_t k = 0; k < r; k++)
+                    z += 2.0 * AC_MAT(&A, i, k) * AC_MAT(&A, j, r + k);
+                AC_MAT(&P, i, j) = z;
+                mx = fmax(mx, z);
+            }
+            for (size_t i = 0; i < n; i++)
+                s += (AC_MAT(&P, i, j) = exp(AC_MAT(&P, i, j) - mx));
+            for (size_t i = 0; i < n; i++)
+                AC_MAT(&P, i, j) /= s;
+        }
+        o.mask = NULL;
+        ck_assert(ac_t1_threshold_at_tol(&t, &X, &P, 0, &o, NULL) == AC_OK);
+        ck_assert_msg(t.exact && t.lo == (long)r, "no mask, r = %zu: [%ld, %ld] %s", r, t.lo,
+                      t.hi, t.method);
         ac_mat_free(&X);
         ac_mat_free(&P);
         ac_mat_free(&A);

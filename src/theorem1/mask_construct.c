@@ -243,7 +243,7 @@ int t1_masked_project(ac_mat *Z, const t1_support *s, const ac_mat *P, const ac_
         return ac_err_set(err, AC_EINTERNAL, "out of memory");
     for (size_t i = 0; i < n * n; i++)
         L[i] = s->om[i] ? log(P->data[i]) : 0.0;
-    if ((st = ac_mat_init(&M, n, n, err)) || (st = ac_mat_copy(&M, Z, err)) ||
+    if ((st = ac_mat_copy(&M, Z, err)) ||
         (st = truncate_logits(Z, &M, Q, dk, err)) || (st = ac_mat_copy(&best, Z, err)))
         goto out;
     berr = t1_masked_err_logits(Z, s, P);

@@ -73,7 +73,8 @@ static int brank_compute(t1_brank *br, const ac_mat *P, const size_t *I, size_t 
         br->lo = count_positive(br->slo, p);
         br->stage = AC_STAGE_DOUBLE;
         br->prec = 53;
-    }
+    } else
+        memset(br->slo, 0, p * sizeof(double)); /* nothing certified */
     double w = (double)a * (double)b * (double)p;
     if (ex < 0 && br->lo < br->hi && w <= *arb_work) {
         *arb_work -= w;
