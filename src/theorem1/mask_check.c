@@ -38,6 +38,8 @@
 /* Work budget (n^3 per step) of the alternating projection, and its cap. */
 #define T1_MASK_PROJ_WORK 0x1p30
 #define T1_MASK_PROJ_MAX 60
+/* Work budget of the least-squares start for rank X < n: |Omega| (r^2 + n)^2. */
+#define T1_MASK_LSQ_WORK 0x1p31
 
 /* ---- the dk-independent part ------------------------------------------------- */
 
@@ -410,8 +412,10 @@ static int offer(meval *e, const mctx *c, ac_mat *Wk, ac_mat *Wq, const char *na
 /* The starting logits of size dk: Woerdeman's completion K N truncated to
  * rank dk (staircase, r = n), else the visible log P centred per column;
  * then the alternating projection when that is not within tol/4 in double. */
-/* The logits of size dk to start from: Woerdeman's completion K N (a
- * staircase, r = n; else 0), truncated to rank dk and, unless that is within
+/* The logits of size dk to start from: for rank X < n the least-squares
+ * logits in {Q B Q'} (within a work budget); else Woerdeman's completion K N
+ * (a staircase), or Lemma G's keys in general position (dk >= max_j
+ * |Omega_j| - 1), or 0; truncated to rank dk and, unless that is within
  * tol/4 in double, improved by the alternating projection. */
 static int start_logits(ac_mat *Z, const char **name, const mctx *c, size_t dk, ac_err *err)
 {
@@ -419,7 +423,13 @@ static int start_logits(ac_mat *Z, const char **name, const mctx *c, size_t dk, 
     int st;
     if ((st = ac_mat_init(Z, n, n, err)))
         return st;
-    if (c->N.data) { /* Z = K N, K = I - 11'/n: rank([N 1]) - 1 (Lemma S) */
+    if (c->r > 0 && c->r < (long)n &&
+        (double)c->sup.nvis * pow((double)(c->r * c->r) + (double)n, 2) <= T1_MASK_LSQ_WORK) {
+        ac_mat_free(Z);
+        if ((st = t1_masked_lsq_logits(Z, &c->sup, c->P, &c->Q, err)))
+            return st;
+        *name = "least squares in {Q B Q'} on Omega, truncated to rank dk";
+    } else if (c->N.data) { /* Z = K N, K = I - 11'/n: rank([N 1]) - 1 (Lemma S) */
         for (size_t j = 0; j < n; j++) {
             double m = 0;
             for (size_t i = 0; i < n; i++)

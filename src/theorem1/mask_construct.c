@@ -146,6 +146,57 @@ out:
     return st;
 }
 
+/* ---- the least-squares logits in {Q B Q'} ------------------------------------ */
+
+int t1_masked_lsq_logits(ac_mat *Z, const t1_support *s, const ac_mat *P, const ac_mat *Q,
+                         ac_err *err)
+{
+    size_t n = s->n, r = Q->cols, m = s->nvis, u = r * r + n;
+    ac_mat D = {0}, Dp = {0};
+    double *y = malloc((m ? m : 1) * sizeof(double)), *th = calloc(u, sizeof(double));
+    int st;
+    if (!y || !th) {
+        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
+        goto out;
+    }
+    /* one row per visible (i, j): (Q_i (x) Q_j, e_j) . (vec B, c) = log P_ij */
+    if ((st = ac_mat_init(&D, m, u, err)))
+        goto out;
+    for (size_t i = 0, row = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++) {
+            if (!s->om[i * n + j])
+                continue;
+            for (size_t a = 0; a < r; a++)
+                for (size_t b = 0; b < r; b++)
+                    AC_MAT(&D, row, a * r + b) = AC_MAT(Q, i, a) * AC_MAT(Q, j, b);
+            AC_MAT(&D, row, r * r + j) = 1.0;
+            y[row++] = log(AC_MAT(P, i, j));
+        }
+    if ((st = ac_approx_pinv(&Dp, &D, 1e-12, err)))
+        goto out;
+    for (size_t k = 0; k < u; k++)
+        for (size_t e = 0; e < m; e++)
+            th[k] += AC_MAT(&Dp, k, e) * y[e];
+    /* Z = Q B Q' (the shifts c only move columns on the support) */
+    if ((st = ac_mat_init(Z, n, n, err)))
+        goto out;
+    for (size_t i = 0; i < n; i++)
+        for (size_t a = 0; a < r; a++) {
+            double qa = AC_MAT(Q, i, a);
+            for (size_t b = 0; b < r; b++) {
+                double f = qa * th[a * r + b];
+                for (size_t j = 0; j < n; j++)
+                    AC_MAT(Z, i, j) += f * AC_MAT(Q, j, b);
+            }
+        }
+out:
+    free(y);
+    free(th);
+    ac_mat_free(&D);
+    ac_mat_free(&Dp);
+    return st;
+}
+
 /* ---- the masked error in double --------------------------------------------- */
 
 double t1_masked_err_logits(const ac_mat *Z, const t1_support *s, const ac_mat *P)

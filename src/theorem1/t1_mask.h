@@ -117,6 +117,13 @@ int t1_masked_project(ac_mat *Z, const t1_support *s, const ac_mat *P, const ac_
 int t1_general_position_logits(ac_mat *Z, const t1_support *s, const ac_mat *P, size_t dk,
                                ac_err *err);
 
+/* Z (n x n, allocated) = Q B Q' with B (r x r) and c the least-squares
+ * solution of (Q B Q')_ij + c_j = log P_ij on Omega (the logits of the best
+ * head of size dk >= r in the log domain; a P produced by a head on X, then
+ * rounded, is reproduced to rounding).  Cost |Omega| (r^2 + n)^2. */
+int t1_masked_lsq_logits(ac_mat *Z, const t1_support *s, const ac_mat *P, const ac_mat *Q,
+                         ac_err *err);
+
 /* max over Omega |Softmax_Omega(Z) - P| in double (not certified). */
 double t1_masked_err_logits(const ac_mat *Z, const t1_support *s, const ac_mat *P);
 
