@@ -2,7 +2,10 @@
  * eq. (1), in the layout of paper 1, eq. (3); attncheck/head.h), in double, at stage 0
  * and in Arb balls: the one home of "the logits of one head" and "the softmax
  * of one head" (head_impl.h) for Theorem 1, the multi-head layers and the
- * trainer's certification.
+ * trainer's certification.  The masked head (doc/mathematics.md §3.8: the
+ * softmax of each column over its visible keys) runs through the same
+ * stages with a mask argument; NULL is the unmasked head, the same
+ * operations as before.
  *
  * Dimension letters: d model width, n tokens, dk head size.  Buffers are
  * row-major: X d x n, Wk/Wq dk x d, K = Wk X and Q = Wq X dk x n, logits and
@@ -38,7 +41,10 @@ void ac_head_softmax_kq(double *P, const double *K, const double *Q, size_t n, s
     ac_softmax_cols(P, n, n, scratch, scratch + n);
 }
 
-int ac_head_softmax(ac_mat *S, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq, ac_err *err)
+/* S = the logits (Wk X)^T (Wq X) / sqrt(dk) (logits_only) or their column
+ * softmax, in double; S allocated here. */
+static int head_double(ac_mat *S, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
+                       int logits_only, ac_err *err)
 {
     size_t d = X->rows, n = X->cols, dk = Wk->rows;
     ac_mat K = {0}, Q = {0};
@@ -55,6 +61,10 @@ int ac_head_softmax(ac_mat *S, const ac_mat *X, const ac_mat *Wk, const ac_mat *
         (st = ac_gemm(&K, AC_NOTRANS, Wk, AC_NOTRANS, X, err)) ||
         (st = ac_gemm(&Q, AC_NOTRANS, Wq, AC_NOTRANS, X, err)))
         goto out;
+    if (logits_only) {
+        ac_head_logits(S->data, K.data, Q.data, n, dk);
+        goto out;
+    }
     if (!(scratch = malloc(2 * n * sizeof *scratch))) {
         st = ac_err_set(err, AC_EINTERNAL, "out of memory");
         goto out;
@@ -67,6 +77,11 @@ out:
     ac_mat_free(&K);
     ac_mat_free(&Q);
     return st;
+}
+
+int ac_head_softmax(ac_mat *S, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq, ac_err *err)
+{
+    return head_double(S, X, Wk, Wq, 0, err);
 }
 
 /* ---- stage 0 -------------------------------------------------------------- */
@@ -164,6 +179,39 @@ void ac_head_maxdev_from_bounds(const double *plo, const double *phi, const doub
     *hi = h;
 }
 
+/* [l, h] (running) encloses max |p - v| over p in [a, b] as well: the
+ * largest upper bound (NaN read as +inf) and the largest lower bound. */
+static void dev_update(double *l, double *h, double a, double b, double v)
+{
+    double up = fmax(ac_sub_up(b, v), ac_sub_up(v, a));
+    double dn = fmax(ac_sub_dn(a, v), ac_sub_dn(v, b));
+    if (!(up <= *h))
+        *h = up == up ? up : INFINITY;
+    if (dn > *l)
+        *l = dn;
+}
+
+/* The masked zero head: column j is exactly 1/m_j on its m_j visible keys
+ * and 0 elsewhere; the deviation from P column by column (off the mask it
+ * is |P_ij|, exact). */
+static void maxdev_uniform_masked(double *lo, double *hi, const ac_mat *P,
+                                  const unsigned char *mask)
+{
+    size_t n = P->rows;
+    double l = 0, h = 0;
+    for (size_t j = 0; j < n; j++) {
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++)
+            m += mask[i * n + j] != 0;
+        double pl = m ? ac_div_dn(1.0, (double)m) : 0, ph = m ? ac_div_up(1.0, (double)m) : 0;
+        for (size_t i = 0; i < n; i++)
+            dev_update(&l, &h, mask[i * n + j] ? pl : 0, mask[i * n + j] ? ph : 0,
+                       AC_MAT(P, i, j));
+    }
+    *lo = l;
+    *hi = h;
+}
+
 /* max|Softmax - P| when every logit is an exact 0 (no live row: each term
  * (Wk X)_i^T (Wq X)_i of the logits has a zero factor): every column of the
  * softmax is exactly 1/n, enclosed by [1/n rounded down, rounded up]. */
@@ -192,13 +240,55 @@ static void maxdev_uniform(double *lo, double *hi, const ac_mat *P)
     *hi = h > 0 ? h : 0;
 }
 
-/* Stage 0 of max|Softmax - P|: logits, softmax enclosure, deviation. */
+/* The masked softmax enclosure of the w columns j0 .. j0 + w - 1 of an
+ * n-row logit panel [llo, lhi] (n x w, row-major): column j is enclosed over
+ * its visible rows only (mask[i * ncols + j0 + j], ncols the mask's columns),
+ * gathered and passed to ac_softmax_col_enclose; the masked entries are
+ * exactly 0.  Returns 0 if some visible logit is not finite or memory runs
+ * out (those columns get the trivial [0, 1] on their visible rows). */
+int ac_head_softmax_enclose_masked(double *plo, double *phi, const double *llo,
+                                   const double *lhi, size_t n, size_t w,
+                                   const unsigned char *mask, size_t ncols, size_t j0)
+{
+    double *buf = malloc((n ? 4 * n : 1) * sizeof(double));
+    int ok = buf != NULL;
+    for (size_t j = 0; j < w; j++) {
+        size_t m = 0;
+        for (size_t i = 0; i < n && buf; i++)
+            if (mask[i * ncols + j0 + j]) {
+                buf[m] = llo[i * w + j];
+                buf[n + m] = lhi[i * w + j];
+                m++;
+            }
+        int cok = buf && m > 0 &&
+                  ac_softmax_col_enclose(buf, buf + n, m, 1, buf + 2 * n, buf + 3 * n);
+        ok &= cok;
+        for (size_t i = 0, t = 0; i < n; i++) {
+            if (!mask[i * ncols + j0 + j]) { /* exactly 0 off the mask */
+                plo[i * w + j] = phi[i * w + j] = 0.0;
+                continue;
+            }
+            plo[i * w + j] = cok ? buf[2 * n + t] : 0.0;
+            phi[i * w + j] = cok ? buf[3 * n + t] : 1.0;
+            t++;
+        }
+    }
+    free(buf);
+    return ok;
+}
+
+/* Stage 0 of max|Softmax - P|: logits, softmax enclosure, deviation; the
+ * softmax over the visible keys of each column when mask is not NULL. */
 static int maxdev_stage0(double *lo, double *hi, const ac_mat *X, const ac_mat *Wk,
-                         const ac_mat *Wq, const ac_mat *P, ac_err *err)
+                         const ac_mat *Wq, const ac_mat *P, const unsigned char *mask,
+                         ac_err *err)
 {
     size_t n = X->cols, N = n * n;
     if (ac_head_live_rows(Wk, Wq) == 0) {
-        maxdev_uniform(lo, hi, P);
+        if (mask)
+            maxdev_uniform_masked(lo, hi, P, mask);
+        else
+            maxdev_uniform(lo, hi, P);
         return AC_OK;
     }
     double *llo = malloc(N * sizeof(double)), *lhi = malloc(N * sizeof(double));
@@ -216,7 +306,8 @@ static int maxdev_stage0(double *lo, double *hi, const ac_mat *X, const ac_mat *
         st = ac_err_set(err, AC_EINTERNAL, "out of memory");
         goto out;
     }
-    if (!ac_head_softmax_enclose(plo, phi, llo, lhi, n)) {
+    if (!(mask ? ac_head_softmax_enclose_masked(plo, phi, llo, lhi, n, n, mask, n, 0)
+               : ac_head_softmax_enclose(plo, phi, llo, lhi, n))) {
         *lo = 0;
         *hi = INFINITY;
     } else {
@@ -242,15 +333,8 @@ static void panel_dev(double *clo, double *chi, const double *plo, const double 
 {
     for (size_t j = 0; j < w; j++) {
         double l = 0, h = 0;
-        for (size_t i = 0; i < n; i++) {
-            double pv = P[i * n + j0 + j], a = plo[i * w + j], b = phi[i * w + j];
-            double up = fmax(ac_sub_up(b, pv), ac_sub_up(pv, a));
-            double dn = fmax(ac_sub_dn(a, pv), ac_sub_dn(pv, b));
-            if (!(up <= h))
-                h = up == up ? up : INFINITY;
-            if (dn > l)
-                l = dn;
-        }
+        for (size_t i = 0; i < n; i++)
+            dev_update(&l, &h, plo[i * w + j], phi[i * w + j], P[i * n + j0 + j]);
         clo[j0 + j] = l;
         chi[j0 + j] = h;
     }
@@ -262,7 +346,8 @@ static void panel_dev(double *clo, double *chi, const double *plo, const double 
  * identity, so its a-priori term is small), all in panels of COLPANEL
  * columns: besides the inputs, K (2 dk n doubles) and panels of O(n) columns. */
 static int maxdev_split_cols(double *clo, double *chi, const ac_mat *X, const ac_mat *Wk,
-                             const ac_mat *Wq, const ac_mat *P, ac_err *err)
+                             const ac_mat *Wq, const ac_mat *P, const unsigned char *mask,
+                             ac_err *err)
 {
     size_t d = X->rows, n = X->cols, dk = Wk->rows, nb = n < COLPANEL ? n : COLPANEL;
     size_t r = ac_head_live_rows(Wk, Wq); /* K, Q: r x n */
@@ -299,7 +384,10 @@ static int maxdev_split_cols(double *clo, double *chi, const ac_mat *X, const ac
             llo[i] = a >= 0 ? ac_mul_dn(a, s_lo) : ac_mul_dn(a, s_hi);
             lhi[i] = b >= 0 ? ac_mul_up(b, s_hi) : ac_mul_up(b, s_lo);
         }
-        ac_softmax_col_enclose(llo, lhi, n, w, plo, phi); /* bad columns: [0, 1] */
+        if (mask) /* bad columns: [0, 1] on their visible rows */
+            ac_head_softmax_enclose_masked(plo, phi, llo, lhi, n, w, mask, n, j0);
+        else
+            ac_softmax_col_enclose(llo, lhi, n, w, plo, phi); /* bad columns: [0, 1] */
         panel_dev(clo, chi, plo, phi, P->data, n, j0, w);
     }
 out:
@@ -325,13 +413,14 @@ static void max_of_cols(const double *clo, const double *chi, size_t n, double *
 }
 
 static int maxdev_split(double *lo, double *hi, const ac_mat *X, const ac_mat *Wk,
-                        const ac_mat *Wq, const ac_mat *P, ac_err *err)
+                        const ac_mat *Wq, const ac_mat *P, const unsigned char *mask,
+                        ac_err *err)
 {
     size_t n = X->cols;
     double *c = malloc((n ? 2 * n : 1) * sizeof(double));
     if (!c)
         return ac_err_set(err, AC_EINTERNAL, "out of memory");
-    int st = maxdev_split_cols(c, c + n, X, Wk, Wq, P, err);
+    int st = maxdev_split_cols(c, c + n, X, Wk, Wq, P, mask, err);
     if (!st)
         max_of_cols(c, c + n, n, lo, hi);
     free(c);
@@ -376,56 +465,32 @@ void ac_head_softmax_arb(arb_mat_t P, const arb_mat_t K, const arb_mat_t Q, size
     arb_mat_clear(Z);
 }
 
-/* max|Softmax - P| in balls at prec bits: as doubles (lo, hi) and/or as an
- * MPFR interval (mlo, mhi). */
-static int maxdev_ball(double *lo, double *hi, mpfr_t mlo, mpfr_t mhi, const ac_mat *X,
-                       const ac_mat *Wk, const ac_mat *Wq, const ac_mat *P, long prec)
-{
-    size_t d = X->rows, n = X->cols, dk = Wk->rows;
-    arb_mat_t x, k, q, p;
-    arb_t t;
-    arb_mat_init(x, (slong)d, (slong)n);
-    arb_mat_init(k, (slong)dk, (slong)n);
-    arb_mat_init(q, (slong)dk, (slong)n);
-    arb_mat_init(p, (slong)n, (slong)n);
-    arb_init(t);
-    ac_arb_mat_set_d(x, X->data, d, n);
-    ac_head_project_arb(k, Wk->data, dk, d, x, prec);
-    ac_head_project_arb(q, Wq->data, dk, d, x, prec);
-    ac_head_softmax_arb(p, k, q, dk, prec);
-    ac_arb_max_abs_dev(t, p, P->data, prec);
-    if (lo)
-        *lo = ac_arb_lo(t);
-    if (hi)
-        *hi = ac_arb_hi(t);
-    if (mlo)
-        ac_arb_get_interval_mpfr(mlo, mhi, t);
-    arb_clear(t);
-    arb_mat_clear(x);
-    arb_mat_clear(k);
-    arb_mat_clear(q);
-    arb_mat_clear(p);
-    return AC_OK;
-}
-
 /* max_i |Softmax - P|_ij of the column j alone in balls: the logits column
  * (Wk X)^T (Wq x_j) / sqrt(dk) = X^T (Wk^T (Wq x_j)) / sqrt(dk) by three
  * matrix-vector products (2 dk d + d n ball multiply-adds), its softmax and
- * the deviation. */
+ * the deviation.  With a mask (n x n, row = key) the softmax runs over the
+ * visible keys of column j only, and a masked entry deviates by |P_ij|. */
 static void maxdev_ball_col(arb_t res, size_t j, const ac_mat *X, const ac_mat *Wk,
-                            const ac_mat *Wq, const ac_mat *P, slong prec)
+                            const ac_mat *Wq, const ac_mat *P, const unsigned char *mask,
+                            slong prec)
 {
     size_t d = X->rows, n = X->cols, dk = Wk->rows, m = d > n ? d : n;
     m = m > dk ? m : dk;
     size_t r = ac_head_live_rows(Wk, Wq); /* rows of q that can contribute */
+    size_t nv = n;
+    if (mask) {
+        nv = 0;
+        for (size_t i = 0; i < n; i++)
+            nv += mask[i * n + j] != 0;
+    }
     arb_ptr x = _arb_vec_init((slong)d), q = _arb_vec_init((slong)dk), z = _arb_vec_init((slong)d);
     arb_ptr row = _arb_vec_init((slong)m);
     arb_mat_t L, S;
     arb_t rs;
-    arb_mat_init(L, (slong)n, 1);
-    arb_mat_init(S, (slong)n, 1);
+    arb_mat_init(L, (slong)nv, 1);
+    arb_mat_init(S, (slong)nv, 1);
     arb_init(rs);
-    double *pc = malloc((n ? n : 1) * sizeof(double));
+    double *pc = malloc((n ? n : 1) * sizeof(double)), off = 0;
     for (size_t l = 0; l < d; l++)
         arb_set_d(x + l, X->data[l * n + j]);
     for (size_t i = 0; i < r; i++) { /* q = Wq x_j */
@@ -439,17 +504,31 @@ static void maxdev_ball_col(arb_t res, size_t j, const ac_mat *X, const ac_mat *
         arb_dot(z + l, NULL, 0, row, 1, q, 1, (slong)r, prec);
     }
     arb_rsqrt_ui(rs, (ulong)dk, prec);
-    for (size_t i = 0; i < n; i++) { /* L = X^T z / sqrt(dk) */
+    for (size_t i = 0, t = 0; i < n; i++) { /* L = X^T z / sqrt(dk), visible rows */
+        if (mask && !mask[i * n + j]) {
+            off = fmax(off, fabs(P->data[i * n + j])); /* exact */
+            continue;
+        }
         for (size_t l = 0; l < d; l++)
             arb_set_d(row + l, X->data[l * n + i]);
-        arb_dot(arb_mat_entry(L, (slong)i, 0), NULL, 0, row, 1, z, 1, (slong)d, prec);
-        arb_mul(arb_mat_entry(L, (slong)i, 0), arb_mat_entry(L, (slong)i, 0), rs, prec);
+        arb_ptr e = arb_mat_entry(L, (slong)t, 0);
+        arb_dot(e, NULL, 0, row, 1, z, 1, (slong)d, prec);
+        arb_mul(e, e, rs, prec);
+        if (pc)
+            pc[t] = P->data[i * n + j];
+        t++;
     }
-    ac_arb_softmax_cols(S, L, prec);
-    if (pc) {
-        for (size_t i = 0; i < n; i++)
-            pc[i] = P->data[i * n + j];
+    if (nv > 0)
+        ac_arb_softmax_cols(S, L, prec);
+    if (pc && nv > 0) {
         ac_arb_max_abs_dev(res, S, pc, prec);
+        if (off > 0) { /* max(res, off): off is exact */
+            arb_t o;
+            arb_init(o);
+            arb_set_d(o, off);
+            arb_max(res, res, o, prec);
+            arb_clear(o);
+        }
     } else
         arb_indeterminate(res);
     free(pc);
@@ -462,19 +541,104 @@ static void maxdev_ball_col(arb_t res, size_t j, const ac_mat *X, const ac_mat *
     _arb_vec_clear(row, (slong)m);
 }
 
+/* max|Softmax - P| in balls at prec bits: as doubles (lo, hi) and/or as an
+ * MPFR interval (mlo, mhi).  Masked: column by column (maxdev_ball_col). */
+static int maxdev_ball(double *lo, double *hi, mpfr_t mlo, mpfr_t mhi, const ac_mat *X,
+                       const ac_mat *Wk, const ac_mat *Wq, const ac_mat *P,
+                       const unsigned char *mask, long prec)
+{
+    size_t d = X->rows, n = X->cols, dk = Wk->rows;
+    arb_mat_t x, k, q, p;
+    arb_t t;
+    arb_init(t);
+    if (mask) {
+        arb_t c;
+        arb_init(c);
+        arb_zero(t);
+        for (size_t j = 0; j < n; j++) {
+            maxdev_ball_col(c, j, X, Wk, Wq, P, mask, prec);
+            arb_max(t, t, c, prec);
+        }
+        arb_clear(c);
+        goto done;
+    }
+    arb_mat_init(x, (slong)d, (slong)n);
+    arb_mat_init(k, (slong)dk, (slong)n);
+    arb_mat_init(q, (slong)dk, (slong)n);
+    arb_mat_init(p, (slong)n, (slong)n);
+    ac_arb_mat_set_d(x, X->data, d, n);
+    ac_head_project_arb(k, Wk->data, dk, d, x, prec);
+    ac_head_project_arb(q, Wq->data, dk, d, x, prec);
+    ac_head_softmax_arb(p, k, q, dk, prec);
+    ac_arb_max_abs_dev(t, p, P->data, prec);
+    arb_mat_clear(x);
+    arb_mat_clear(k);
+    arb_mat_clear(q);
+    arb_mat_clear(p);
+done:
+    if (lo)
+        *lo = ac_arb_lo(t);
+    if (hi)
+        *hi = ac_arb_hi(t);
+    if (mlo)
+        ac_arb_get_interval_mpfr(mlo, mhi, t);
+    arb_clear(t);
+    return AC_OK;
+}
+
 /* ---- max|Softmax - P| for given weights ----------------------------------- */
 
-int ac_head_maxdev_enclose(double *lo, double *hi, const ac_mat *X, const ac_mat *Wk,
-                           const ac_mat *Wq, const ac_mat *P, long prec, ac_err *err)
+/* The shapes of a head check: Wk, Wq dk x d, P n x n for X d x n. */
+static int check_shapes(const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq, const ac_mat *P,
+                        ac_err *err)
 {
     if (Wk->cols != X->rows || Wq->cols != X->rows || Wq->rows != Wk->rows || P->rows != X->cols ||
         P->cols != X->cols)
         return ac_err_set(err, AC_EUSAGE, "head check: shapes do not match");
+    return AC_OK;
+}
+
+/* Every query (column) of the mask sees a key: else its masked softmax is
+ * undefined. */
+static int check_mask(const unsigned char *mask, size_t n, ac_err *err)
+{
+    for (size_t j = 0; j < n; j++) {
+        size_t m = 0;
+        for (size_t i = 0; i < n && !m; i++)
+            m = mask[i * n + j] != 0;
+        if (!m)
+            return ac_err_set(err, AC_EUSAGE,
+                              "masked head: query %zu sees no key (its softmax is undefined)", j);
+    }
+    return AC_OK;
+}
+
+static int maxdev_enclose(double *lo, double *hi, const ac_mat *X, const ac_mat *Wk,
+                          const ac_mat *Wq, const ac_mat *P, const unsigned char *mask, long prec,
+                          ac_err *err)
+{
     if (prec == 0)
-        return maxdev_stage0(lo, hi, X, Wk, Wq, P, err);
+        return maxdev_stage0(lo, hi, X, Wk, Wq, P, mask, err);
     if (prec < 0)
-        return maxdev_split(lo, hi, X, Wk, Wq, P, err);
-    return maxdev_ball(lo, hi, NULL, NULL, X, Wk, Wq, P, prec);
+        return maxdev_split(lo, hi, X, Wk, Wq, P, mask, err);
+    return maxdev_ball(lo, hi, NULL, NULL, X, Wk, Wq, P, mask, prec);
+}
+
+int ac_head_maxdev_enclose(double *lo, double *hi, const ac_mat *X, const ac_mat *Wk,
+                           const ac_mat *Wq, const ac_mat *P, long prec, ac_err *err)
+{
+    int st = check_shapes(X, Wk, Wq, P, err);
+    return st ? st : maxdev_enclose(lo, hi, X, Wk, Wq, P, NULL, prec, err);
+}
+
+int ac_head_maxdev_enclose_masked(double *lo, double *hi, const ac_mat *X, const ac_mat *Wk,
+                                  const ac_mat *Wq, const ac_mat *P, const unsigned char *mask,
+                                  long prec, ac_err *err)
+{
+    int st;
+    if ((st = check_shapes(X, Wk, Wq, P, err)) || (st = check_mask(mask, X->cols, err)))
+        return st;
+    return maxdev_enclose(lo, hi, X, Wk, Wq, P, mask, prec, err);
 }
 
 /* The quantity "max|Softmax - P| of the given weights" for the engine.
@@ -482,13 +646,15 @@ int ac_head_maxdev_enclose(double *lo, double *hi, const ac_mat *X, const ac_mat
  * shares the interval products with its trace of paper 1, eq. (4)).
  * Stage 0 is the gamma_k stage; when it cannot decide "<= tol", the split
  * stage runs and keeps per-column enclosures (clo, chi); the ball stages
- * then recompute only the columns whose chi exceeds tol. */
+ * then recompute only the columns whose chi exceeds tol.  mask (or NULL):
+ * the masked head, softmax over the visible keys of each column. */
 typedef struct {
     const ac_mat *X, *Wk, *Wq, *P;
     const double *pre; /* {lo, hi} or NULL */
     double tol;
     double *clo, *chi; /* per-column enclosures of the split stage, or NULL */
     char method0[200], method_ball[200];
+    const unsigned char *mask;
 } weights_ctx;
 
 static int weights_stage0(void *v, double *lo, double *hi, ac_err *err)
@@ -498,7 +664,7 @@ static int weights_stage0(void *v, double *lo, double *hi, ac_err *err)
     if (c->pre) {
         *lo = c->pre[0];
         *hi = c->pre[1];
-    } else if ((st = maxdev_stage0(lo, hi, c->X, c->Wk, c->Wq, c->P, err)))
+    } else if ((st = maxdev_stage0(lo, hi, c->X, c->Wk, c->Wq, c->P, c->mask, err)))
         return st;
     if (ac_judge(*lo, *hi, AC_LE, c->tol) != AC_UNDECIDED)
         return AC_OK;
@@ -507,7 +673,7 @@ static int weights_stage0(void *v, double *lo, double *hi, ac_err *err)
     if (!c->clo)
         return AC_OK; /* keep the gamma_k enclosure */
     c->chi = c->clo + n;
-    if (maxdev_split_cols(c->clo, c->chi, c->X, c->Wk, c->Wq, c->P, NULL)) {
+    if (maxdev_split_cols(c->clo, c->chi, c->X, c->Wk, c->Wq, c->P, c->mask, NULL)) {
         /* out of memory or a non-finite weight: keep the gamma_k enclosure,
          * the ball stages take the whole product */
         free(c->clo);
@@ -529,7 +695,7 @@ static int weights_ball(void *v, long prec, mpfr_t lo, mpfr_t hi, ac_err *err)
     weights_ctx *c = v;
     (void)err;
     if (!c->clo)
-        return maxdev_ball(NULL, NULL, lo, hi, c->X, c->Wk, c->Wq, c->P, prec);
+        return maxdev_ball(NULL, NULL, lo, hi, c->X, c->Wk, c->Wq, c->P, c->mask, prec);
     size_t n = c->X->cols, redo = 0, d = c->X->rows, dk = c->Wk->rows;
     arb_t t, m;
     arb_init(t);
@@ -542,7 +708,7 @@ static int weights_ball(void *v, long prec, mpfr_t lo, mpfr_t hi, ac_err *err)
             continue;
         }
         redo++;
-        maxdev_ball_col(t, j, c->X, c->Wk, c->Wq, c->P, prec);
+        maxdev_ball_col(t, j, c->X, c->Wk, c->Wq, c->P, c->mask, prec);
         c->clo[j] = fmax(c->clo[j], ac_arb_lo(t)); /* the tighter of both */
         c->chi[j] = fmin(c->chi[j], ac_arb_hi(t));
         l = fmax(l, c->clo[j]);
@@ -559,18 +725,23 @@ static int weights_ball(void *v, long prec, mpfr_t lo, mpfr_t hi, ac_err *err)
     return AC_OK;
 }
 
-int ac_head_certify_pre(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
-                        const ac_mat *P, const double *pre, double tol, const ac_schedule *sched,
-                        ac_err *err)
+static int certify(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
+                   const ac_mat *P, const double *pre, const unsigned char *mask, double tol,
+                   const ac_schedule *sched, ac_err *err)
 {
     weights_ctx c = {X, Wk, Wq, P, pre, tol, NULL, NULL,
                      "interval products in double (gamma_k bound) + rigorous exp",
-                     "Arb ball arithmetic"};
+                     "Arb ball arithmetic", mask};
     if (pre)
         snprintf(c.method0, sizeof c.method0, "%s",
                  "norm-bounded interval products in double (X^+X split if needed, "
                  "doc/mathematics.md §2.3) + rigorous exp");
-    ac_quantity q = {"max|Softmax((Wk X)'(Wq X)/sqrt(dk)) - P|",
+    if (mask)
+        snprintf(c.method0, sizeof c.method0, "%s",
+                 "interval products in double (gamma_k bound) + rigorous exp, softmax over the "
+                 "visible keys (doc/mathematics.md §3.8)");
+    ac_quantity q = {mask ? "max|Softmax_Omega((Wk X)'(Wq X)/sqrt(dk)) - P|"
+                          : "max|Softmax((Wk X)'(Wq X)/sqrt(dk)) - P|",
                      weights_stage0,
                      weights_ball,
                      NULL,
@@ -583,9 +754,59 @@ int ac_head_certify_pre(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, const 
     return st;
 }
 
+int ac_head_certify_pre(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
+                        const ac_mat *P, const double *pre, double tol, const ac_schedule *sched,
+                        ac_err *err)
+{
+    return certify(cert, X, Wk, Wq, P, pre, NULL, tol, sched, err);
+}
+
 int ac_head_certify(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
                     const ac_mat *P, double tol, const ac_schedule *sched, ac_err *err)
 {
     ac_schedule none = {0};
     return ac_head_certify_pre(cert, X, Wk, Wq, P, NULL, tol, sched ? sched : &none, err);
+}
+
+int ac_head_certify_masked(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
+                           const ac_mat *P, const unsigned char *mask, double tol,
+                           const ac_schedule *sched, ac_err *err)
+{
+    ac_schedule none = {0};
+    int st;
+    if ((st = check_shapes(X, Wk, Wq, P, err)) || (st = check_mask(mask, X->cols, err))) {
+        ac_cert_set(cert, "max|Softmax_Omega((Wk X)'(Wq X)/sqrt(dk)) - P|", AC_LE, tol,
+                    AC_STAGE_NONE, 0, 0, INFINITY, "not computed (bad input)");
+        cert->verdict = AC_UNDECIDED;
+        return st;
+    }
+    return certify(cert, X, Wk, Wq, P, NULL, mask, tol, sched ? sched : &none, err);
+}
+
+int ac_head_softmax_masked(ac_mat *S, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
+                           const unsigned char *mask, ac_err *err)
+{
+    size_t n = X->cols;
+    int st;
+    if ((st = check_mask(mask, n, err)) || (st = head_double(S, X, Wk, Wq, 1, err)))
+        return st;
+    ac_head_softmax_cols_masked(S->data, n, mask);
+    return AC_OK;
+}
+
+void ac_head_softmax_cols_masked(double *Z, size_t n, const unsigned char *mask)
+{
+    for (size_t j = 0; j < n; j++) {
+        double m = -INFINITY, sum = 0;
+        for (size_t i = 0; i < n; i++)
+            if (mask[i * n + j] && Z[i * n + j] > m)
+                m = Z[i * n + j];
+        for (size_t i = 0; i < n; i++) {
+            double *e = Z + i * n + j;
+            *e = mask[i * n + j] ? exp(*e - m) : 0.0;
+            sum += *e;
+        }
+        for (size_t i = 0; i < n; i++)
+            Z[i * n + j] /= sum;
+    }
 }

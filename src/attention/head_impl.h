@@ -24,6 +24,11 @@ void ac_head_logits(double *Z, const double *K, const double *Q, size_t n, size_
 void ac_head_softmax_kq(double *P, const double *K, const double *Q, size_t n, size_t dk,
                         double *scratch);
 
+/* The masked column softmax of the logits Z (n x n) in place: column j over
+ * the rows i with mask[i * n + j] != 0 (max shift, libm exp), 0 elsewhere;
+ * every column must have a visible row (doc/mathematics.md §3.8). */
+void ac_head_softmax_cols_masked(double *Z, size_t n, const unsigned char *mask);
+
 /* ---- stage 0 (doc/mathematics.md §2.3, §2.4) ----------------------------- */
 
 /* S (n x n, initialised with a radius) = K^T Q in interval arithmetic, and
@@ -48,6 +53,15 @@ size_t ac_head_live_rows(const ac_mat *Wk, const ac_mat *Wq);
  * logit bound is not finite (the caller decides the fallback). */
 int ac_head_softmax_enclose(double *plo, double *phi, const double *llo, const double *lhi,
                             size_t n);
+
+/* The same over the visible keys only (doc/mathematics.md §3.8): the w
+ * columns j0 .. j0 + w - 1 of an n-row panel (n x w, row-major), column j
+ * visible where mask[i * ncols + j0 + j] != 0; masked entries are exactly 0.
+ * Returns 0 if some visible logit is not finite or memory runs out (those
+ * columns get [0, 1] on their visible rows). */
+int ac_head_softmax_enclose_masked(double *plo, double *phi, const double *llo,
+                                   const double *lhi, size_t n, size_t w,
+                                   const unsigned char *mask, size_t ncols, size_t j0);
 
 /* [lo, hi] encloses max_i |p_i - P_i| over plo <= p <= phi (N entries). */
 void ac_head_maxdev_from_bounds(const double *plo, const double *phi, const double *P, size_t N,

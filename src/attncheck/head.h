@@ -47,6 +47,39 @@ int ac_head_maxdev_enclose(double *lo, double *hi, const ac_mat *X, const ac_mat
 int ac_head_certify(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
                     const ac_mat *P, double tol, const ac_schedule *sched, ac_err *err);
 
+/* ---- the masked head (doc/mathematics.md §3.8) ----------------------------
+ *
+ * mask is n x n, row-major, row = key, column = query: mask[i * n + j] != 0
+ * iff key i is visible to query j (causal: i <= j).  The masked softmax of
+ * column j runs over the visible keys only,
+ *
+ *     Softmax_Omega(Z)_ij = exp(Z_ij) / sum_{k visible to j} exp(Z_kj)
+ *
+ * for visible (i, j) and 0 elsewhere; every query must see a key (AC_EUSAGE
+ * otherwise: its softmax is undefined).  A row-stochastic PyTorch pattern
+ * and its boolean mask are the transposes of these. */
+
+/* S = Softmax_Omega((Wk X)^T (Wq X) / sqrt(dk)) in double (n x n; S zeroed,
+ * allocated here). */
+int ac_head_softmax_masked(ac_mat *S, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
+                           const unsigned char *mask, ac_err *err);
+
+/* Certified enclosure [lo, hi] of max_ij |Softmax_Omega(...) - P|_ij over
+ * every entry (off the mask the softmax is 0, so an entry of P there counts
+ * as |P_ij|); prec as ac_head_maxdev_enclose. */
+int ac_head_maxdev_enclose_masked(double *lo, double *hi, const ac_mat *X, const ac_mat *Wk,
+                                  const ac_mat *Wq, const ac_mat *P, const unsigned char *mask,
+                                  long prec, ac_err *err);
+
+/* Decide "max_ij |Softmax_Omega((Wk X)^T (Wq X)/sqrt(dk)) - P|_ij <= tol" as
+ * ac_head_certify does for the unmasked head (stage 0, split products,
+ * Arb balls column by column).  Fills cert (quantity
+ * "max|Softmax_Omega((Wk X)'(Wq X)/sqrt(dk)) - P|"; UNDECIDED on bad
+ * input). */
+int ac_head_certify_masked(ac_cert *cert, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
+                           const ac_mat *P, const unsigned char *mask, double tol,
+                           const ac_schedule *sched, ac_err *err);
+
 #ifdef __cplusplus
 }
 #endif

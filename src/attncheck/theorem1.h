@@ -41,8 +41,30 @@ extern "C" {
 
 typedef enum {
     AC_T1_ROUTE_CONSTRUCT = 0, /* rank X = n <= dk: paper 1, eqs. (4)-(7), exact */
-    AC_T1_ROUTE_DECIDE = 1     /* doc/mathematics.md §3.4: residual, rank condition */
+    AC_T1_ROUTE_DECIDE = 1,    /* doc/mathematics.md §3.4: residual, rank condition */
+    AC_T1_ROUTE_MASKED = 2     /* a masked head (opts->mask): doc/mathematics.md §3.8 */
 } ac_t1_route;
+
+/* The support Omega of a masked head (doc/mathematics.md §3.8): which keys
+ * each query sees.  Key i is visible to query j iff every part that is set
+ * allows it:
+ *   causal   i <= j (a decoder: P upper triangular);
+ *   window   |i - j| < window (0: no window; with causal the sliding window
+ *            j - window < i <= j);
+ *   valid    valid[i] != 0 (padding: the same keys hidden from every query);
+ *   keep     keep[i * n + j] != 0 (any boolean pattern, n x n row-major,
+ *            row = key, column = query).
+ * P must be 0 off Omega, positive on it, and each query must see a key.
+ * A row-stochastic PyTorch pattern and its mask are the transposes. */
+typedef struct {
+    int causal;
+    size_t window;
+    const unsigned char *valid; /* n flags, or NULL */
+    size_t nvalid;
+    const unsigned char *keep;  /* n x n flags, or NULL */
+    size_t nkeep;
+    const char *name;           /* the mask in messages (NULL: "mask") */
+} ac_t1_mask;
 
 typedef struct {
     size_t dk;             /* head size; 0 means dk = d */
@@ -57,8 +79,14 @@ typedef struct {
     const char *xname, *pname, *d0name; /* the inputs in messages (e.g. file names;
                                            NULL: "X", "P", "D0") */
     const ac_mat *user_wk, *user_wq; /* a head to certify as an upper bound on dist
-                                        (both dk x d; NULL: none) */
+                                        (both dk x d, dk x (d + 1) with bias; NULL: none) */
     const char *wkname, *wqname;     /* their names in messages (NULL: "Wk", "Wq") */
+    const ac_t1_mask *mask;  /* NULL: every key visible to every query (the unmasked
+                                head); else the masked head of doc/mathematics.md §3.8 */
+    int bias;                /* heads with biases, (Wk x + bk)'(Wq y + bq): decided as
+                                unbiased heads on X with a row of ones appended
+                                (doc/mathematics.md §3.8); the weights written are then
+                                dk x (d + 1), the last column the bias */
 } ac_t1_opts;
 
 void ac_t1_opts_default(ac_t1_opts *o);
@@ -128,6 +156,17 @@ typedef struct {
     int refine_iters;        /* BFGS iterations of the refinement (route DECIDE) */
     char refine_stop[120];   /* why the refinement stopped or did not run ("" if
                                 no refinement was considered) */
+    /* masked heads and biases (doc/mathematics.md §3.8) */
+    int bias;                /* the biased class was decided (X with a row of ones) */
+    int masked;              /* route AC_T1_ROUTE_MASKED: a mask was given */
+    size_t nvisible;         /* |Omega|, the visible (key, query) pairs */
+    int staircase;           /* the keys' visible sets are nested: the threshold is
+                                Woerdeman's sum over the maximal blocks (exact when
+                                their ranks are certified) */
+    size_t nblocks;          /* maximal blocks of the staircase (or of the
+                                sub-staircase giving the lower end) */
+    char support[200];       /* the support's class, and why the threshold is exact
+                                or a range */
 } ac_t1_result;
 
 /* Decide C(tol) for (X, P, opts->dk), construct weights and fill the
@@ -138,6 +177,61 @@ typedef struct {
 int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1_opts *opts,
                 ac_err *err);
 void ac_t1_result_free(ac_t1_result *res);
+
+/* The support of a mask for n tokens (doc/mathematics.md §3.8): omega
+ * (n x n, row = key, column = query) receives 1 where the key is visible.
+ * AC_EDATA if valid or keep have the wrong length or a query sees no key
+ * (its softmax is undefined: drop such queries, e.g. padding queries). */
+int ac_t1_mask_support(unsigned char *omega, size_t n, const ac_t1_mask *m, ac_err *err);
+
+/* Validate a masked instance: as ac_t1_validate, with P required to be
+ * exactly 0 off omega and positive on it, its columns summing to 1 over the
+ * visible keys within AC_T1_COLSUM_FACTOR * n * u.  mname names the mask. */
+int ac_t1_validate_masked(const ac_mat *X, const char *xname, const ac_mat *P,
+                          const char *pname, const unsigned char *omega, const char *mname,
+                          size_t dk, ac_err *err);
+
+/* ---- the head size at a tolerance (doc/mathematics.md §3.8) -------------
+ *
+ * For one pattern P on X (masked or not, biased or not: opts->mask,
+ * opts->bias; opts->dk is ignored) the smallest head size dk whose C(tol)
+ * is PROVED, with C(tol) REFUTED at dk - 1: dist(dk) is non-increasing in
+ * dk (a head of size dk is one of size dk + 1 with a zero row), so one
+ * bisection over dk settles both ends.  The dk-independent work (the rank
+ * of X, the certified ranks and singular values of the blocks of log P, the
+ * completion of §3.8) is done once. */
+#define AC_T1_MAX_EVALS 40
+
+typedef struct {
+    long lo, hi;             /* C(tol) is REFUTED for every dk < lo and PROVED for
+                                every dk >= hi (certified); hi = -1: no size up to
+                                dk_max proved */
+    int exact;               /* lo == hi: the smallest head size at tol is lo */
+    size_t dk_max;           /* the sizes examined: 1 .. dk_max */
+    char method[240];        /* what the two ends rest on */
+    ac_t1_threshold exact_rep; /* the threshold of exact representability
+                                  (as ac_t1_result.threshold) */
+    /* the best head of size dk_at (the argument; 0: none asked) */
+    size_t dk_at;
+    ac_verdict at_verdict;   /* C(tol) at dk_at */
+    double at_lo, at_hi;     /* certified dist(dk_at) in [at_lo, at_hi] */
+    char at_lower[160], at_upper[160];
+    /* every size evaluated, in order */
+    size_t nevals;
+    struct {
+        long dk;
+        ac_verdict verdict;
+        double lo, hi;
+    } eval[AC_T1_MAX_EVALS];
+    double seconds;
+} ac_t1_tol_threshold;
+
+/* Fill res for (X, P) and the options (tol, mask, bias, sched, ...); dk_at
+ * (0: none) asks for the certified distance of the best head of that size
+ * as well.  The instance is validated as by ac_t1_check.  AC_OK, AC_EDATA /
+ * AC_EUSAGE for bad input, AC_EINTERNAL. */
+int ac_t1_threshold_at_tol(ac_t1_tol_threshold *res, const ac_mat *X, const ac_mat *P,
+                           size_t dk_at, const ac_t1_opts *opts, ac_err *err);
 
 /* Validate an instance; names (e.g. file names) are used in the messages.
  * AC_EDATA: non-finite entries, P not n x n, P with an entry <= 0, a column

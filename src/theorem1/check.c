@@ -23,6 +23,7 @@
 #include "attention/head_impl.h"
 #include "theorem1/t1_dist.h"
 #include "theorem1/t1_impl.h"
+#include "theorem1/t1_mask.h"
 
 void ac_t1_opts_default(ac_t1_opts *o)
 {
@@ -58,7 +59,7 @@ static void decide_verdict(ac_t1_result *res, const ac_t1_basis *b, double tol, 
                 b->prec, lo, hi,
                 b->method[0] ? b->method
                              : "no obstruction certified; upper bound from the written weights");
-    if (res->cert.verdict == AC_PROVED && by_weights && res->route == AC_T1_ROUTE_DECIDE) {
+    if (res->cert.verdict == AC_PROVED && by_weights && res->route != AC_T1_ROUTE_CONSTRUCT) {
         res->cert.stage = res->weights_cert.stage;
         res->cert.prec = res->weights_cert.prec;
         snprintf(res->cert.method, sizeof res->cert.method,
@@ -177,6 +178,47 @@ out:
     return st;
 }
 
+/* A masked head (doc/mathematics.md §3.8, mask_check.c), single-threaded
+ * BLAS as below. */
+static int check_masked(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1_opts *o,
+                        double t_start, ac_err *err)
+{
+    ac_t1_basis basis = {AC_STAGE_NONE, 0, ""};
+    int threads = ac_blas_get_threads();
+    ac_blas_set_threads(1);
+    int st = ac_t1_route_masked(res, &basis, X, P, o, err);
+    ac_blas_set_threads(threads);
+    if (!st)
+        decide_verdict(res, &basis, o->tol, t_start);
+    return st;
+}
+
+/* Heads with biases and no mask: unbiased heads on [X; 1'] (doc/mathematics.md
+ * §3.8, Lemma B), by the unmasked routes; the weights are dk x (d + 1). */
+static int check_biased(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1_opts *o,
+                        ac_err *err)
+{
+    size_t d = X->rows, n = X->cols;
+    ac_mat Xb = {0};
+    ac_t1_opts ob = *o;
+    int st;
+    if (n == 0 || d == 0) /* the message of ac_t1_validate */
+        return ac_t1_validate(X, o->xname ? o->xname : "X", P, o->pname ? o->pname : "P", NULL,
+                              0, NULL, o->dk ? o->dk : d, err);
+    if ((st = ac_mat_init(&Xb, d + 1, n, err)))
+        return st;
+    memcpy(Xb.data, X->data, d * n * sizeof(double));
+    for (size_t j = 0; j < n; j++)
+        AC_MAT(&Xb, d, j) = 1.0;
+    ob.bias = 0;
+    ob.dk = o->dk ? o->dk : d;
+    st = ac_t1_check(res, &Xb, P, &ob, err);
+    res->bias = 1;
+    res->d = d;
+    ac_mat_free(&Xb);
+    return st;
+}
+
 int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1_opts *opts,
                 ac_err *err)
 {
@@ -188,6 +230,10 @@ int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1
     double t_start = ac_seconds();
     int st;
     result_start(res, d, n, dk);
+    if (o->mask)
+        return check_masked(res, X, P, o, t_start, err);
+    if (o->bias)
+        return check_biased(res, X, P, o, err);
     if ((st = ac_t1_validate(X, o->xname ? o->xname : "X", P, o->pname ? o->pname : "P", o->d0,
                              o->d0 ? o->nd0 : 0, o->d0name ? o->d0name : "D0", dk, err)))
         return st;

@@ -80,8 +80,20 @@ static void lb_offer(lb_best *b, double v, int stage, long prec, const char *fmt
 
 /* ---- exact structure ------------------------------------------------------ */
 
-/* max_j |1 - sum_i P_ij| / n, rounded down. */
-static double lb_colsum(const ac_mat *P, size_t *col)
+/* The keys query j sees: n without a mask. */
+static size_t visible_keys(const unsigned char *om, size_t n, size_t j)
+{
+    size_t m = 0;
+    if (!om)
+        return n;
+    for (size_t i = 0; i < n; i++)
+        m += om[i * n + j] != 0;
+    return m;
+}
+
+/* max_j |1 - sum_i P_ij| / m_j, rounded down, m_j the keys query j sees (a
+ * softmax column sums to 1 over them). */
+double ac_t1_lb_colsum(const ac_mat *P, const unsigned char *om, size_t *col)
 {
     size_t n = P->rows;
     double best = 0;
@@ -90,7 +102,7 @@ static double lb_colsum(const ac_mat *P, size_t *col)
         if (!ac_sum_enclose(P->data + j, n, n, &lo, &hi))
             continue;
         double dev = fmax(ac_sub_dn(lo, 1.0), ac_sub_dn(1.0, hi));
-        double b = dev > 0 ? ac_div_dn(dev, (double)n) : 0;
+        double b = dev > 0 ? ac_div_dn(dev, (double)visible_keys(om, n, j)) : 0;
         if (b > best) {
             best = b;
             *col = j;
@@ -111,8 +123,8 @@ static double dev_from_uniform(double p, size_t n)
 }
 
 /* Zero columns of X: the logits X'AX have column j = X'A x_j = 0 for every
- * head, so softmax column j is uniform. */
-static double lb_zero_cols(const ac_mat *X, const ac_mat *P, size_t *col)
+ * head, so softmax column j is uniform (on the m_j keys query j sees). */
+double ac_t1_lb_zero_cols(const ac_mat *X, const ac_mat *P, const unsigned char *om, size_t *col)
 {
     size_t d = X->rows, n = X->cols;
     double best = 0;
@@ -122,8 +134,11 @@ static double lb_zero_cols(const ac_mat *X, const ac_mat *P, size_t *col)
             zero = AC_MAT(X, i, j) == 0.0;
         if (!zero)
             continue;
+        size_t m = visible_keys(om, n, j);
         for (size_t i = 0; i < n; i++) {
-            double b = dev_from_uniform(AC_MAT(P, i, j), n);
+            if (om && !om[i * n + j])
+                continue;
+            double b = dev_from_uniform(AC_MAT(P, i, j), m);
             if (b > best) {
                 best = b;
                 *col = j;
@@ -162,21 +177,30 @@ static double absdiff_dn(double a, double b)
     return fmax(ac_sub_dn(a, b), ac_sub_dn(b, a));
 }
 
-/* half of max_i |P_ij - P_ik| and of max_l |P_jl - P_kl|, rounded down */
-static double pair_bound(const ac_mat *P, size_t j, size_t k)
+/* half of max_i |P_ij - P_ik| and of max_l |P_jl - P_kl|, rounded down.
+ * With a mask: rows j, k only on the queries l that see both keys (equal
+ * logits under one softmax), columns j, k only when both queries see the
+ * same keys (equal softmax columns). */
+static double pair_bound(const ac_mat *P, const unsigned char *om, size_t j, size_t k)
 {
     size_t n = P->rows;
     double m = 0;
+    int same = 1;
+    for (size_t i = 0; i < n && om && same; i++)
+        same = (om[i * n + j] != 0) == (om[i * n + k] != 0);
     for (size_t i = 0; i < n; i++) {
-        m = fmax(m, absdiff_dn(AC_MAT(P, i, j), AC_MAT(P, i, k)));
-        m = fmax(m, absdiff_dn(AC_MAT(P, j, i), AC_MAT(P, k, i)));
+        if (same)
+            m = fmax(m, absdiff_dn(AC_MAT(P, i, j), AC_MAT(P, i, k)));
+        if (!om || (om[j * n + i] && om[k * n + i]))
+            m = fmax(m, absdiff_dn(AC_MAT(P, j, i), AC_MAT(P, k, i)));
     }
     return ac_mul_dn(m, 0.5);
 }
 
 /* Equal columns x_j = x_k: logit columns j, k and logit rows j, k are equal
  * for every head, so softmax columns j, k and rows j, k are equal. */
-static double lb_equal_cols(const ac_mat *X, const ac_mat *P, size_t *cj, size_t *ck)
+double ac_t1_lb_equal_cols(const ac_mat *X, const ac_mat *P, const unsigned char *om, size_t *cj,
+                           size_t *ck)
 {
     size_t d = X->rows, n = X->cols;
     double best = 0;
@@ -199,7 +223,7 @@ static double lb_equal_cols(const ac_mat *X, const ac_mat *P, size_t *cj, size_t
         for (size_t t = s + 1; t < n && hs[t].h == hs[s].h; t++) {
             if (!cols_equal(X, hs[s].j, hs[t].j))
                 continue;
-            double b = pair_bound(P, hs[s].j, hs[t].j);
+            double b = pair_bound(P, om, hs[s].j, hs[t].j);
             if (b > best) {
                 best = b;
                 *cj = hs[s].j;
@@ -316,22 +340,15 @@ double ac_t1_t_certified(const double *p, size_t cnt, double m)
 
 /* ---- the rank obstruction on submatrices ---------------------------------- */
 
-/* sigma_{k+1}(K_I log P_IJ), K_I the centring of the rows I, certified from
- * below (Arb, Weyl enclosure); 0 if not certified. */
-static double sub_sigma_lo(const ac_mat *P, const size_t *I, size_t ni, const size_t *J,
-                           size_t nj, size_t k, ac_err *err)
+int ac_t1_centred_log_sv_arb(const ac_mat *P, const size_t *I, size_t ni, const size_t *J,
+                             size_t nj, long prec, double *slo, double *shi)
 {
     arb_mat_t M;
     arb_t mean;
     ac_imat A = {0};
-    double res = 0;
-    slong prec = 128;
-    size_t p = ni < nj ? ni : nj;
-    double *slo = malloc(p * sizeof(double)), *shi = malloc(p * sizeof(double));
+    int ok = 0;
     arb_mat_init(M, (slong)ni, (slong)nj);
     arb_init(mean);
-    if (!slo || !shi || k >= p)
-        goto out;
     for (size_t b = 0; b < nj; b++) {
         arb_zero(mean);
         for (size_t a = 0; a < ni; a++) {
@@ -346,23 +363,34 @@ static double sub_sigma_lo(const ac_mat *P, const size_t *I, size_t ni, const si
             arb_sub(e, e, mean, prec);
         }
     }
-    (void)err; /* an optional bound: a failure leaves 0, the message unset */
-    if (ac_arb_mat_to_imat(&A, M, NULL) == AC_OK &&
-        ac_sv_enclose(&A, slo, shi, NULL, NULL) == AC_OK)
-        res = slo[k];
-out:
-    free(slo);
-    free(shi);
+    /* an optional bound: a failure certifies nothing, the message unset */
+    if (ac_arb_mat_to_imat(&A, M, NULL) == AC_OK && ac_sv_enclose(&A, slo, shi, NULL, NULL) == AC_OK)
+        ok = 1;
     ac_imat_free(&A);
     arb_mat_clear(M);
     arb_clear(mean);
+    return ok;
+}
+
+double ac_t1_sub_sigma_lo(const ac_mat *P, const size_t *I, size_t ni, const size_t *J,
+                          size_t nj, size_t k, long prec)
+{
+    double res = 0;
+    size_t p = ni < nj ? ni : nj;
+    double *slo = malloc(p * sizeof(double)), *shi = malloc(p * sizeof(double));
+    if (slo && shi && k < p &&
+        (prec > 0 ? ac_t1_centred_log_sv_arb(P, I, ni, J, nj, prec, slo, shi)
+                  : ac_t1_centred_log_sv_stage0(P, I, ni, J, nj, slo, shi)))
+        res = slo[k];
+    free(slo);
+    free(shi);
     return res;
 }
 
 /* sigma_{k+1}(K_I log P_IJ) in double (the estimate that picks the
  * submatrix to certify). */
-static double sub_sigma_approx(const ac_mat *P, const size_t *I, size_t ni, const size_t *J,
-                               size_t nj, size_t k)
+double ac_t1_sub_sigma_approx(const ac_mat *P, const size_t *I, size_t ni, const size_t *J,
+                              size_t nj, size_t k)
 {
     ac_mat M = {0};
     size_t p = ni < nj ? ni : nj;
@@ -386,24 +414,16 @@ static double sub_sigma_approx(const ac_mat *P, const size_t *I, size_t ni, cons
     return res;
 }
 
-/* Rows I and columns J (in, out) with every entry of P_IJ >= tau: drop the
- * row or column with the largest share of entries below tau until none is
- * left or fewer than k + 2 rows / k + 1 columns remain.  The counts of
- * entries below tau per row and column are kept up to date as lines are
- * dropped (O(n^2) per call; the same choices, ties to the first position,
- * as recounting at every step). */
-static void greedy_submatrix(const ac_mat *P, double tau, size_t k, size_t *I, size_t *ni,
-                             size_t *J, size_t *nj, size_t *cr, size_t *cc)
+void ac_t1_greedy_submatrix(const ac_mat *P, double tau, size_t k, size_t *I, size_t *ni,
+                            size_t *J, size_t *nj, size_t *cr, size_t *cc)
 {
-    size_t n = P->rows;
-    *ni = *nj = n;
-    for (size_t i = 0; i < n; i++) {
-        I[i] = J[i] = i;
-        cr[i] = cc[i] = 0;
-    }
-    for (size_t a = 0; a < n; a++)
-        for (size_t b = 0; b < n; b++)
-            if (AC_MAT(P, a, b) < tau) {
+    for (size_t a = 0; a < *ni; a++)
+        cr[a] = 0;
+    for (size_t b = 0; b < *nj; b++)
+        cc[b] = 0;
+    for (size_t a = 0; a < *ni; a++)
+        for (size_t b = 0; b < *nj; b++)
+            if (AC_MAT(P, I[a], J[b]) < tau) {
                 cr[a]++;
                 cc[b]++;
             }
@@ -437,8 +457,7 @@ static void greedy_submatrix(const ac_mat *P, double tau, size_t k, size_t *I, s
     }
 }
 
-/* The entries of P_IJ gathered (for t_certified). */
-static void gather(double *buf, const ac_mat *P, const size_t *I, size_t ni, const size_t *J,
+void ac_t1_gather(double *buf, const ac_mat *P, const size_t *I, size_t ni, const size_t *J,
                    size_t nj)
 {
     for (size_t a = 0; a < ni; a++)
@@ -462,31 +481,27 @@ static int cmp_double(const void *a, const void *b)
  * K_I, so sigma_{k+1}(K_I log P_IJ) <= ||(log S - log P)_IJ||_2.  The best
  * candidate is certified only if its estimate exceeds skip_below (the best
  * bound certified so far) by 0.1%. */
-static double lb_submatrix(const ac_mat *P, size_t k, double skip_below, size_t *sz_i,
-                           size_t *sz_j, int *stage, ac_err *err)
+double ac_t1_lb_greedy(const ac_mat *P, size_t k, const size_t *I0, size_t a0, const size_t *J0,
+                       size_t b0, const double *taus, int nt, double skip_below, long prec,
+                       size_t *sz_i, size_t *sz_j)
 {
-    size_t n = P->rows, nn = n * n;
-    if (n > SUB_MAX_N || k + 2 > n)
-        return 0;
-    size_t *I = malloc(n * sizeof(size_t)), *J = malloc(n * sizeof(size_t));
-    size_t *bI = malloc(n * sizeof(size_t)), *bJ = malloc(n * sizeof(size_t));
-    size_t *cr = malloc(n * sizeof(size_t)), *cc = malloc(n * sizeof(size_t));
-    double *sorted = malloc(nn * sizeof(double)), *buf = malloc(nn * sizeof(double));
+    size_t *I = malloc(a0 * sizeof(size_t)), *J = malloc(b0 * sizeof(size_t));
+    size_t *bI = malloc(a0 * sizeof(size_t)), *bJ = malloc(b0 * sizeof(size_t));
+    size_t *cr = malloc(a0 * sizeof(size_t)), *cc = malloc(b0 * sizeof(size_t));
+    double *buf = malloc(a0 * b0 * sizeof(double));
     double best_est = 0, res = 0;
     size_t bni = 0, bnj = 0;
-    if (!I || !J || !bI || !bJ || !cr || !cc || !sorted || !buf)
+    if (!I || !J || !bI || !bJ || !cr || !cc || !buf)
         goto out;
-    memcpy(sorted, P->data, nn * sizeof(double));
-    qsort(sorted, nn, sizeof(double), cmp_double);
-    int stride = n > SUB_ALL_TAUS_N ? 3 : 1;
-    for (int q = 0; q < SUB_TAUS; q += stride) {
-        double tau = q == 0 ? 0 : sorted[(size_t)((double)nn * 0.7 * q / SUB_TAUS)];
-        size_t ni, nj;
-        greedy_submatrix(P, tau, k, I, &ni, J, &nj, cr, cc);
+    for (int q = 0; q < nt; q++) {
+        size_t ni = a0, nj = b0;
+        memcpy(I, I0, a0 * sizeof(size_t));
+        memcpy(J, J0, b0 * sizeof(size_t));
+        ac_t1_greedy_submatrix(P, taus[q], k, I, &ni, J, &nj, cr, cc);
         if (ni < k + 2 || nj < k + 1)
             continue;
-        double m = sub_sigma_approx(P, I, ni, J, nj, k);
-        gather(buf, P, I, ni, J, nj);
+        double m = ac_t1_sub_sigma_approx(P, I, ni, J, nj, k);
+        ac_t1_gather(buf, P, I, ni, J, nj);
         double t = ac_t1_t_certified(buf, ni * nj, m * (1 - 1e-6));
         if (t > best_est) {
             best_est = t;
@@ -499,19 +514,8 @@ static double lb_submatrix(const ac_mat *P, size_t k, double skip_below, size_t 
     /* certify only an estimate that could beat the best bound already
      * certified (skipping a bound is always sound) */
     if (best_est > 0 && best_est > skip_below * (1 + 1e-3)) {
-        double m = 0;
-        if (n > SUB_ALL_TAUS_N) { /* stage 0: a double enclosure of K_I log P_IJ */
-            size_t p = bni < bnj ? bni : bnj;
-            double *slo = malloc(p * sizeof(double)), *shi = malloc(p * sizeof(double));
-            if (slo && shi && k < p &&
-                ac_t1_centred_log_sv_stage0(P, bI, bni, bJ, bnj, slo, shi))
-                m = slo[k];
-            free(slo);
-            free(shi);
-            *stage = AC_STAGE_DOUBLE;
-        } else
-            m = sub_sigma_lo(P, bI, bni, bJ, bnj, k, err);
-        gather(buf, P, bI, bni, bJ, bnj);
+        double m = ac_t1_sub_sigma_lo(P, bI, bni, bJ, bnj, k, prec);
+        ac_t1_gather(buf, P, bI, bni, bJ, bnj);
         res = ac_t1_t_certified(buf, bni * bnj, m);
         *sz_i = bni;
         *sz_j = bnj;
@@ -523,8 +527,36 @@ out:
     free(bJ);
     free(cr);
     free(cc);
-    free(sorted);
     free(buf);
+    return res;
+}
+
+static double lb_submatrix(const ac_mat *P, size_t k, double skip_below, size_t *sz_i,
+                           size_t *sz_j, int *stage)
+{
+    size_t n = P->rows, nn = n * n;
+    if (n > SUB_MAX_N || k + 2 > n)
+        return 0;
+    size_t *all = malloc(n * sizeof(size_t));
+    double *sorted = malloc(nn * sizeof(double)), taus[SUB_TAUS], res = 0;
+    int nt = 0;
+    if (!all || !sorted)
+        goto out;
+    for (size_t i = 0; i < n; i++)
+        all[i] = i;
+    memcpy(sorted, P->data, nn * sizeof(double));
+    qsort(sorted, nn, sizeof(double), cmp_double);
+    int stride = n > SUB_ALL_TAUS_N ? 3 : 1;
+    for (int q = 0; q < SUB_TAUS; q += stride)
+        taus[nt++] = q == 0 ? 0 : sorted[(size_t)((double)nn * 0.7 * q / SUB_TAUS)];
+    /* stage 0 (a double enclosure of K_I log P_IJ) above SUB_ALL_TAUS_N */
+    res = ac_t1_lb_greedy(P, k, all, n, all, n, taus, nt, skip_below,
+                          n > SUB_ALL_TAUS_N ? 0 : 128, sz_i, sz_j);
+    if (n > SUB_ALL_TAUS_N && res > 0)
+        *stage = AC_STAGE_DOUBLE;
+out:
+    free(all);
+    free(sorted);
     return res;
 }
 
@@ -552,12 +584,12 @@ int ac_t1_lower_bounds(ac_t1_result *res, const ac_mat *X, const ac_mat *P, doub
     }
     /* (each bound computed before its message reads the indices it found;
      * columns are numbered from 1 in the messages) */
-    double v = lb_colsum(P, &j1);
+    double v = ac_t1_lb_colsum(P, NULL, &j1);
     lb_offer(&b, v, AC_STAGE_DOUBLE, 53, "column %zu of P does not sum to 1: |1 - sum|/n", j1 + 1);
-    v = lb_zero_cols(X, P, &j1);
+    v = ac_t1_lb_zero_cols(X, P, NULL, &j1);
     lb_offer(&b, v, AC_STAGE_DOUBLE, 53, "column %zu of X is 0: softmax column %zu is uniform, max_i |P_ij - 1/n|",
              j1 + 1, j1 + 1);
-    v = lb_equal_cols(X, P, &j1, &j2);
+    v = ac_t1_lb_equal_cols(X, P, NULL, &j1, &j2);
     lb_offer(&b, v, AC_STAGE_DOUBLE, 53,
              "columns %zu and %zu of X are equal: equal softmax columns and rows, half their "
              "largest gap in P", j1 + 1, j2 + 1);
@@ -585,7 +617,7 @@ int ac_t1_lower_bounds(ac_t1_result *res, const ac_mat *X, const ac_mat *P, doub
         /* a candidate below b.lo can matter only for the stage of REFUTED
          * when that is not stage 0 already */
         double skip = (b.rstage == AC_STAGE_DOUBLE || !(b.lo > b.tol)) ? b.lo : 0;
-        double t = lb_submatrix(P, k, skip, &si, &sj, &sst, err);
+        double t = lb_submatrix(P, k, skip, &si, &sj, &sst);
         lb_offer(&b, t, sst, sst == AC_STAGE_DOUBLE ? 53 : 128,
                  "rank <= %zu on the %zu x %zu submatrix of P: sigma_%zu(K_I log P_IJ) entry by "
                  "entry", k, si, sj, k + 1);

@@ -285,6 +285,8 @@ static resid_cand column_estimate(const keyed *ks, size_t n, size_t d, size_t j)
     resid_cand c = {0, j, 0};
     double s1 = 0, s2 = 0, sinv = 0;
     for (size_t k = 0; k < n; k++) {
+        if (!(ks[k].p > 0))
+            break; /* the keys a masked query does not see (P = 0) come last */
         double p = ks[k].p, l = log(p);
         s1 += l;
         s2 += l * l;

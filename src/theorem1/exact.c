@@ -287,28 +287,30 @@ static size_t distinct_lines(const ac_mat *P, int cols)
     return q;
 }
 
-/* If every entry of P is a power of two, log P = E log 2 with E integer and
- * rank(K log P) = rank([E 1]) - 1 exactly (doc/mathematics.md §3.5); returns
- * that, or -1 (not all powers of two, or beyond the exact-rank budget). */
-static long pow2_family_rank(const ac_mat *P, double budget)
+/* If every entry of P_IJ is a power of two, log P_IJ = E log 2 with E
+ * integer and rank(K_I log P_IJ) = rank([E 1]) - 1 exactly
+ * (doc/mathematics.md §3.5, §3.8); returns that, or -1 (not all powers of
+ * two, or beyond the exact-rank budget).  I, J NULL: rows, columns 0.. */
+long ac_t1_pow2_centred_rank(const ac_mat *P, const size_t *I, size_t a, const size_t *J,
+                             size_t b, double budget)
 {
-    size_t n = P->rows;
     ac_mat E = {0};
     long rk = -1;
-    for (size_t i = 0; i < n * n; i++) {
-        int e;
-        if (frexp(P->data[i], &e) != 0.5)
-            return -1;
-    }
-    if (ac_mat_init(&E, n, n + 1, NULL))
-        return -1;
-    for (size_t i = 0; i < n; i++) {
-        for (size_t j = 0; j < n; j++) {
+    for (size_t u = 0; u < a; u++)
+        for (size_t v = 0; v < b; v++) {
             int e;
-            frexp(AC_MAT(P, i, j), &e);
-            AC_MAT(&E, i, j) = (double)(e - 1);
+            if (frexp(AC_MAT(P, I ? I[u] : u, J ? J[v] : v), &e) != 0.5)
+                return -1;
         }
-        AC_MAT(&E, i, n) = 1.0;
+    if (ac_mat_init(&E, a, b + 1, NULL))
+        return -1;
+    for (size_t u = 0; u < a; u++) {
+        for (size_t v = 0; v < b; v++) {
+            int e;
+            frexp(AC_MAT(P, I ? I[u] : u, J ? J[v] : v), &e);
+            AC_MAT(&E, u, v) = (double)(e - 1);
+        }
+        AC_MAT(&E, u, b) = 1.0;
     }
     if (ac_rank_exact(&E, budget, &rk, NULL, NULL) != AC_OK || rk < 1)
         rk = -1;
@@ -335,7 +337,7 @@ long ac_t1_family_rank_upper(const ac_mat *P, double budget, const char **why)
         u = q;
         *why = "the number of distinct rows of P minus 1";
     }
-    if ((q = pow2_family_rank(P, budget)) >= 0 && q <= u) {
+    if ((q = ac_t1_pow2_centred_rank(P, NULL, n, NULL, n, budget)) >= 0 && q <= u) {
         u = q;
         *why = "exact rank of [log2 P 1] minus 1 (P's entries are powers of two)";
     }

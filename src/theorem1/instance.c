@@ -49,8 +49,9 @@ static int t1_rows_sum_to_one(const ac_mat *P, double tol)
     return 1;
 }
 
-int ac_t1_validate(const ac_mat *X, const char *xname, const ac_mat *P, const char *pname,
-                   const double *d0, size_t nd0, const char *d0name, size_t dk, ac_err *err)
+/* X d x n with d, n >= 1, dk >= 1, P n x n, both finite. */
+static int validate_shapes(const ac_mat *X, const char *xname, const ac_mat *P, const char *pname,
+                           size_t dk, ac_err *err)
 {
     int st;
     size_t d = X->rows, n = X->cols;
@@ -68,13 +69,14 @@ int ac_t1_validate(const ac_mat *X, const char *xname, const ac_mat *P, const ch
                           pname, P->rows, P->cols, xname, n, n, n);
     if ((st = check_finite(X, xname, err)) || (st = check_finite(P, pname, err)))
         return st;
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < n; j++)
-            if (!(AC_MAT(P, i, j) > 0))
-                return ac_err_set(err, AC_EDATA,
-                                  "%s: entry (%zu, %zu) = %g is not positive "
-                                  "(a softmax output is always > 0)",
-                                  pname, i, j, AC_MAT(P, i, j));
+    return AC_OK;
+}
+
+/* Every column of P sums to 1 within AC_T1_COLSUM_FACTOR n u (entries off a
+ * mask are exact zeros and add nothing). */
+static int validate_colsums(const ac_mat *P, const char *pname, ac_err *err)
+{
+    size_t n = P->rows;
     double tol = ac_t1_colsum_tol(n);
     for (size_t j = 0; j < n; j++) {
         double lo, hi;
@@ -93,6 +95,25 @@ int ac_t1_validate(const ac_mat *X, const char *xname, const ac_mat *P, const ch
                               pname, j, s - 1, AC_T1_COLSUM_FACTOR, tol);
         }
     }
+    return AC_OK;
+}
+
+int ac_t1_validate(const ac_mat *X, const char *xname, const ac_mat *P, const char *pname,
+                   const double *d0, size_t nd0, const char *d0name, size_t dk, ac_err *err)
+{
+    int st;
+    size_t n = X->cols;
+    if ((st = validate_shapes(X, xname, P, pname, dk, err)))
+        return st;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++)
+            if (!(AC_MAT(P, i, j) > 0))
+                return ac_err_set(err, AC_EDATA,
+                                  "%s: entry (%zu, %zu) = %g is not positive "
+                                  "(a softmax output is always > 0)",
+                                  pname, i, j, AC_MAT(P, i, j));
+    if ((st = validate_colsums(P, pname, err)))
+        return st;
     if (d0) {
         if (nd0 != n)
             return ac_err_set(err, AC_EDATA, "%s: D0 has %zu entries, expected n = %zu", d0name,
@@ -105,6 +126,32 @@ int ac_t1_validate(const ac_mat *X, const char *xname, const ac_mat *P, const ch
                                   d0name, j, d0[j]);
     }
     return AC_OK;
+}
+
+int ac_t1_validate_masked(const ac_mat *X, const char *xname, const ac_mat *P,
+                          const char *pname, const unsigned char *omega, const char *mname,
+                          size_t dk, ac_err *err)
+{
+    int st;
+    size_t n = X->cols;
+    if ((st = validate_shapes(X, xname, P, pname, dk, err)))
+        return st;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++) {
+            double v = AC_MAT(P, i, j);
+            if (omega[i * n + j] && !(v > 0))
+                return ac_err_set(err, AC_EDATA,
+                                  "%s: entry (%zu, %zu) = %g is not positive, but key %zu is "
+                                  "visible to query %zu in %s (a masked softmax is > 0 on the "
+                                  "visible keys)",
+                                  pname, i, j, v, i, j, mname);
+            if (!omega[i * n + j] && v != 0.0)
+                return ac_err_set(err, AC_EDATA,
+                                  "%s: entry (%zu, %zu) = %g, but key %zu is masked for query "
+                                  "%zu in %s: P must be exactly 0 there",
+                                  pname, i, j, v, i, j, mname);
+        }
+    return validate_colsums(P, pname, err);
 }
 
 /* ---- the column normalisation of P --------------------------------------- */

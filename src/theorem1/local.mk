@@ -23,7 +23,13 @@ src_libattncheck_la_SOURCES += \
 	src/theorem1/dist_resid.c \
 	src/theorem1/dist_upper.c \
 	src/theorem1/check.c \
-	src/theorem1/result.c
+	src/theorem1/result.c \
+	src/theorem1/t1_mask.h \
+	src/theorem1/mask.c \
+	src/theorem1/mask_rank.c \
+	src/theorem1/mask_construct.c \
+	src/theorem1/mask_bounds.c \
+	src/theorem1/mask_check.c
 
 # unit tests of this module: src/theorem1/test/, one Check program per file
 # (its source: NAME.c; its libraries: LDADD, Makefile.am, "tests")
@@ -34,7 +40,8 @@ THEOREM1_TESTS = \
 	src/theorem1/test/test_pinv \
 	src/theorem1/test/test_criterion_stage0 \
 	src/theorem1/test/test_dist \
-	src/theorem1/test/test_dist_resid
+	src/theorem1/test/test_dist_resid \
+	src/theorem1/test/test_mask
 check_PROGRAMS += $(THEOREM1_TESTS)
 UNIT_TESTS += $(THEOREM1_TESTS)
 src_theorem1_test_test_theorem1_CFLAGS = $(TEST_CFLAGS)
@@ -45,3 +52,9 @@ src_theorem1_test_test_pinv_CFLAGS = $(TEST_CFLAGS)
 src_theorem1_test_test_criterion_stage0_CFLAGS = $(TEST_CFLAGS)
 src_theorem1_test_test_dist_CFLAGS = $(TEST_CFLAGS)
 src_theorem1_test_test_dist_resid_CFLAGS = $(TEST_CFLAGS)
+src_theorem1_test_test_mask_CFLAGS = $(TEST_CFLAGS)
+
+# the masked heads on files, for tests/t1_mask_hostile.py
+check_PROGRAMS += tests/t1_mask_tool
+tests_t1_mask_tool_SOURCES = tests/t1_mask_tool.c
+tests_t1_mask_tool_LDADD = src/libattncheck.la

@@ -4,7 +4,8 @@
  * rank dk, through X^+ of the certified or of numerical rank), the best in
  * double certified; then, if they do not prove C(tol), a best approximation
  * by BFGS (GSL multimin) on the squared error and then on p-norm surrogates
- * of the max-abs error, kept only if its certified error is smaller.  Approximate
+ * of the max-abs error, kept only if its certified error is smaller (for a
+ * masked head too, ac_t1_refine_masked, doc/mathematics.md §3.8).  Approximate
  * steps only propose weights: every weight written is certified
  * (attention/head.c).
  *
@@ -15,6 +16,7 @@
 #include <config.h>
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -134,6 +136,7 @@ typedef struct {
     double scale; /* s */
     double *K, *Q, *Z, *G, *dK, *dQ;
     double *scratch; /* 2n: the softmax's column maxima and sums */
+    const unsigned char *mask; /* a masked head (doc/mathematics.md §3.8), or NULL */
 } fit_ctx;
 
 static void fit_softmax(fit_ctx *c, const double *th)
@@ -141,7 +144,11 @@ static void fit_softmax(fit_ctx *c, const double *th)
     size_t d = c->d, n = c->n, dk = c->dk;
     ac_dgemm(AC_NOTRANS, AC_NOTRANS, dk, n, d, 1.0, th, d, c->X->data, n, 0.0, c->K, n);
     ac_dgemm(AC_NOTRANS, AC_NOTRANS, dk, n, d, 1.0, th + dk * d, d, c->X->data, n, 0.0, c->Q, n);
-    ac_head_softmax_kq(c->Z, c->K, c->Q, n, dk, c->scratch);
+    if (c->mask) { /* the gradient below is then 0 off the mask, where S = 0 */
+        ac_head_logits(c->Z, c->K, c->Q, n, dk);
+        ac_head_softmax_cols_masked(c->Z, n, c->mask);
+    } else
+        ac_head_softmax_kq(c->Z, c->K, c->Q, n, dk, c->scratch);
 }
 
 /* max |Softmax - P| of the parameters th, in double (NaN counts as +inf). */
@@ -204,7 +211,7 @@ static void fit_fdf(const gsl_vector *th, void *p, double *f, gsl_vector *g)
 static int fit_alloc(fit_ctx *c, const ac_mat *X, const ac_mat *P, size_t dk)
 {
     size_t n = X->cols;
-    fit_ctx c0 = {X, P, X->rows, n, dk, 1, 1.0, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+    fit_ctx c0 = {X, P, X->rows, n, dk, 1, 1.0, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
     *c = c0;
     c->K = malloc(dk * n * sizeof(double));
     c->Q = malloc(dk * n * sizeof(double));
@@ -292,7 +299,8 @@ static void plan_refinement(refine_plan *pl, size_t d, size_t n, size_t dk, int 
  * replaces the old weights only if its certified error is lower (decided by
  * the caller).  Returns 1 if a refinement was produced into Wk2, Wq2. */
 static int refine_weights(ac_mat *Wk2, ac_mat *Wq2, int *ran, const ac_mat *X, const ac_mat *P,
-                          const ac_mat *Wk, const ac_mat *Wq, const refine_plan *pl)
+                          const unsigned char *mask, const ac_mat *Wk, const ac_mat *Wq,
+                          const refine_plan *pl)
 {
     size_t d = X->rows, dk = Wk->rows, np = 2 * dk * d;
     *ran = 0;
@@ -301,6 +309,7 @@ static int refine_weights(ac_mat *Wk2, ac_mat *Wq2, int *ran, const ac_mat *X, c
     gsl_error_handler_t *old = gsl_set_error_handler_off();
     fit_ctx c;
     int ok = fit_alloc(&c, X, P, dk);
+    c.mask = mask;
     gsl_vector *th = gsl_vector_alloc(np);
     double *best = malloc(np * sizeof(double));
     gsl_multimin_fdfminimizer *m =
@@ -473,7 +482,7 @@ int ac_t1_best_weights(ac_t1_result *res, const ac_mat *X, const ac_mat *P, size
              name);
     refine_plan pl;
     int ran = 0, tried = refine_decision(res, &pl, X, o);
-    if (tried && refine_weights(&Wk2, &Wq2, &ran, X, P, &res->Wk, &res->Wq, &pl)) {
+    if (tried && refine_weights(&Wk2, &Wq2, &ran, X, P, NULL, &res->Wk, &res->Wq, &pl)) {
         ac_cert c2;
         if ((st = ac_t1_certify_weights(&c2, X, &Wk2, &Wq2, P, NULL, o, err)))
             goto out;
@@ -498,4 +507,29 @@ out:
     ac_mat_free(&Wk2);
     ac_mat_free(&Wq2);
     return st;
+}
+
+int ac_t1_refine_masked(ac_mat *Wk2, ac_mat *Wq2, int *ran, char *why, size_t wlen,
+                        const ac_mat *X, const ac_mat *P, const unsigned char *mask,
+                        const ac_mat *Wk, const ac_mat *Wq, int iters)
+{
+    size_t d = X->rows, n = X->cols, dk = Wk->rows;
+    refine_plan pl;
+    *ran = 0;
+    if (iters <= 0) {
+        snprintf(why, wlen, "off (optimize = 0)");
+        return 0;
+    }
+    if (2 * dk * d > AC_T1_REFINE_MAX_PARAMS || n > AC_T1_REFINE_MAX_N) {
+        snprintf(why, wlen, "skipped: %zu parameters, n = %zu (limits %d, %d)", 2 * dk * d, n,
+                 AC_T1_REFINE_MAX_PARAMS, AC_T1_REFINE_MAX_N);
+        return 0;
+    }
+    plan_refinement(&pl, d, n, dk, iters);
+    int ok = refine_weights(Wk2, Wq2, ran, X, P, mask, Wk, Wq, &pl);
+    if (pl.capped)
+        snprintf(why, wlen, "work budget: %d of %d planned iterations run", *ran, pl.planned);
+    else
+        snprintf(why, wlen, "%d of %d iterations run", *ran, pl.planned);
+    return ok;
 }

@@ -43,6 +43,53 @@ double ac_t1_t_estimate(const double *p, size_t cnt, double m);
  * no head has max|S - P| <= t: dist >= t (doc/mathematics.md §3.6). */
 double ac_t1_t_certified(const double *p, size_t cnt, double m);
 
+/* ---- pieces shared with the masked bounds (dist_lower.c; mask_bounds.c) ----
+ * om: the support of a masked head (n x n, row = key), NULL: none. */
+
+/* Column sums: max_j |1 - s_j| / m_j (m_j the keys query j sees), rounded
+ * down; *col the column. */
+double ac_t1_lb_colsum(const ac_mat *P, const unsigned char *om, size_t *col);
+/* A zero column x_j: softmax column j is uniform on its visible keys. */
+double ac_t1_lb_zero_cols(const ac_mat *X, const ac_mat *P, const unsigned char *om, size_t *col);
+/* Equal columns x_j = x_k: equal logit rows (compared on the queries that see
+ * both keys) and equal logit columns (compared when both queries see the
+ * same keys): half the largest gap of P there. */
+double ac_t1_lb_equal_cols(const ac_mat *X, const ac_mat *P, const unsigned char *om, size_t *cj,
+                           size_t *ck);
+
+/* Rows I[0 .. *ni) and columns J[0 .. *nj) (in, out) of P with every entry
+ * of P_IJ >= tau: drop the row or column with the largest share of entries
+ * below tau until none is left or fewer than k + 2 rows / k + 1 columns
+ * remain.  cr, cc: scratch of *ni and *nj counts. */
+void ac_t1_greedy_submatrix(const ac_mat *P, double tau, size_t k, size_t *I, size_t *ni,
+                            size_t *J, size_t *nj, size_t *cr, size_t *cc);
+/* sigma_{k+1}(K_I log P_IJ) in double (an estimate that picks a submatrix). */
+double ac_t1_sub_sigma_approx(const ac_mat *P, const size_t *I, size_t ni, const size_t *J,
+                              size_t nj, size_t k);
+/* Certified slo[i] <= sigma_{i+1}(K_I log P_IJ) <= shi[i], i < min(ni, nj):
+ * the centred logarithms in Arb at prec bits, then the Weyl enclosure of
+ * doc/mathematics.md §2.5.  Returns 0 if nothing is certified. */
+int ac_t1_centred_log_sv_arb(const ac_mat *P, const size_t *I, size_t ni, const size_t *J,
+                             size_t nj, long prec, double *slo, double *shi);
+/* slo[k] of the above at prec bits, or of ac_t1_centred_log_sv_stage0
+ * (stage 0) when prec = 0; 0 if not certified. */
+double ac_t1_sub_sigma_lo(const ac_mat *P, const size_t *I, size_t ni, const size_t *J,
+                          size_t nj, size_t k, long prec);
+/* The rank obstruction on submatrices (Lemma C, doc/mathematics.md §3.6):
+ * for each threshold taus[q] (q < nt), the rows I0 and columns J0 (a0 x b0)
+ * without the lines holding entries below it (ac_t1_greedy_submatrix), t
+ * estimated with sigma_{k+1}(K_I log P_IJ) in double (the choice only); the
+ * best certified (stage 0 when prec = 0, else Arb at prec bits) if its
+ * estimate exceeds skip_below by 0.1%.  Returns the certified t (0: none),
+ * its sizes in *sz_i, *sz_j. */
+double ac_t1_lb_greedy(const ac_mat *P, size_t k, const size_t *I0, size_t a0, const size_t *J0,
+                       size_t b0, const double *taus, int nt, double skip_below, long prec,
+                       size_t *sz_i, size_t *sz_j);
+
+/* buf = the entries of P_IJ, row by row. */
+void ac_t1_gather(double *buf, const ac_mat *P, const size_t *I, size_t ni, const size_t *J,
+                  size_t nj);
+
 /* ---- the residual obstruction on a submatrix (dist_resid.c) ---- */
 
 /* A certified lower bound on sigma_min(M) for M (m x p, m >= p) of full

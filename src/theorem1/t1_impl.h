@@ -3,7 +3,8 @@
  *
  * Files of src/theorem1/ (this map; tests/docs.sh checks it against
  * local.mk), in the order of ac_t1_check's steps (doc/mathematics.md §3):
- *   check.c          ac_t1_check, the dispatcher of the steps below, and the
+ *   check.c          ac_t1_check, the dispatcher of the steps below (and of
+ *                    the masked route and heads with biases), and the
  *                    verdict on C(tol);
  *   result.c         the result: its proof steps, the certificate of the
  *                    weights it writes, freeing it;
@@ -36,6 +37,16 @@
  *   dist_d1.c        d = 1: dist by branch and bound over the logit weight;
  *   dist_upper.c     candidate heads for the upper bound on dist, and
  *                    ac_t1_tighten;
+ *   masked heads and biases (§3.8):
+ *   mask.c           the support of a mask and its staircase of blocks;
+ *   mask_rank.c      certified ranks of the blocks, the threshold (Lemma W,
+ *                    Lemma G);
+ *   mask_construct.c Woerdeman's completion, keys in general position, the
+ *                    alternating projection;
+ *   mask_bounds.c    lower bounds on dist on rectangles inside the support;
+ *   mask_check.c     the masked route and the head size at a tolerance
+ *                    (ac_t1_threshold_at_tol);
+ *   t1_mask.h        the masked route's shared declarations;
  *   t1_impl.h        this header: the routes and the steps they share;
  *   t1_decide.h      route DECIDE's context, and the log-domain residual's
  *                    derivation with its three twins;
@@ -49,7 +60,9 @@
  *     test_pinv.c              t1_pinv against its reference twin;
  *     test_criterion_stage0.c  stage 0 against Arb at 256 bits;
  *     test_dist.c              the distance bounds: exact cases, soundness;
- *     test_dist_resid.c        the residual obstruction against Arb.
+ *     test_dist_resid.c        the residual obstruction against Arb;
+ *     test_mask.c              masked heads: supports, staircases, the
+ *                              threshold, the completion, the bounds.
  *
  * Dimension letters: d model width, n tokens, dk head size, r = rank X.
  * Buffers are row-major: X d x n, P n x n, Wk/Wq dk x d, logits n x n with the
@@ -156,6 +169,12 @@ int ac_t1_one_in_row_space(const ac_mat *X, const size_t *piv, size_t r, double 
  * entry is a power of two); *why names the bound used. */
 long ac_t1_family_rank_upper(const ac_mat *P, double budget, const char **why);
 
+/* rank(K_I log P_IJ) = rank([log2 P_IJ 1]) - 1 exactly when every entry of
+ * P_IJ (a x b; I, J NULL: the first rows, columns) is a power of two; -1
+ * otherwise or beyond the budget (exact.c). */
+long ac_t1_pow2_centred_rank(const ac_mat *P, const size_t *rows, size_t a, const size_t *cols,
+                             size_t b, double budget);
+
 /* 0 < rank X = r < n and every entry of P a power of two: log P = E log 2, E
  * integer, and the criterion of doc/mathematics.md §3.4 is linear in log P
  * with rational coefficients, so it is decided in rationals: *rho_zero =
@@ -170,5 +189,14 @@ int ac_t1_pow2_decide(const ac_mat *X, const size_t *piv, size_t r, const ac_mat
  * res->Wq, res->weights_cert. */
 int ac_t1_best_weights(ac_t1_result *res, const ac_mat *X, const ac_mat *P, size_t r,
                        const ac_t1_opts *o, ac_err *err);
+
+/* The same refinement (BFGS on the squared error, then p-norms) for a
+ * masked head (doc/mathematics.md §3.8): the softmax of each column over
+ * its visible keys (mask n x n, row = key); the budget of route DECIDE.
+ * Returns 1 with the best iterate in Wk2, Wq2 (allocated), 0 if none was
+ * run (why says so); *ran the iterations (refine.c). */
+int ac_t1_refine_masked(ac_mat *Wk2, ac_mat *Wq2, int *ran, char *why, size_t wlen,
+                        const ac_mat *X, const ac_mat *P, const unsigned char *mask,
+                        const ac_mat *Wk, const ac_mat *Wq, int iters);
 
 #endif /* AC_THEOREM1_T1_IMPL_H */

@@ -71,13 +71,13 @@ START_TEST(test_head_softmax_columns)
 }
 END_TEST
 
-/* max|Softmax - P| at 1024 bits as a ball */
-static void maxdev_oracle(arb_t res, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
-                          const ac_mat *P)
+/* s (n x n, initialised) = (Wk X)^T (Wq X) / sqrt(dk) in Arb at prec bits,
+ * the scale as a division */
+static void oracle_logits(arb_mat_t s, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
+                          slong prec)
 {
     size_t d = X->rows, n = X->cols, dk = Wk->rows;
-    slong prec = 1024;
-    arb_mat_t x, wk, wq, k, kt, q, s, p;
+    arb_mat_t x, wk, wq, k, kt, q;
     arb_t t;
     arb_mat_init(x, d, n);
     arb_mat_init(wk, dk, d);
@@ -85,8 +85,6 @@ static void maxdev_oracle(arb_t res, const ac_mat *X, const ac_mat *Wk, const ac
     arb_mat_init(k, dk, n);
     arb_mat_init(kt, n, dk);
     arb_mat_init(q, dk, n);
-    arb_mat_init(s, n, n);
-    arb_mat_init(p, n, n);
     arb_init(t);
     ac_arb_mat_set_d(x, X->data, d, n);
     ac_arb_mat_set_d(wk, Wk->data, dk, d);
@@ -97,8 +95,6 @@ static void maxdev_oracle(arb_t res, const ac_mat *X, const ac_mat *Wk, const ac
     arb_mat_mul(s, kt, q, prec);
     arb_sqrt_ui(t, dk, prec);
     arb_mat_scalar_div_arb(s, s, t, prec);
-    ac_arb_softmax_cols(p, s, prec);
-    ac_arb_max_abs_dev(res, p, P->data, prec);
     arb_clear(t);
     arb_mat_clear(x);
     arb_mat_clear(wk);
@@ -106,6 +102,19 @@ static void maxdev_oracle(arb_t res, const ac_mat *X, const ac_mat *Wk, const ac
     arb_mat_clear(k);
     arb_mat_clear(kt);
     arb_mat_clear(q);
+}
+
+/* max|Softmax - P| at 1024 bits as a ball */
+static void maxdev_oracle(arb_t res, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
+                          const ac_mat *P)
+{
+    size_t n = X->cols;
+    arb_mat_t s, p;
+    arb_mat_init(s, n, n);
+    arb_mat_init(p, n, n);
+    oracle_logits(s, X, Wk, Wq, 1024);
+    ac_arb_softmax_cols(p, s, 1024);
+    ac_arb_max_abs_dev(res, p, P->data, 1024);
     arb_mat_clear(s);
     arb_mat_clear(p);
 }
@@ -384,6 +393,163 @@ START_TEST(test_zero_head)
         ac_mat_free(&Wk);
         ac_mat_free(&Wq);
     }
+
+/* ---- the masked head (doc/mathematics.md §3.8) ---------------------------- */
+
+/* max over all entries of |Softmax_Omega - P| at 1024 bits: the logits in
+ * Arb, each column's softmax over its visible rows only, |P_ij| off the
+ * mask. */
+static void maxdev_oracle_masked(arb_t res, const ac_mat *X, const ac_mat *Wk, const ac_mat *Wq,
+                                 const ac_mat *P, const unsigned char *om)
+{
+    size_t n = X->cols;
+    slong prec = 1024;
+    arb_mat_t s;
+    arb_t t, m, e;
+    arb_mat_init(s, n, n);
+    arb_init(t);
+    arb_init(m);
+    arb_init(e);
+    oracle_logits(s, X, Wk, Wq, prec);
+    arb_zero(res);
+    for (size_t j = 0; j < n; j++) {
+        arb_zero(m); /* the sum of exp over the visible rows */
+        for (size_t i = 0; i < n; i++)
+            if (om[i * n + j]) {
+                arb_exp(t, arb_mat_entry(s, i, j), prec);
+                arb_add(m, m, t, prec);
+            }
+        for (size_t i = 0; i < n; i++) {
+            if (om[i * n + j]) {
+                arb_exp(t, arb_mat_entry(s, i, j), prec);
+                arb_div(t, t, m, prec);
+            } else
+                arb_zero(t);
+            arb_set_d(e, AC_MAT(P, i, j));
+            arb_sub(t, t, e, prec);
+            arb_abs(t, t);
+            arb_max(res, res, t, prec);
+        }
+    }
+    arb_clear(t);
+    arb_clear(m);
+    arb_clear(e);
+    arb_mat_clear(s);
+}
+
+/* Every stage of the masked enclosure contains the 1024-bit value, for
+ * causal, windowed, padded and random masks (one visible key per column
+ * included), weights from 2^-8 to 2^40 (the split stage at the large end),
+ * and P with entries off the mask (they count as |P_ij|). */
+START_TEST(test_masked_enclosure_contains_oracle)
+{
+    ac_rng r;
+    for (int t = 0; t < 48; t++) {
+        size_t d = 1 + (size_t)t % 5, n = 1 + (size_t)(t * 5) % 9, dk = 1 + (size_t)t % 3;
+        ac_mat X = {0}, P = {0}, Wk = {0}, Wq = {0};
+        unsigned char *om = malloc(n * n);
+        ac_t1_generate(&X, &P, d, n, test_seed_value + t, NULL);
+        ac_rng_init(&r, test_seed_value + t, 78, 0);
+        for (size_t i = 0; i < n; i++)
+            for (size_t j = 0; j < n; j++) {
+                int kind = t % 4;
+                om[i * n + j] = kind == 0   ? i <= j
+                                : kind == 1 ? i <= j && j - i < 2
+                                : kind == 2 ? (i % 3 != 1 || i == j)
+                                            : (ac_rng_uniform(&r) < 0.5 || i == j);
+            }
+        if (t % 2 == 0) /* P zero off the mask, as validated inputs are */
+            for (size_t i = 0; i < n * n; i++)
+                P.data[i] = om[i] ? P.data[i] : 0.0;
+        ac_mat_init(&Wk, dk, d, NULL);
+        ac_mat_init(&Wq, dk, d, NULL);
+        double scale = ldexp(1.0, -8 + 6 * (t % 9));
+        ac_rng_normal_fill(&r, Wk.data, dk * d);
+        ac_rng_normal_fill(&r, Wq.data, dk * d);
+        for (size_t i = 0; i < dk * d; i++)
+            Wq.data[i] *= scale;
+        if (t % 11 == 5) /* the zero head: exactly uniform on the visible keys */
+            for (size_t i = 0; i < dk * d; i++)
+                Wk.data[i] = 0;
+        arb_t o;
+        arb_init(o);
+        maxdev_oracle_masked(o, &X, &Wk, &Wq, &P, om);
+        for (int stage = 0; stage < 3; stage++) {
+            double lo, hi;
+            long prec = stage == 0 ? 0 : stage == 1 ? -1 : 256;
+            ck_assert(ac_head_maxdev_enclose_masked(&lo, &hi, &X, &Wk, &Wq, &P, om, prec, NULL) ==
+                      AC_OK);
+            arb_t a, b;
+            arb_init(a);
+            arb_init(b);
+            arb_set_d(a, lo);
+            arb_set_d(b, hi);
+            ck_assert_msg(!arb_lt(o, a) && !arb_gt(o, b),
+                          "masked stage %d [%g, %g] misses the 1024-bit value (t=%d)", stage, lo,
+                          hi, t);
+            arb_clear(a);
+            arb_clear(b);
+        }
+        /* the certificate agrees, and a false claim is never PROVED */
+        ac_cert c;
+        ac_schedule sch = ac_schedule_default();
+        double v = arf_get_d(arb_midref(o), ARF_RND_NEAR);
+        for (int side = 0; side < 2; side++) {
+            double tau = side ? v * 2 + 1e-300 : v * 0.5;
+            arb_t tb;
+            arb_init(tb);
+            arb_set_d(tb, tau);
+            ck_assert(ac_head_certify_masked(&c, &X, &Wk, &Wq, &P, om, tau, &sch, NULL) == AC_OK);
+            ck_assert_msg(!(arb_gt(o, tb) && c.verdict == AC_PROVED),
+                          "t=%d: a false claim PROVED", t);
+            ck_assert_msg(!(arb_lt(o, tb) && c.verdict == AC_REFUTED),
+                          "t=%d: a true claim REFUTED", t);
+            arb_clear(tb);
+        }
+        arb_clear(o);
+        free(om);
+        ac_mat_free(&X);
+        ac_mat_free(&P);
+        ac_mat_free(&Wk);
+        ac_mat_free(&Wq);
+    }
+}
+END_TEST
+
+/* The double masked softmax: zero off the mask, columns sum to 1 on it, and
+ * a query that sees no key is a usage error. */
+START_TEST(test_masked_softmax_double)
+{
+    size_t d = 3, n = 6;
+    ac_mat X = {0}, P = {0}, Wk = {0}, Wq = {0}, S = {0};
+    unsigned char om[36];
+    ac_t1_generate(&X, &P, d, n, test_seed_value, NULL);
+    ac_mat_init(&Wk, 2, d, NULL);
+    ac_mat_init(&Wq, 2, d, NULL);
+    for (size_t i = 0; i < 2 * d; i++)
+        Wk.data[i] = 0.3 * (double)i - 0.5, Wq.data[i] = 0.2 * (double)(5 - i);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++)
+            om[i * n + j] = i <= j;
+    ck_assert(ac_head_softmax_masked(&S, &X, &Wk, &Wq, om, NULL) == AC_OK);
+    for (size_t j = 0; j < n; j++) {
+        double s = 0;
+        for (size_t i = 0; i < n; i++) {
+            ck_assert(om[i * n + j] ? AC_MAT(&S, i, j) > 0 : AC_MAT(&S, i, j) == 0);
+            s += AC_MAT(&S, i, j);
+        }
+        ck_assert(fabs(s - 1) <= 4 * n * AC_U);
+    }
+    ck_assert(AC_MAT(&S, 0, 0) == 1.0); /* one visible key */
+    ac_mat_free(&S);
+    om[0] = 0; /* query 0 sees no key */
+    ac_err err;
+    ck_assert(ac_head_softmax_masked(&S, &X, &Wk, &Wq, om, &err) == AC_EUSAGE);
+    ck_assert(strstr(err.msg, "query 0") != NULL);
+    ac_mat_free(&X);
+    ac_mat_free(&P);
+    ac_mat_free(&Wk);
+    ac_mat_free(&Wq);
 }
 END_TEST
 
@@ -400,6 +566,8 @@ int main(void)
     tcase_add_test(tc, test_head_split_stage);
     tcase_add_test(tc, test_head_certify_columns);
     tcase_add_test(tc, test_zero_head);
+    tcase_add_test(tc, test_masked_enclosure_contains_oracle);
+    tcase_add_test(tc, test_masked_softmax_double);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

@@ -1,0 +1,652 @@
+/* test_t1_mask.c — Theorem 1 for masked heads and heads with biases
+ * (doc/mathematics.md §3.8): the support of a mask, the validation of
+ * masked instances, Lemma W's threshold on staircases (causal masks,
+ * padding, both, no mask), its range elsewhere (sliding windows), the
+ * biased class, the head size at a tolerance, scale invariance and the same
+ * bits for any thread count.
+ *
+ * Oracles: the definition of the support; the generic values of Lemma W
+ * (floor(n/2) for a causal mask, min(|V| - 1, n) for padding) that
+ * Dirichlet columns reach with probability 1; exact rationals (power-of-two
+ * P, where the threshold is exact); the unmasked route on the same instance
+ * (a mask that hides nothing); the written weights recomputed in double
+ * (their masked error must lie in the certificate up to the recomputation's
+ * rounding, never below a certified lower bound); logits of known rank r
+ * (a head of size r reaches P). */
+#include <config.h>
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attncheck/blas.h"
+#include "attncheck/head.h"
+#include "attncheck/interval.h"
+#include "attncheck/rng.h"
+#include "attncheck/theorem1.h"
+#include "testutil.h"
+
+/* P with Dirichlet(1, ..., 1) columns on the visible keys of om. */
+static void dirichlet_on(ac_mat *P, const unsigned char *om, size_t n, uint64_t seed)
+{
+    ac_rng r;
+    ac_mat_init(P, n, n, NULL);
+    ac_rng_init(&r, seed, 5, 0);
+    for (size_t j = 0; j < n; j++) {
+        double s = 0;
+        for (size_t i = 0; i < n; i++)
+            if (om[i * n + j])
+                s += (AC_MAT(P, i, j) = ac_rng_gamma(&r, 1.0));
+        for (size_t i = 0; i < n; i++)
+            AC_MAT(P, i, j) /= s;
+    }
+}
+
+/* Each visible column a dyadic partition of 1 (exact sums). */
+static void dyadic_on(ac_mat *P, const unsigned char *om, size_t n, uint64_t seed)
+{
+    ac_rng r;
+    ac_mat_init(P, n, n, NULL);
+    ac_rng_init(&r, seed, 6, 0);
+    for (size_t j = 0; j < n; j++) {
+        size_t m = 0, idx[64];
+        double col[64] = {1.0};
+        size_t len = 1;
+        for (size_t i = 0; i < n; i++)
+            if (om[i * n + j])
+                idx[m++] = i;
+        while (len < m) {
+            size_t k = ac_rng_below(&r, len);
+            col[k] *= 0.5;
+            col[len++] = col[k];
+        }
+        for (size_t t = 0; t < m; t++)
+            AC_MAT(P, idx[t], j) = col[t];
+    }
+}
+
+static void gaussian(ac_mat *X, size_t d, size_t n, uint64_t seed)
+{
+    ac_rng r;
+    ac_mat_init(X, d, n, NULL);
+    ac_rng_init(&r, seed, 7, 0);
+    ac_rng_normal_fill(&r, X->data, d * n);
+}
+
+/* The support of m (omega), Gaussian X (d x n) and Dirichlet columns on it. */
+static void instance(unsigned char *om, ac_mat *X, ac_mat *P, const ac_t1_mask *m, size_t d,
+                     size_t n, uint64_t seed)
+{
+    ck_assert(ac_t1_mask_support(om, n, m, NULL) == AC_OK);
+    gaussian(X, d, n, seed);
+    dirichlet_on(P, om, n, seed);
+}
+
+/* The default options with a mask and a head size. */
+static void mopts(ac_t1_opts *o, const ac_t1_mask *m, size_t dk)
+{
+    ac_t1_opts_default(o);
+    o->mask = m;
+    o->dk = dk;
+}
+
+/* max |Softmax_Omega - P| of the written weights, in double (with a bias
+ * the weights are dk x (d + 1) and X gains a row of ones). */
+static double recomputed_error(const ac_t1_result *res, const ac_mat *X, const ac_mat *P,
+                               const unsigned char *om, int bias)
+{
+    ac_mat S = {0}, Xb = {0};
+    const ac_mat *Xc = X;
+    if (bias) {
+        ac_mat_init(&Xb, X->rows + 1, X->cols, NULL);
+        memcpy(Xb.data, X->data, X->rows * X->cols * sizeof(double));
+        for (size_t j = 0; j < X->cols; j++)
+            AC_MAT(&Xb, X->rows, j) = 1.0;
+        Xc = &Xb;
+    }
+    ck_assert(ac_head_softmax_masked(&S, Xc, &res->Wk, &res->Wq, om, NULL) == AC_OK);
+    double e = 0;
+    for (size_t i = 0; i < P->rows * P->cols; i++)
+        e = fmax(e, fabs(S.data[i] - P->data[i]));
+    ac_mat_free(&S);
+    ac_mat_free(&Xb);
+    return e;
+}
+
+static void check_consistent(const ac_t1_result *res, const ac_mat *X, const ac_mat *P,
+                             const unsigned char *om, int bias, const char *what)
+{
+    ck_assert_msg(res->dist_lo <= res->dist_hi, "%s: [%g, %g]", what, res->dist_lo, res->dist_hi);
+    if (res->Wk.data && res->weights_cert.stage != AC_STAGE_NONE) {
+        double e = recomputed_error(res, X, P, om, bias), slack = 64.0 * (double)X->cols * AC_U;
+        ck_assert_msg(e <= res->weights_cert.hi + slack && e + slack >= res->weights_cert.lo,
+                      "%s: recomputed %g outside [%g, %g]", what, e, res->weights_cert.lo,
+                      res->weights_cert.hi);
+        ck_assert_msg(e + slack >= res->dist_lo, "%s: weights %g below dist_lo %g", what, e,
+                      res->dist_lo);
+    }
+    if (res->verdict == AC_PROVED)
+        ck_assert(res->dist_hi <= res->cert.tau);
+    if (res->verdict == AC_REFUTED)
+        ck_assert(res->dist_lo > res->cert.tau);
+}
+
+/* ---- the support ------------------------------------------------------------ */
+
+START_TEST(test_support)
+{
+    size_t n = 7;
+    unsigned char om[49], valid[7] = {1, 0, 1, 1, 0, 1, 1}, keep[49];
+    for (size_t i = 0; i < n * n; i++)
+        keep[i] = (unsigned char)((i * 5 + 3) % 4 != 0 || i % 8 == 0);
+    for (int causal = 0; causal < 2; causal++)
+        for (size_t w = 0; w < 4; w++)
+            for (int pad = 0; pad < 2; pad++)
+                for (int kp = 0; kp < 2; kp++) {
+                    ac_t1_mask m = {causal, w, pad ? valid : NULL, n, kp ? keep : NULL, n * n,
+                                    NULL};
+                    ac_err err;
+                    int st = ac_t1_mask_support(om, n, &m, &err);
+                    int none = 0;
+                    for (size_t j = 0; j < n; j++) {
+                        int any = 0;
+                        for (size_t i = 0; i < n; i++) {
+                            size_t dist = i > j ? i - j : j - i;
+                            int v = !(causal && i > j) && !(w && dist >= w) &&
+                                    !(pad && !valid[i]) && !(kp && !keep[i * n + j]);
+                            any |= v;
+                            if (st == AC_OK)
+                                ck_assert(om[i * n + j] == v);
+                        }
+                        none |= !any;
+                    }
+                    ck_assert_msg((st == AC_EDATA) == none, "causal %d w %zu pad %d keep %d",
+                                  causal, w, pad, kp);
+                    if (st)
+                        ck_assert(strstr(err.msg, "sees no key") != NULL);
+                }
+    ac_t1_mask bad = {0, 0, valid, 6, NULL, 0, "M.npy"};
+    ac_err err;
+    ck_assert(ac_t1_mask_support(om, n, &bad, &err) == AC_EDATA);
+    ck_assert(strstr(err.msg, "M.npy") != NULL);
+    ck_assert(ac_t1_mask_support(om, n, NULL, NULL) == AC_OK);
+    for (size_t i = 0; i < n * n; i++)
+        ck_assert(om[i] == 1);
+}
+END_TEST
+
+/* Bad input names the file and the entry. */
+START_TEST(test_validate_masked)
+{
+    size_t n = 5;
+    unsigned char om[25];
+    ac_t1_mask m = {1, 0, NULL, 0, NULL, 0, "causal"};
+    ac_mat X = {0}, P = {0};
+    instance(om, &X, &P, &m, n, n, test_seed_value);
+    ac_err err;
+    ck_assert(ac_t1_validate_masked(&X, "X.npy", &P, "P.npy", om, "causal", 2, &err) == AC_OK);
+    AC_MAT(&P, 3, 1) = 1e-9; /* off the mask */
+    ck_assert(ac_t1_validate_masked(&X, "X.npy", &P, "P.npy", om, "causal", 2, &err) == AC_EDATA);
+    ck_assert(strstr(err.msg, "P.npy: entry (3, 1)") && strstr(err.msg, "masked"));
+    AC_MAT(&P, 3, 1) = 0;
+    double keep = AC_MAT(&P, 0, 2);
+    AC_MAT(&P, 0, 2) = 0; /* on the mask */
+    ck_assert(ac_t1_validate_masked(&X, "X.npy", &P, "P.npy", om, "causal", 2, &err) == AC_EDATA);
+    ck_assert(strstr(err.msg, "entry (0, 2)") && strstr(err.msg, "visible"));
+    AC_MAT(&P, 0, 2) = keep * 1.5; /* column 2 off 1 */
+    ck_assert(ac_t1_validate_masked(&X, "X.npy", &P, "P.npy", om, "causal", 2, &err) == AC_EDATA);
+    ck_assert(strstr(err.msg, "column 2"));
+    AC_MAT(&P, 0, 2) = keep;
+    /* ac_t1_check reports the same through opts->mask */
+    ac_t1_opts o;
+    ac_t1_result res;
+    mopts(&o, &m, 2);
+    AC_MAT(&P, 4, 0) = 0.25;
+    ck_assert(ac_t1_check(&res, &X, &P, &o, &err) == AC_EDATA);
+    ac_t1_result_free(&res);
+    ac_mat_free(&X);
+    ac_mat_free(&P);
+}
+END_TEST
+
+/* ---- Lemma W on staircases ----------------------------------------------------- */
+
+/* A causal mask and Dirichlet columns: the threshold is floor(n/2) (Lemma W,
+ * every block of full rank), exact PROVED there and REFUTED below; n = 1
+ * and 2 included (one visible key: P = 1). */
+START_TEST(test_causal_generic)
+{
+    for (size_t n = 1; n <= 12; n++) {
+        unsigned char om[144];
+        ac_t1_mask m = {1, 0, NULL, 0, NULL, 0, NULL};
+        ac_mat X = {0}, P = {0};
+        instance(om, &X, &P, &m, n + (n % 2), n, test_seed_value + n);
+        long tau = (long)(n / 2);
+        for (long dk = tau > 1 ? tau - 1 : 1; dk <= tau + 1; dk++) {
+            ac_t1_opts o;
+            ac_t1_result res;
+            mopts(&o, &m, (size_t)dk);
+            ck_assert(ac_t1_check(&res, &X, &P, &o, NULL) == AC_OK);
+            ck_assert(res.route == AC_T1_ROUTE_MASKED && res.staircase && res.nblocks == n);
+            ck_assert_msg(res.threshold.exact && res.threshold.lo == (tau > 1 ? tau : 1),
+                          "n = %zu: threshold [%ld, %ld]", n, res.threshold.lo,
+                          res.threshold.hi);
+            ac_verdict want = dk >= tau ? AC_PROVED : AC_REFUTED;
+            ck_assert_msg(res.exact == want, "n = %zu, dk = %ld: exact %s", n, dk,
+                          ac_verdict_name(res.exact));
+            if (dk >= tau)
+                ck_assert_msg(res.verdict == AC_PROVED && res.weights_cert.hi <= 1e-9,
+                              "n = %zu, dk = %ld: weights %g", n, dk, res.weights_cert.hi);
+            check_consistent(&res, &X, &P, om, 0, "causal");
+            ac_t1_result_free(&res);
+        }
+        ac_mat_free(&X);
+        ac_mat_free(&P);
+    }
+}
+END_TEST
+
+/* Padding: the threshold is that of the visible keys alone, min(|V| - 1, n)
+ * for Dirichlet columns; with a causal mask as well it is a staircase too. */
+START_TEST(test_padding)
+{
+    size_t n = 9;
+    unsigned char valid[9] = {1, 1, 0, 1, 0, 1, 1, 0, 1}, om[81];
+    for (int causal = 0; causal < 2; causal++) {
+        ac_t1_mask m = {causal, 0, valid, n, NULL, 0, NULL};
+        ac_mat X = {0}, P = {0};
+        instance(om, &X, &P, &m, n, n, test_seed_value + 40 + causal);
+        ac_t1_opts o;
+        ac_t1_result res;
+        mopts(&o, &m, 3);
+        ck_assert(ac_t1_check(&res, &X, &P, &o, NULL) == AC_OK);
+        ck_assert(res.staircase && res.threshold.exact);
+        if (!causal) /* 6 valid keys: rank(K_V log P_V) = 5 */
+            ck_assert_msg(res.threshold.lo == 5, "padding: %ld", res.threshold.lo);
+        else /* a staircase of the 6 valid keys: floor(6/2) + 0 */
+            ck_assert(res.threshold.lo >= 1 && res.threshold.lo <= 5);
+        ck_assert(res.exact == (res.threshold.lo <= 3 ? AC_PROVED : AC_REFUTED));
+        check_consistent(&res, &X, &P, om, 0, "padding");
+        ac_t1_result_free(&res);
+        ac_mat_free(&X);
+        ac_mat_free(&P);
+    }
+}
+END_TEST
+
+/* A mask that hides nothing gives the unmasked answer: the threshold of
+ * §3.5 (n - 1 for Dirichlet P) and the same exact verdicts. */
+START_TEST(test_full_mask_is_unmasked)
+{
+    size_t n = 7;
+    ac_t1_mask m = {0, n + 3, NULL, 0, NULL, 0, NULL};
+    ac_mat X = {0}, P = {0};
+    ck_assert(ac_t1_generate(&X, &P, n, n, test_seed_value + 3, NULL) == AC_OK);
+    for (size_t dk = n - 2; dk <= n - 1; dk++) {
+        ac_t1_opts o;
+        ac_t1_result a, b;
+        ac_t1_opts_default(&o);
+        o.dk = dk;
+        ck_assert(ac_t1_check(&a, &X, &P, &o, NULL) == AC_OK);
+        o.mask = &m;
+        ck_assert(ac_t1_check(&b, &X, &P, &o, NULL) == AC_OK);
+        ck_assert(b.route == AC_T1_ROUTE_MASKED && b.staircase && b.nblocks == 1);
+        ck_assert(a.exact == b.exact && a.threshold.lo == b.threshold.lo &&
+                  a.threshold.hi == b.threshold.hi);
+        ck_assert(b.threshold.lo == (long)n - 1);
+        ac_t1_result_free(&a);
+        ac_t1_result_free(&b);
+    }
+    ac_mat_free(&X);
+    ac_mat_free(&P);
+}
+END_TEST
+
+/* Power-of-two P: every rank exact (rationals), so the threshold is exact
+ * whatever its value, and tol = 0 is decided. */
+START_TEST(test_dyadic_exact)
+{
+    for (size_t n = 2; n <= 8; n++) {
+        unsigned char om[64];
+        ac_t1_mask m = {1, 0, NULL, 0, NULL, 0, NULL};
+        ac_mat X = {0}, P = {0};
+        ck_assert(ac_t1_mask_support(om, n, &m, NULL) == AC_OK);
+        gaussian(&X, n, n, test_seed_value + 60 + n);
+        dyadic_on(&P, om, n, test_seed_value + 60 + n);
+        ac_t1_opts o;
+        ac_t1_result res;
+        mopts(&o, &m, 1);
+        o.tol = 0;
+        ck_assert(ac_t1_check(&res, &X, &P, &o, NULL) == AC_OK);
+        ck_assert_msg(res.threshold.exact, "n = %zu: [%ld, %ld]", n, res.threshold.lo,
+                      res.threshold.hi);
+        long tau = res.threshold.lo;
+        ck_assert(tau >= 1 && tau <= (long)n / 2 + 1);
+        ck_assert(res.exact == (tau <= 1 ? AC_PROVED : AC_REFUTED));
+        ac_t1_result_free(&res);
+        o.dk = (size_t)tau;
+        ck_assert(ac_t1_check(&res, &X, &P, &o, NULL) == AC_OK);
+        ck_assert(res.exact == AC_PROVED && res.verdict == AC_PROVED && res.dist_hi == 0);
+        ac_t1_result_free(&res);
+        ac_mat_free(&X);
+        ac_mat_free(&P);
+    }
+}
+END_TEST
+
+/* Under a mask the representable set is not closed (doc/mathematics.md
+ * §3.8): causal n = 3, column 2 = (0.3, 0.7), column 3 = (1/4, 1/4, 1/2) has
+ * least rank 2 exactly (the intersection K L({1,2},{3}) is 0), yet moving
+ * P_13 makes it 1, so dist at dk = 1 is 0: exact REFUTED, C(0) never
+ * REFUTED. */
+START_TEST(test_not_closed)
+{
+    size_t n = 3;
+    unsigned char om[9];
+    ac_t1_mask m = {1, 0, NULL, 0, NULL, 0, NULL};
+    ck_assert(ac_t1_mask_support(om, n, &m, NULL) == AC_OK);
+    ac_mat X = {0}, P = {0};
+    ac_mat_init(&X, n, n, NULL);
+    ac_mat_init(&P, n, n, NULL);
+    for (size_t i = 0; i < n; i++)
+        AC_MAT(&X, i, i) = 1.0;
+    double p[9] = {1, 0.3, 0.25, 0, 0.7, 0.25, 0, 0, 0.5};
+    memcpy(P.data, p, sizeof p);
+    ac_t1_opts o;
+    ac_t1_result res;
+    mopts(&o, &m, 1);
+    o.tol = 0;
+    ck_assert(ac_t1_check(&res, &X, &P, &o, NULL) == AC_OK);
+    ck_assert_msg(res.threshold.exact && res.threshold.lo == 2, "[%ld, %ld]", res.threshold.lo,
+                  res.threshold.hi);
+    ck_assert(res.exact == AC_REFUTED);
+    ck_assert_msg(res.verdict != AC_REFUTED && res.dist_lo == 0, "dist_lo %g", res.dist_lo);
+    ac_t1_result_free(&res);
+    ac_mat_free(&X);
+    ac_mat_free(&P);
+}
+END_TEST
+
+/* A sliding window is not a staircase: the threshold is a range with
+ * lo >= 1 and hi = window - 1 (Lemma G), exact PROVED at hi with weights. */
+START_TEST(test_band_range)
+{
+    size_t n = 10;
+    for (size_t w = 2; w <= 5; w++) {
+        unsigned char om[100];
+        ac_t1_mask m = {1, w, NULL, 0, NULL, 0, NULL};
+        ac_mat X = {0}, P = {0};
+        instance(om, &X, &P, &m, n, n, test_seed_value + 80 + w);
+        ac_t1_opts o;
+        ac_t1_result res;
+        mopts(&o, &m, w - 1);
+        ck_assert(ac_t1_check(&res, &X, &P, &o, NULL) == AC_OK);
+        ck_assert(!res.staircase && strstr(res.support, "not a staircase"));
+        ck_assert(res.threshold.hi == (long)w - 1 && res.threshold.lo >= 1 &&
+                  res.threshold.lo <= res.threshold.hi);
+        ck_assert(res.exact == AC_PROVED && res.verdict == AC_PROVED);
+        check_consistent(&res, &X, &P, om, 0, "band");
+        ac_t1_result_free(&res);
+        ac_mat_free(&X);
+        ac_mat_free(&P);
+    }
+}
+END_TEST
+
+/* ---- biases ------------------------------------------------------------------ */
+
+/* rank X = n: a bias adds nothing (Lemma B), the same threshold; d < n:
+ * biased heads are heads on [X; 1'], of rank d + 1; the weights written are
+ * dk x (d + 1) and reproduce their certificate. */
+START_TEST(test_bias)
+{
+    size_t n = 6;
+    unsigned char om[36];
+    ac_t1_mask m = {1, 0, NULL, 0, NULL, 0, NULL};
+    ck_assert(ac_t1_mask_support(om, n, &m, NULL) == AC_OK);
+    for (size_t d = 2; d <= n; d += n - 2) {
+        ac_mat X = {0}, P = {0};
+        gaussian(&X, d, n, test_seed_value + 90 + d);
+        /* P from a biased head of size 2 */
+        ac_mat Wk = {0}, Wq = {0}, Xb = {0}, S = {0};
+        ac_mat_init(&Wk, 2, d + 1, NULL);
+        ac_mat_init(&Wq, 2, d + 1, NULL);
+        ac_rng r;
+        ac_rng_init(&r, test_seed_value, 91, d);
+        ac_rng_normal_fill(&r, Wk.data, 2 * (d + 1));
+        ac_rng_normal_fill(&r, Wq.data, 2 * (d + 1));
+        ac_mat_init(&Xb, d + 1, n, NULL);
+        memcpy(Xb.data, X.data, d * n * sizeof(double));
+        for (size_t j = 0; j < n; j++)
+            AC_MAT(&Xb, d, j) = 1.0;
+        ck_assert(ac_head_softmax_masked(&S, &Xb, &Wk, &Wq, om, NULL) == AC_OK);
+        P = S;
+        for (int bias = 0; bias < 2; bias++) {
+            ac_t1_opts o;
+            ac_t1_result res;
+            ac_t1_opts_default(&o);
+            o.mask = &m;
+            o.bias = bias;
+            o.dk = 2;
+            ck_assert(ac_t1_check(&res, &X, &P, &o, NULL) == AC_OK);
+            ck_assert(res.bias == bias);
+            ck_assert(res.rank == (long)(d + bias < n ? d + bias : n));
+            if (res.Wk.data)
+                ck_assert(res.Wk.cols == d + (size_t)bias && res.Wq.cols == d + (size_t)bias);
+            check_consistent(&res, &X, &P, om, bias, "bias");
+            if (bias) /* the generating head is a biased head of size 2 */
+                ck_assert_msg(res.verdict == AC_PROVED, "d = %zu: %s", d, res.summary);
+            ac_t1_result_free(&res);
+        }
+        ac_mat_free(&Wk);
+        ac_mat_free(&Wq);
+        ac_mat_free(&Xb);
+        ac_mat_free(&X);
+        ac_mat_free(&P);
+    }
+}
+END_TEST
+
+/* Without a mask, a bias is the unmasked route on [X; 1']: the same result
+ * as passing [X; 1'] itself, and the weights written are dk x (d + 1). */
+START_TEST(test_bias_unmasked)
+{
+    size_t d = 3, n = 6;
+    ac_mat X = {0}, P = {0}, Xb = {0};
+    ck_assert(ac_t1_generate(&X, &P, d, n, test_seed_value + 7, NULL) == AC_OK);
+    ac_mat_init(&Xb, d + 1, n, NULL);
+    memcpy(Xb.data, X.data, d * n * sizeof(double));
+    for (size_t j = 0; j < n; j++)
+        AC_MAT(&Xb, d, j) = 1.0;
+    ac_t1_opts o;
+    ac_t1_result a, b;
+    ac_t1_opts_default(&o);
+    o.dk = 2;
+    ck_assert(ac_t1_check(&a, &Xb, &P, &o, NULL) == AC_OK);
+    o.bias = 1;
+    ck_assert(ac_t1_check(&b, &X, &P, &o, NULL) == AC_OK);
+    ck_assert(b.bias && b.d == d && b.rank == a.rank && b.exact == a.exact &&
+              b.verdict == a.verdict && b.dist_lo == a.dist_lo && b.dist_hi == a.dist_hi);
+    ck_assert(b.Wk.cols == d + 1);
+    ac_t1_result_free(&a);
+    ac_t1_result_free(&b);
+    ac_mat_free(&X);
+    ac_mat_free(&P);
+    ac_mat_free(&Xb);
+}
+END_TEST
+
+/* ---- the head size at a tolerance ---------------------------------------------- */
+
+/* Causal patterns of rank-r logits on X = I: the head size at tol is r
+ * exactly, and the head of size r - 1 is REFUTED with a certified
+ * distance; without a mask on a representable P the same entry point
+ * works. */
+START_TEST(test_threshold_at_tol)
+{
+    size_t n = 14;
+    unsigned char om[196];
+    ac_t1_mask m = {1, 0, NULL, 0, NULL, 0, NULL};
+    ck_assert(ac_t1_mask_support(om, n, &m, NULL) == AC_OK);
+    for (size_t r = 1; r <= 4; r++) {
+        ac_mat X = {0}, P = {0}, A = {0};
+        ac_mat_init(&X, n, n, NULL);
+        ac_mat_init(&P, n, n, NULL);
+        ac_mat_init(&A, n, 2 * r, NULL);
+        for (size_t i = 0; i < n; i++)
+            AC_MAT(&X, i, i) = 1.0;
+        ac_rng g;
+        ac_rng_init(&g, test_seed_value, 100, r);
+        ac_rng_normal_fill(&g, A.data, n * 2 * r);
+        for (size_t j = 0; j < n; j++) {
+            double mx = -INFINITY, s = 0;
+            for (size_t i = 0; i <= j; i++) {
+                double z = 0;
+                for (size_t k = 0; k < r; k++)
+                    z += 2.0 * AC_MAT(&A, i, k) * AC_MAT(&A, j, r + k);
+                AC_MAT(&P, i, j) = z;
+                mx = fmax(mx, z);
+            }
+            for (size_t i = 0; i <= j; i++)
+                s += (AC_MAT(&P, i, j) = exp(AC_MAT(&P, i, j) - mx));
+            for (size_t i = 0; i <= j; i++)
+                AC_MAT(&P, i, j) /= s;
+        }
+        ac_t1_opts o;
+        ac_t1_tol_threshold t;
+        ac_t1_opts_default(&o);
+        o.mask = &m;
+        ck_assert(ac_t1_threshold_at_tol(&t, &X, &P, r > 1 ? r - 1 : 0, &o, NULL) == AC_OK);
+        ck_assert_msg(t.exact && t.lo == (long)r && t.hi == (long)r, "r = %zu: [%ld, %ld] %s",
+                      r, t.lo, t.hi, t.method);
+        ck_assert(t.dk_max == n && t.nevals > 0);
+        if (r > 1)
+            ck_assert(t.dk_at == r - 1 && t.at_verdict == AC_REFUTED && t.at_lo > o.tol &&
+                      t.at_lo <= t.at_hi);
+        /* every evaluation agrees with the answer */
+        for (size_t q = 0; q < t.nevals; q++) {
+            if (t.eval[q].verdict == AC_PROVED)
+                ck_assert(t.eval[q].dk >= t.hi);
+            if (t.eval[q].verdict == AC_REFUTED)
+                ck_assert(t.eval[q].dk < t.lo);
+        }
+        /* no mask: the same logits under the full softmax */
+        for (size_t j = 0; j < n; j++) {
+            double mx = -INFINITY, s = 0;
+            for (size_t i = 0; i < n; i++) {
+                double z = 0;
+                for (size_t k = 0; k < r; k++)
+                    z += 2.0 * AC_MAT(&A, i, k) * AC_MAT(&A, j, r + k);
+                AC_MAT(&P, i, j) = z;
+                mx = fmax(mx, z);
+            }
+            for (size_t i = 0; i < n; i++)
+                s += (AC_MAT(&P, i, j) = exp(AC_MAT(&P, i, j) - mx));
+            for (size_t i = 0; i < n; i++)
+                AC_MAT(&P, i, j) /= s;
+        }
+        o.mask = NULL;
+        ck_assert(ac_t1_threshold_at_tol(&t, &X, &P, 0, &o, NULL) == AC_OK);
+        ck_assert_msg(t.exact && t.lo == (long)r, "no mask, r = %zu: [%ld, %ld] %s", r, t.lo,
+                      t.hi, t.method);
+        ac_mat_free(&X);
+        ac_mat_free(&P);
+        ac_mat_free(&A);
+    }
+}
+END_TEST
+
+/* ---- scale, degenerate X, threads ---------------------------------------------- */
+
+/* X times 2^+-600 decides as X (exactly representable heads rescale), and
+ * X with repeated columns (rank < n) is decided on its row space. */
+START_TEST(test_scale_and_degenerate)
+{
+    size_t n = 6;
+    unsigned char om[36];
+    ac_t1_mask m = {1, 0, NULL, 0, NULL, 0, NULL};
+    ac_mat X = {0}, P = {0};
+    instance(om, &X, &P, &m, n, n, test_seed_value + 120);
+    ac_t1_opts o;
+    ac_t1_result a;
+    mopts(&o, &m, 2);
+    ck_assert(ac_t1_check(&a, &X, &P, &o, NULL) == AC_OK);
+    for (int e = -600; e <= 600; e += 1200) {
+        ac_mat Xs = {0};
+        ac_t1_result b;
+        ac_mat_copy(&Xs, &X, NULL);
+        for (size_t i = 0; i < n * n; i++)
+            Xs.data[i] = ldexp(Xs.data[i], e);
+        ck_assert(ac_t1_check(&b, &Xs, &P, &o, NULL) == AC_OK);
+        ck_assert(b.x_scale != 0 && b.exact == a.exact && b.threshold.lo == a.threshold.lo &&
+                  b.threshold.hi == a.threshold.hi && b.rank == a.rank);
+        ck_assert(b.verdict == a.verdict || b.weights_unusable);
+        check_consistent(&b, &Xs, &P, om, 0, "scaled");
+        ac_t1_result_free(&b);
+        ac_mat_free(&Xs);
+    }
+    ac_t1_result_free(&a);
+    /* repeated columns: tokens 4, 5 equal to 0, 1 */
+    for (size_t i = 0; i < n; i++) {
+        AC_MAT(&X, i, 4) = AC_MAT(&X, i, 0);
+        AC_MAT(&X, i, 5) = AC_MAT(&X, i, 1);
+    }
+    ck_assert(ac_t1_check(&a, &X, &P, &o, NULL) == AC_OK);
+    ck_assert(a.rank == 4);
+    check_consistent(&a, &X, &P, om, 0, "repeated columns");
+    ac_t1_result_free(&a);
+    ac_mat_free(&X);
+    ac_mat_free(&P);
+}
+END_TEST
+
+/* The same bits with 1 and 2 threads (BLAS and OpenMP). */
+START_TEST(test_threads)
+{
+    size_t n = 12;
+    unsigned char om[144], valid[12];
+    for (size_t i = 0; i < n; i++)
+        valid[i] = i % 5 != 3;
+    ac_t1_mask m = {1, 0, valid, n, NULL, 0, NULL};
+    ac_mat X = {0}, P = {0};
+    instance(om, &X, &P, &m, n, n, test_seed_value + 130);
+    ac_t1_opts o;
+    ac_t1_result a, b;
+    mopts(&o, &m, 2);
+    ac_blas_set_threads(1);
+    ck_assert(ac_t1_check(&a, &X, &P, &o, NULL) == AC_OK);
+    ac_blas_set_threads(2);
+    ck_assert(ac_t1_check(&b, &X, &P, &o, NULL) == AC_OK);
+    ck_assert(a.verdict == b.verdict && a.dist_lo == b.dist_lo && a.dist_hi == b.dist_hi);
+    ck_assert(a.Wk.rows == b.Wk.rows && a.Wk.cols == b.Wk.cols);
+    ck_assert(memcmp(a.Wk.data, b.Wk.data, a.Wk.rows * a.Wk.cols * sizeof(double)) == 0);
+    ck_assert(memcmp(a.Wq.data, b.Wq.data, a.Wq.rows * a.Wq.cols * sizeof(double)) == 0);
+    ac_t1_result_free(&a);
+    ac_t1_result_free(&b);
+    ac_mat_free(&X);
+    ac_mat_free(&P);
+}
+END_TEST
+
+int main(void)
+{
+    test_seed_init();
+    Suite *s = suite_create("t1_mask");
+    TCase *tc = tcase_create("core");
+    test_no_timeout(tc);
+    tcase_add_test(tc, test_support);
+    tcase_add_test(tc, test_validate_masked);
+    tcase_add_test(tc, test_causal_generic);
+    tcase_add_test(tc, test_padding);
+    tcase_add_test(tc, test_full_mask_is_unmasked);
+    tcase_add_test(tc, test_dyadic_exact);
+    tcase_add_test(tc, test_not_closed);
+    tcase_add_test(tc, test_band_range);
+    tcase_add_test(tc, test_bias);
+    tcase_add_test(tc, test_bias_unmasked);
+    tcase_add_test(tc, test_threshold_at_tol);
+    tcase_add_test(tc, test_scale_and_degenerate);
+    tcase_add_test(tc, test_threads);
+    suite_add_tcase(s, tc);
+    return test_run_suite(s);
+}
