@@ -531,6 +531,11 @@ static int open_single(ac_st *st, const char *path, ac_err *err)
     return s;
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
 /* A shard's name: a file name in the index's directory. */
 static int shard_name_ok(const char *s)
 {
@@ -574,6 +579,7 @@ static int open_index(ac_st *st, const char *path, ac_err *err)
         if (k == nsh)
             shards[nsh++] = e->s;
     }
+    qsort(shards, nsh, sizeof *shards, cmp_str);
     if ((s = st_begin(st, path, nsh, err)))
         goto out;
     if (!(st->index = strdup(path))) {
