@@ -317,12 +317,17 @@ static int check_slot(ac_model *m, const slotdef *sd, const char *name, const ac
     if (!t) {
         if (sd->cond == C_MAYBE || !cond_present(c, sd->cond))
             return AC_OK;
-        return ac_err_set(err, AC_EDATA, "%s: no tensor %s (a %s checkpoint has it)", m->st.path,
+        return ac_err_set(err, AC_EDATA, "%s: no tensor %s (a %s checkpoint has it; names are "
+                          "compared without prefixes such as \"transformer.\")", m->st.path,
                           name, fams[c->fam].name);
     }
     if (!cond_present(c, sd->cond))
         return ac_err_set(err, AC_EDATA, "%s: tensor %s is present but %s says the model has "
                           "none", m->st.files[t->file].path, t->name, m->priv->config);
+    if (!md_dtype_readable(t->dtype))
+        return ac_err_set(err, AC_EDATA, "%s: tensor %s: dtype %s is not read (quantised and "
+                          "integer tensors are not converted; F64, F32, F16 and BF16 are)",
+                          m->st.files[t->file].path, t->name, ac_st_dtype_name(t->dtype));
     size_t want[4], nd = 0;
     while (nd < 4 && sd->dims[nd])
         want[nd] = dimval(c, sd->dims[nd]), nd++;
@@ -343,10 +348,6 @@ static int check_slot(ac_model *m, const slotdef *sd, const char *name, const ac
                           m->st.files[t->file].path, t->name, a, m->priv->config, b, c->d, c->h,
                           c->dk, c->hkv, c->ffn);
     }
-    if (!md_dtype_readable(t->dtype))
-        return ac_err_set(err, AC_EDATA, "%s: tensor %s: dtype %s is not read (quantised and "
-                          "integer tensors are not converted; F64, F32, F16 and BF16 are)",
-                          m->st.files[t->file].path, t->name, ac_st_dtype_name(t->dtype));
     *out = t;
     return AC_OK;
 }
