@@ -511,7 +511,8 @@ static int st_begin(ac_st *st, const char *path, size_t nfiles, ac_err *err)
 /* Sort the tensors by name; two of a name are an error. */
 static int st_finish(ac_st *st, ac_err *err)
 {
-    qsort(st->tensors, st->ntensors, sizeof *st->tensors, cmp_tensor);
+    if (st->ntensors > 1)
+        qsort(st->tensors, st->ntensors, sizeof *st->tensors, cmp_tensor);
     for (size_t i = 1; i < st->ntensors; i++)
         if (!strcmp(st->tensors[i - 1].name, st->tensors[i].name))
             return ac_err_set(err, AC_EDATA, "%s: tensor %s is in two shards: %s and %s",
