@@ -645,7 +645,7 @@ int ac_model_layer(ac_attn_layer *L, const ac_model *m, size_t l, ac_err *err)
     if (!b)
         return ac_err_set(err, AC_EINTERNAL, "out of memory");
     L->block = b;
-    L->layer = l;
+    L->layer = c->fam == AC_MODEL_LAYER ? c->layer_index : l;
     L->d = d;
     L->h = c->h;
     L->hkv = c->hkv;

@@ -464,7 +464,8 @@ static int layer(const cfgr *r, md_cfg *c)
         (st = get_double(r, "rope_theta", 10000.0, 1, 1e30, &c->rope_theta)))
         return st;
     size_t fv;
-    if ((st = get_size(r, KEYS("format_version"), 1, 1, 1, &fv)))
+    if ((st = get_size(r, KEYS("format_version"), 1, 1, 1, &fv)) ||
+        (st = get_size(r, KEYS("layer_index"), 0, 0, MAX_LAYERS, &c->layer_index)))
         return st;
     if (c->h % c->hkv)
         return ac_err_set(r->err, AC_EDATA, "%s: \"num_key_value_heads\" %zu does not divide "

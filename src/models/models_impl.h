@@ -89,6 +89,7 @@ typedef struct {
     ac_rope_kind rope;
     double rope_theta;
     long pad_id;          /* RoBERTa padding_idx (positions), -1: none */
+    size_t layer_index;   /* attncheck_layer: the layer's index in its model */
     char notes[160];      /* options read that change no pattern */
 } md_cfg;
 
