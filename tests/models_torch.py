@@ -723,6 +723,31 @@ def check_reader(mh, fixtures, work):
           "SHA-256 as hashlib" % (n, len(os.listdir(fixtures))))
 
 
+def check_converter(mh, fixtures, work):
+    """python/attncheck/torch_convert.py: a torch.save'd state dict with its
+    config.json, converted, gives the fixture's patterns to the last bit (the
+    same doubles: the fixture's F32 values saved as float64)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python",
+                                    "attncheck"))
+    import torch_convert
+    cfg, sd = read_ckpt(os.path.join(fixtures, "gpt2"))
+    src = os.path.join(work, "conv_src")
+    os.makedirs(src)
+    torch.save(sd, os.path.join(src, "pytorch_model.bin"))
+    with open(os.path.join(src, "config.json"), "w") as f:
+        json.dump(cfg, f)
+    out = torch_convert.convert(os.path.join(src, "pytorch_model.bin"),
+                                os.path.join(work, "conv_out"))
+    R = np.random.RandomState(SEED % 2 ** 32 + 2).standard_normal((5, cfg["n_embd"]))
+    rp = npsave(os.path.join(work, "conv_R.npy"), R)
+    a = tool(mh, os.path.join(fixtures, "gpt2"), 1, os.path.join(work, "conv_a"), ["--resid", rp])
+    b = tool(mh, out, 1, os.path.join(work, "conv_b"), ["--resid", rp])
+    if a and b and not torch.equal(a[0]["patterns"], b[0]["patterns"]):
+        FAIL.append("torch_convert: the converted checkpoint's patterns differ from the fixture's")
+    print("converter: pytorch_model.bin + config.json -> safetensors: the same patterns, bit "
+          "for bit")
+
+
 def planted(mh, fixtures, work):
     """The comparisons can fail: a wrong RoPE pairing (llama_meta read as
     rotate_half) and a dropped scale rule (gpt2 without
@@ -769,6 +794,7 @@ def main():
     mh, fixtures, work = sys.argv[1:]
     print("models_torch: ATTNCHECK_TEST_SEED=%d" % SEED)
     check_reader(mh, fixtures, work)
+    check_converter(mh, fixtures, work)
     for name in FAMILIES:
         check_family(mh, fixtures, work, name)
     planted(mh, fixtures, work)
