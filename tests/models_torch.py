@@ -252,12 +252,8 @@ class GPT2:
         return head, pre, post
 
 
-class NanoGPT:
+class NanoGPT(GPT2):
     prefix = "_orig_mod.transformer."
-
-    def embed(self, cfg, sd, ids, types, keep, pix):
-        p = self.prefix
-        return sd[p + "wte.weight"][ids] + sd[p + "wpe.weight"][torch.arange(len(ids))]
 
     def layer(self, cfg, sd, l):
         p = "%sh.%d." % (self.prefix, l)

@@ -3,7 +3,7 @@
 ## top-level Makefile.am.
 
 SCRIPT_TESTS += tests/rel_integrity.sh tests/rel_kill.sh tests/rel_fuzz.sh
-EXTRA_DIST += tests/rel_local.mk tests/fuzz/README tests/fuzz/corpus
+EXTRA_DIST += tests/rel_local.mk tests/fuzz/README tests/fuzz/corpus tests/fuzz/fuzz_tmp.h
 
 # ---- fuzz harnesses: replayed on the seed corpus by make check (any compiler)
 FUZZ_TARGETS = npy json ckconfig safetensors stindex

@@ -126,48 +126,43 @@ END_TEST
 
 /* ---------------------------------------------------------------- conversions */
 
-START_TEST(test_convert_f16_all)
+/* Every pattern of a 16-bit float with e exponent bits (bias 2^(e-1) - 1)
+ * and 15 - e fraction bits: the value m 2^(1 - bias - fb) (exponent field
+ * 0) or (2^fb + m) 2^(E - bias - fb), its all-ones exponent flagged with
+ * the kind md_first_nonfinite gives. */
+static void check_half(ac_st_dtype t, int ebits)
 {
-    /* every pattern: the value of IEEE binary16 (sign, 5-bit exponent e with
-     * bias 15, 10-bit fraction m): m 2^-24 (e = 0), (1024 + m) 2^(e-25) */
+    int fb = 15 - ebits, bias = (1 << (ebits - 1)) - 1;
+    unsigned emax = (1u << ebits) - 1;
     for (unsigned h = 0; h < 65536; h++) {
         unsigned char b[2] = {(unsigned char)h, (unsigned char)(h >> 8)};
         double x;
-        int bad = md_convert(&x, b, 1, AC_ST_F16);
-        unsigned e = (h >> 10) & 31, m = h & 1023;
-        if (e == 31) {
-            ck_assert_msg(bad == 1, "F16 %04x not flagged", h);
-            int kind;
-            ck_assert_uint_eq(md_first_nonfinite(b, 1, AC_ST_F16, &kind), 0);
+        int bad = md_convert(&x, b, 1, t), kind;
+        unsigned e = (h >> fb) & emax, m = h & ((1u << fb) - 1);
+        if (e == emax) {
+            ck_assert_msg(bad == 1, "%s %04x not flagged", ac_st_dtype_name(t), h);
+            ck_assert_uint_eq(md_first_nonfinite(b, 1, t, &kind), 0);
             ck_assert_int_eq(kind, m ? 1 : (h & 0x8000) ? 3 : 2);
             continue;
         }
-        double want = e ? ldexp(1024.0 + m, (int)e - 25) : ldexp((double)m, -24);
+        double want = e ? ldexp((double)((1u << fb) + m), (int)e - bias - fb)
+                        : ldexp((double)m, 1 - bias - fb);
         if (h & 0x8000)
             want = -want;
         ck_assert_msg(bad == 0 && x == want && !signbit(x) == !signbit(want),
-                      "F16 %04x: %a, want %a", h, x, want);
+                      "%s %04x: %a, want %a", ac_st_dtype_name(t), h, x, want);
     }
+}
+
+START_TEST(test_convert_f16_all)
+{
+    check_half(AC_ST_F16, 5); /* IEEE binary16 */
 }
 END_TEST
 
 START_TEST(test_convert_bf16_all)
 {
-    for (unsigned h = 0; h < 65536; h++) {
-        unsigned char b[2] = {(unsigned char)h, (unsigned char)(h >> 8)};
-        double x;
-        int bad = md_convert(&x, b, 1, AC_ST_BF16);
-        unsigned e = (h >> 7) & 255, m = h & 127;
-        if (e == 255) {
-            ck_assert_msg(bad == 1, "BF16 %04x not flagged", h);
-            continue;
-        }
-        double want = e ? ldexp(128.0 + m, (int)e - 134) : ldexp((double)m, -133);
-        if (h & 0x8000)
-            want = -want;
-        ck_assert_msg(bad == 0 && x == want && !signbit(x) == !signbit(want),
-                      "BF16 %04x: %a, want %a", h, x, want);
-    }
+    check_half(AC_ST_BF16, 8); /* bfloat16: float32's upper half */
 }
 END_TEST
 

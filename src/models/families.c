@@ -283,15 +283,6 @@ static size_t dimval(const md_cfg *c, int d)
     }
 }
 
-static void fmt_dims(char *buf, size_t size, const size_t *sh, size_t nd)
-{
-    size_t k = (size_t)snprintf(buf, size, "[");
-    for (size_t i = 0; i < nd && k < size; i++)
-        k += (size_t)snprintf(buf + k, size - k, "%s%zu", i ? ", " : "", sh[i]);
-    if (k < size)
-        snprintf(buf + k, size - k, "]");
-}
-
 static int cond_present(const md_cfg *c, int cond)
 {
     switch (cond) {
@@ -341,8 +332,8 @@ static int check_slot(ac_model *m, const slotdef *sd, const char *name, const ac
         ok = t->shape[i] == want[i];
     if (!ok) {
         char a[128], b[128];
-        fmt_dims(a, sizeof a, t->shape, t->ndim);
-        fmt_dims(b, sizeof b, want, nd);
+        md_fmt_shape(a, sizeof a, t->shape, t->ndim);
+        md_fmt_shape(b, sizeof b, want, nd);
         return ac_err_set(err, AC_EDATA, "%s: tensor %s has shape %s; %s implies %s (width %zu, "
                           "%zu heads of %zu, %zu key/value heads, feed-forward %zu)",
                           m->st.files[t->file].path, t->name, a, m->priv->config, b, c->d, c->h,

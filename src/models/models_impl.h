@@ -59,6 +59,8 @@ size_t md_utf8_check(const unsigned char *s, size_t len);
 const char *md_json_duplicate(const ac_jv *v);
 /* A JSON number written as a non-negative decimal integer that fits. */
 int md_json_u64(const ac_jv *v, uint64_t *out);
+/* "[2, 3]" of a shape, truncated to size. */
+void md_fmt_shape(char *buf, size_t size, const size_t *shape, size_t ndim);
 /* Parse and validate the header of buf[0..len-1] as file `file` of st
  * (st->files allocated; tensors appended).  The fuzz harness's entry. */
 int md_st_parse(ac_st *st, size_t file, const unsigned char *buf, size_t len, const char *fname,

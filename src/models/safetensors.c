@@ -230,7 +230,7 @@ static int add_tensor(ac_st *st, const char *name, ac_st_dtype dt, size_t ndim,
 
 /* ---------------------------------------------------------------- one header */
 
-static void fmt_shape(char *buf, size_t size, const size_t *shape, size_t ndim)
+void md_fmt_shape(char *buf, size_t size, const size_t *shape, size_t ndim)
 {
     size_t k = (size_t)snprintf(buf, size, "[");
     for (size_t i = 0; i < ndim && k < size; i++)
@@ -313,19 +313,19 @@ static int parse_entry(ac_st *st, const ac_jv *e, size_t file, const char *fname
     char sb[200];
     size_t nbits;
     if (ovf || !ac_size_mul(numel, dtypes[t].bits, &nbits)) {
-        fmt_shape(sb, sizeof sb, shape, nd);
+        md_fmt_shape(sb, sizeof sb, shape, nd);
         free(shape);
         return ac_err_set(err, AC_EDATA, "%s: tensor %s: the size of shape %s of %s overflows",
                           fname, name, sb, dtypes[t].name);
     }
     if (nbits % 8) {
-        fmt_shape(sb, sizeof sb, shape, nd);
+        md_fmt_shape(sb, sizeof sb, shape, nd);
         free(shape);
         return ac_err_set(err, AC_EDATA, "%s: tensor %s: shape %s of %s is not a whole number "
                           "of bytes", fname, name, sb, dtypes[t].name);
     }
     if (e2 < b || e2 - b != nbits / 8) {
-        fmt_shape(sb, sizeof sb, shape, nd);
+        md_fmt_shape(sb, sizeof sb, shape, nd);
         free(shape);
         if (e2 < b)
             return ac_err_set(err, AC_EDATA, "%s: tensor %s: data_offsets [%zu, %zu] end before "

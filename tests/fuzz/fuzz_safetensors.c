@@ -14,30 +14,15 @@
 #include <unistd.h>
 
 #include "attncheck/models.h"
+#include "fuzz_tmp.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char dir[64], path[96];
-
-static void cleanup(void)
-{
-    unlink(path);
-    rmdir(dir);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (!dir[0]) {
-        const char *t = getenv("TMPDIR");
-        snprintf(dir, sizeof dir, "%s/stfuzz.XXXXXX", t && *t && strlen(t) < 40 ? t : "/tmp");
-        if (!mkdtemp(dir))
-            abort();
-        snprintf(path, sizeof path, "%s/m.safetensors", dir);
-        atexit(cleanup);
-    }
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(data, 1, size, f) != size || fclose(f) != 0)
-        abort();
+    fuzz_tmpdir("stfuzz");
+    const char *path = fuzz_file("m.safetensors");
+    fuzz_put(path, data, size);
     ac_st st;
     ac_err err;
     ac_err_clear(&err);

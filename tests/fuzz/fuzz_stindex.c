@@ -15,18 +15,9 @@
 #include <unistd.h>
 
 #include "attncheck/models.h"
+#include "fuzz_tmp.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-static char dir[64], path[96], sa[96], sb[96];
-
-static void cleanup(void)
-{
-    unlink(path);
-    unlink(sa);
-    unlink(sb);
-    rmdir(dir);
-}
 
 static void shard(const char *p, const char *name, float v)
 {
@@ -42,21 +33,13 @@ static void shard(const char *p, const char *name, float v)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (!dir[0]) {
-        const char *t = getenv("TMPDIR");
-        snprintf(dir, sizeof dir, "%s/ixfuzz.XXXXXX", t && *t && strlen(t) < 40 ? t : "/tmp");
-        if (!mkdtemp(dir))
-            abort();
-        snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
-        snprintf(sa, sizeof sa, "%s/a.safetensors", dir);
-        snprintf(sb, sizeof sb, "%s/b.safetensors", dir);
-        shard(sa, "x", 1.0f);
-        shard(sb, "y", 2.0f);
-        atexit(cleanup);
+    if (!fuzz_dir[0]) {
+        fuzz_tmpdir("ixfuzz");
+        shard(fuzz_file("a.safetensors"), "x", 1.0f);
+        shard(fuzz_file("b.safetensors"), "y", 2.0f);
     }
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(data, 1, size, f) != size || fclose(f) != 0)
-        abort();
+    const char *path = fuzz_file("model.safetensors.index.json");
+    fuzz_put(path, data, size);
     ac_st st;
     ac_err err;
     ac_err_clear(&err);
