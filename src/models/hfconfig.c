@@ -170,6 +170,19 @@ static int head_size(const cfgr *r, md_cfg *c, const char *hkey)
     return AC_OK;
 }
 
+/* The sizes the Hugging Face classes of BERT, ViT and Llama spell alike,
+ * with the class's defaults (width, heads, layers, feed-forward). */
+static int hf_sizes(const cfgr *r, md_cfg *c, size_t d, size_t h, size_t L, size_t ffn)
+{
+    int st;
+    if ((st = get_size(r, KEYS("hidden_size"), d, 1, MAX_DIM, &c->d)) ||
+        (st = get_size(r, KEYS("num_attention_heads"), h, 1, MAX_HEADS, &c->h)) ||
+        (st = get_size(r, KEYS("num_hidden_layers"), L, 0, MAX_LAYERS, &c->L)) ||
+        (st = get_size(r, KEYS("intermediate_size"), ffn, 1, 64 * MAX_DIM, &c->ffn)))
+        return st;
+    return AC_OK;
+}
+
 /* ---------------------------------------------------------------- families */
 
 static int gpt2(const cfgr *r, md_cfg *c)
@@ -224,10 +237,7 @@ static int bert(const cfgr *r, md_cfg *c)
 {
     int st, dec;
     const char *pe;
-    if ((st = get_size(r, KEYS("hidden_size"), 768, 1, MAX_DIM, &c->d)) ||
-        (st = get_size(r, KEYS("num_attention_heads"), 12, 1, MAX_HEADS, &c->h)) ||
-        (st = get_size(r, KEYS("num_hidden_layers"), 12, 0, MAX_LAYERS, &c->L)) ||
-        (st = get_size(r, KEYS("intermediate_size"), 3072, 1, 64 * MAX_DIM, &c->ffn)) ||
+    if ((st = hf_sizes(r, c, 768, 12, 12, 3072)) ||
         (st = get_size(r, KEYS("max_position_embeddings"), 512, 1, MAX_DIM, &c->max_pos)) ||
         (st = get_size(r, KEYS("type_vocab_size"), 2, 0, MAX_VOCAB, &c->type_vocab)) ||
         (st = get_size(r, KEYS("vocab_size"), c->fam == AC_MODEL_ROBERTA ? 50265 : 30522, 1,
@@ -280,11 +290,8 @@ static int llama(const cfgr *r, md_cfg *c)
     int st, ab = 0, mb = 0, swa = 0;
     size_t defpos = c->fam == AC_MODEL_LLAMA ? 2048 : c->fam == AC_MODEL_QWEN2 ? 32768 : 131072;
     size_t defvocab = c->fam == AC_MODEL_QWEN2 ? 151936 : 32000;
-    if ((st = get_size(r, KEYS("hidden_size"), 4096, 1, MAX_DIM, &c->d)) ||
-        (st = get_size(r, KEYS("num_attention_heads"), 32, 1, MAX_HEADS, &c->h)) ||
+    if ((st = hf_sizes(r, c, 4096, 32, 32, 11008)) ||
         (st = get_size(r, KEYS("num_key_value_heads"), c->h, 1, MAX_HEADS, &c->hkv)) ||
-        (st = get_size(r, KEYS("num_hidden_layers"), 32, 0, MAX_LAYERS, &c->L)) ||
-        (st = get_size(r, KEYS("intermediate_size"), 11008, 1, 64 * MAX_DIM, &c->ffn)) ||
         (st = get_size(r, KEYS("max_position_embeddings"), defpos, 1, (size_t)1 << 30,
                        &c->max_pos)) ||
         (st = get_size(r, KEYS("vocab_size"), defvocab, 1, MAX_VOCAB, &c->vocab)) ||
@@ -364,10 +371,7 @@ static int llama(const cfgr *r, md_cfg *c)
 static int vit(const cfgr *r, md_cfg *c)
 {
     int st;
-    if ((st = get_size(r, KEYS("hidden_size"), 768, 1, MAX_DIM, &c->d)) ||
-        (st = get_size(r, KEYS("num_attention_heads"), 12, 1, MAX_HEADS, &c->h)) ||
-        (st = get_size(r, KEYS("num_hidden_layers"), 12, 0, MAX_LAYERS, &c->L)) ||
-        (st = get_size(r, KEYS("intermediate_size"), 3072, 1, 64 * MAX_DIM, &c->ffn)) ||
+    if ((st = hf_sizes(r, c, 768, 12, 12, 3072)) ||
         (st = get_size(r, KEYS("image_size"), 224, 1, 1 << 16, &c->image)) ||
         (st = get_size(r, KEYS("patch_size"), 16, 1, 1 << 16, &c->patch)) ||
         (st = get_size(r, KEYS("num_channels"), 3, 1, 1 << 10, &c->channels)) ||
