@@ -233,6 +233,53 @@ CASES = [
 ]
 
 
+# bad inputs on clean checkpoints: (name, fixture, ids, extra args, status, words)
+INPUTS = [
+    ("token id beyond the vocabulary", "gpt2", [3, 24, 5], [], 65,
+     "token 1: id 24 is outside the vocabulary [0, 24)"),
+    ("more tokens than positions", "gpt2", list(range(13)), [], 65,
+     "token 12: position 12 is beyond the model's 12 positions"),
+    ("token type beyond the types", "bert", [3, 4, 5], ["--types", [0, 2, 0]], 65,
+     "token 1: type 2 is outside [0, 2)"),
+    ("causal query with every key padded", "gpt2", [3, 4, 5], ["--keep", [0, 1, 1]], 65,
+     "query 0 has no key to attend to"),
+    ("layer beyond the model", "gpt2", [3, 4], ["LAYER", 3], 64, "layer 3: the model has 3"),
+    ("RoPE pairing forced on GPT-2", "gpt2", [3, 4], ["--rope", "interleaved"], 64,
+     "has no rotary embeddings"),
+]
+
+
+def run_input(mh, fixtures, work, i, case):
+    name, fx, ids, extra, status, words = case
+    args, layer = [], "0"
+    for j in range(0, len(extra), 2):
+        k, v = extra[j], extra[j + 1]
+        if k == "LAYER":
+            layer = str(v)
+        elif isinstance(v, list):
+            p = os.path.join(work, "in%02d_%d.npy" % (i, j))
+            np.save(p, np.array(v, dtype=float))
+            args += [k, p]
+        else:
+            args += [k, v]
+    p = os.path.join(work, "in%02d_ids.npy" % i)
+    np.save(p, np.array(ids, dtype=float))
+    out = os.path.join(work, "inout%02d" % i)
+    r = subprocess.run([mh, "model", os.path.join(fixtures, fx), layer, out, "--ids", p] + args,
+                       capture_output=True, text=True)
+    msg = r.stderr.strip()
+    problems = []
+    if r.returncode != status:
+        problems.append("status %d, want %d" % (r.returncode, status))
+    if words not in msg or len(r.stderr.splitlines()) != 1:
+        problems.append("no one-line \"%s\"" % words)
+    if os.path.exists(out):
+        problems.append("%s was written" % out)
+    if problems:
+        FAIL.append("%s: %s: %s" % (name, "; ".join(problems), msg))
+    print("%-34s %d  %s" % (name, r.returncode, msg))
+
+
 def run(mh, ckpt, out, ids):
     return subprocess.run([mh, "model", ckpt, "0", out, "--ids", ids], capture_output=True,
                           text=True)
@@ -270,12 +317,14 @@ def main():
         if problems:
             FAIL.append("%s: %s: %s" % (name, "; ".join(problems), msg))
         print("%-34s %d  %s" % (name, r.returncode, msg))
+    for i, case in enumerate(INPUTS):
+        run_input(mh, fixtures, work, i, case)
     if FAIL:
         for f in FAIL:
             print("FAIL: " + f)
         sys.exit(1)
-    print("models_hostile: %d hostile checkpoints refused as documented, nothing written"
-          % len(CASES))
+    print("models_hostile: %d hostile checkpoints and %d bad inputs refused as documented, "
+          "nothing written" % (len(CASES), len(INPUTS)))
 
 
 if __name__ == "__main__":

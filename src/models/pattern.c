@@ -136,8 +136,8 @@ static int softmax_rows(double *P, const double *Q, const double *K, const ac_at
 {
     size_t dk = L->dk;
     if (n && dk)
-        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (int)n, (int)n, (int)dk, 1.0, Q,
-                    (int)dk, K, (int)dk, 0.0, P, (int)n);
+        cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, (blasint)n, (blasint)n,
+                    (blasint)dk, 1.0, Q, (blasint)dk, K, (blasint)dk, 0.0, P, (blasint)n);
     else
         memset(P, 0, n * n * sizeof *P);
     for (size_t q = 0; q < n; q++) {
@@ -244,8 +244,9 @@ int md_attn_output(double *out, const ac_attn_layer *L, const ac_mat *X,
         if ((st = softmax_rows(P, Q + i * n * dk, K + g * n * dk, L, n, keep, i, err)))
             break;
         if (n && dk)
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (int)n, (int)dk, (int)n, 1.0,
-                        P, (int)n, V + g * n * dk, (int)dk, 0.0, Y + i * dk, (int)qd);
+            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, (blasint)n, (blasint)dk,
+                        (blasint)n, 1.0, P, (blasint)n, V + g * n * dk, (blasint)dk, 0.0,
+                        Y + i * dk, (blasint)qd);
     }
     /* out = Y Wo^T + bo, Wo (d x h dk) */
     if (!st)
