@@ -60,14 +60,20 @@ for dt in F32 F16 BF16; do
     echo "-- $dt: $(echo "$c" | sed -n 's/^elements \([0-9]*\) bytes \([0-9]*\).*/\1 numbers, \2 bytes/p')"
     echo "$c" | sed '/^(checksum/d; /^elements/d; s/^/  attncheck /'
     echo "$p" | sed '/^elements/d; s/^/  numpy     /'
-    awk -v c="$(echo "$c" | awk '/^convert /{print $2}')" \
-        -v f="$(echo "$c" | awk '/^convert_fresh /{print $2}')" \
-        -v m="$(echo "$c" | awk '/^memcpy /{print $2}')" \
-        -v a="$(echo "$p" | awk '/^numpy_astype /{print $2}')" \
-        -v y="$(echo "$p" | awk '/^numpy_copyto /{print $2}')" 'BEGIN {
-        printf "  NumPy astype / attncheck (fresh buffer)   = %.2f   (goal >= 2)\n", a / f
-        printf "  NumPy copyto / attncheck (kept buffer)    = %.2f\n", y / c
-        printf "  attncheck (kept buffer) / memcpy          = %.2f   (goal <= 1.2)\n", c / m
-    }'
+    # wall and CPU seconds of a line NAME of $1
+    getw() { echo "$1" | awk -v k="$2" '$1 == k {print $2}'; }
+    getc() { echo "$1" | awk -v k="$2" '$1 == k {print $4}'; }
+    for kind in wall cpu; do
+        g=getw; [ $kind = cpu ] && g=getc
+        awk -v c="$($g "$c" convert)" -v f="$($g "$c" convert_fresh)" -v m="$($g "$c" memcpy)" \
+            -v o="$($g "$c" first)" -v a="$($g "$p" numpy_astype)" -v y="$($g "$p" numpy_copyto)" \
+            -v nf="$($g "$p" numpy_first)" -v k=$kind 'BEGIN {
+            printf "  (%s) NumPy astype / attncheck kept buffer   = %.2f   (goal >= 2)\n", k, a / c
+            printf "  (%s) NumPy astype / attncheck fresh buffer  = %.2f\n", k, a / f
+            printf "  (%s) NumPy first load / attncheck first     = %.2f\n", k, nf / o
+            printf "  (%s) NumPy copyto / attncheck kept buffer   = %.2f\n", k, y / c
+            printf "  (%s) attncheck kept buffer / memcpy         = %.2f   (goal <= 1.2)\n", k, c / m
+        }'
+    done
 done
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || echo unknown)"

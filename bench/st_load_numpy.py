@@ -3,7 +3,9 @@
 
 Usage: st_load_numpy.py FILE REPS
 
-Prints medians over REPS runs (seconds):
+Prints medians over REPS runs (seconds; "cpu" the thread's CPU time):
+  numpy_first <s>    mmap, the header, and every tensor with astype, on a
+                     fresh mapping (its page tables filled on the way)
   numpy_astype <s>   per tensor np.frombuffer(mmap, dtype, count, offset)
                      .astype(np.float64) (BF16: the uint16 bits shifted
                      into float32 first, NumPy has no bfloat16)
@@ -45,20 +47,30 @@ def to_f64(mm, dt, off, cnt):
     return np.frombuffer(mm, DT[dt], cnt, off).astype(np.float64)
 
 
+def timed(f):
+    w, c = time.perf_counter(), time.thread_time()
+    f()
+    return time.perf_counter() - w, time.thread_time() - c
+
+
 def main():
     path, reps = sys.argv[1], int(sys.argv[2])
     mm, ts = tensors(path)
     total = sum(t[2] for t in ts)
     for t in ts:                 # warm
         to_f64(mm, *t)
-    ta, tc = [], []
     buf = np.ones(total)
-    for _ in range(reps):
-        t0 = time.perf_counter()
+
+    def first():
+        m2, t2 = tensors(path)
+        for t in t2:
+            to_f64(m2, *t)
+
+    def astype():
         for t in ts:
             to_f64(mm, *t)
-        ta.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
+
+    def copyto():
         o = 0
         for dt, off, cnt in ts:
             if dt == "BF16":
@@ -67,9 +79,15 @@ def main():
             else:
                 np.copyto(buf[o:o + cnt], np.frombuffer(mm, DT[dt], cnt, off), casting="safe")
             o += cnt
-        tc.append(time.perf_counter() - t0)
-    print("numpy_astype %.6f\nnumpy_copyto %.6f\nelements %d" %
-          (sorted(ta)[reps // 2], sorted(tc)[reps // 2], total))
+    res = {k: [] for k in ("numpy_first", "numpy_astype", "numpy_copyto")}
+    for _ in range(reps):
+        for k, f in (("numpy_first", first), ("numpy_astype", astype), ("numpy_copyto", copyto)):
+            res[k].append(timed(f))
+    for k, v in res.items():
+        w = sorted(x[0] for x in v)[reps // 2]
+        c = sorted(x[1] for x in v)[reps // 2]
+        print("%s %.6f cpu %.6f" % (k, w, c))
+    print("elements %d" % total)
 
 
 if __name__ == "__main__":

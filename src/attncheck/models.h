@@ -99,8 +99,8 @@ typedef struct {
  *
  * Returns AC_OK; AC_ENOINPUT "PATH: cannot open: <strerror>" (also for a
  * directory with neither file); AC_EDATA "FILE: PROBLEM" for any malformed
- * or inconsistent file (a missing shard: "INDEX: shard F of tensor T: cannot
- * open: ..."); AC_EINTERNAL.  On failure st is zeroed. */
+ * or inconsistent file (a missing shard: "INDEX: names shard F, which does
+ * not exist"); AC_EINTERNAL.  On failure st is zeroed. */
 #define AC_ST_SHA256 1
 int ac_st_open(ac_st *st, const char *path, int flags, ac_err *err);
 void ac_st_close(ac_st *st);
