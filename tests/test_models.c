@@ -619,6 +619,7 @@ START_TEST(test_patterns_rope)
                 memcpy(dst + (2 * j + s) * d, src + (j + s * dk / 2) * d, d * sizeof(double));
     }
     M.rope = AC_ROPE_INTERLEAVED;
+    ac_mat_free(&X);
     rand_x(&X, n, d, &r);
     ac_array_free(&P);
     ck_assert_int_eq(ac_attn_patterns(&P, &L, &X, NULL, &e), AC_OK);
