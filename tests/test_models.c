@@ -701,6 +701,79 @@ START_TEST(test_describe)
 }
 END_TEST
 
+/* The fixtures of tests/models (top_srcdir from the test environment). */
+static int fixture(char *buf, size_t size, const char *name)
+{
+    const char *top = getenv("top_srcdir");
+    snprintf(buf, size, "%s/tests/models/%s", top && *top ? top : ".", name);
+    struct stat sb;
+    return stat(buf, &sb) == 0;
+}
+
+START_TEST(test_model_api)
+{
+    char dir[700], line[4096];
+    ac_model m;
+    ac_attn_layer L;
+    ac_mat R;
+    ac_err e;
+    if (!fixture(dir, sizeof dir, "gpt2")) {
+        fprintf(stderr, "test_models: %s missing; model API test skipped\n", dir);
+        return;
+    }
+    ck_assert_int_eq(ac_model_open(&m, dir, NULL, &e), AC_OK);
+    ck_assert_int_eq(m.family, AC_MODEL_GPT2);
+    ck_assert_str_eq(ac_model_family_name(m.family), "gpt2");
+    ck_assert_uint_eq(m.layers, 3);
+    ck_assert(m.st.files[0].have_sha256);
+    ac_model_describe(line, sizeof line, &m);
+    ck_assert_msg(strstr(line, "model.safetensors sha256 ") && strstr(line, "3 layers"), "%s",
+                  line);
+    ck_assert_int_eq(ac_model_layer(&L, &m, 3, &e), AC_EUSAGE);
+    ck_assert_int_eq(ac_model_layer(&L, &m, 2, &e), AC_OK);
+    ck_assert(L.scale == 0.5 / 3.0 || fabs(L.scale - 1.0 / 6.0) <= U);
+    ck_assert(strstr(L.scale_rule, "scale_attn_by_inverse_layer_idx"));
+    ac_attn_layer_free(&L);
+    /* the residual stream after the last block (l = layers), and beyond */
+    int32_t ids[4] = {1, 2, 3, 4};
+    ac_model_input in = {4, ids, NULL, NULL, NULL};
+    ck_assert_int_eq(ac_model_run(&R, &m, 3, &in, &e), AC_OK);
+    ck_assert_uint_eq(R.rows, 4);
+    ck_assert_uint_eq(R.cols, 8);
+    for (size_t i = 0; i < 32; i++)
+        ck_assert(isfinite(R.data[i]));
+    ac_mat_free(&R);
+    ck_assert_int_eq(ac_model_run(&R, &m, 4, &in, &e), AC_EUSAGE);
+    in.n = 0;
+    ck_assert_int_eq(ac_model_run(&R, &m, 1, &in, &e), AC_EUSAGE);
+    ac_model_close(&m);
+    ac_model_close(&m);
+    /* a generic layer has nothing to run; a ViT takes pixels */
+    ck_assert(fixture(dir, sizeof dir, "layer"));
+    ac_model_opts o;
+    ac_model_opts_default(&o);
+    o.checksum = 0;
+    ck_assert_int_eq(ac_model_open(&m, dir, &o, &e), AC_OK);
+    ck_assert(!m.st.files[0].have_sha256);
+    ac_model_describe(line, sizeof line, &m);
+    ck_assert(strstr(line, "not computed"));
+    in.n = 4;
+    ck_assert_int_eq(ac_model_run(&R, &m, 0, &in, &e), AC_EUSAGE);
+    ck_assert_int_eq(ac_model_layer(&L, &m, 0, &e), AC_OK);
+    ck_assert(L.rope == AC_ROPE_INTERLEAVED && L.window == 4 && L.norm == AC_NORM_RMS &&
+              L.scale == 0.3 && L.bq && L.bk && !L.bv && !L.bo);
+    ac_attn_layer_free(&L);
+    ac_model_close(&m);
+    ck_assert(fixture(dir, sizeof dir, "vit"));
+    ck_assert_int_eq(ac_model_open(&m, dir, &o, &e), AC_OK);
+    ck_assert_int_eq(ac_model_run(&R, &m, 0, &in, &e), AC_EUSAGE);
+    ck_assert_msg(strstr(e.msg, "5 tokens"), "%s", e.msg);
+    ac_model_close(&m);
+    ck_assert_int_eq(ac_model_open(&m, "/nonexistent/model", NULL, &e), AC_ENOINPUT);
+    ck_assert_ptr_null(m.priv);
+}
+END_TEST
+
 static void rm_rf(const char *d)
 {
     char cmd[700];
@@ -735,6 +808,7 @@ int main(void)
     tcase_add_test(tc, test_patterns_rope);
     tcase_add_test(tc, test_head_t1);
     tcase_add_test(tc, test_describe);
+    tcase_add_test(tc, test_model_api);
     suite_add_tcase(s, tc);
     int rc = test_run_suite(s);
     rm_rf(g_dir);
