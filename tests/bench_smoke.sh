@@ -26,6 +26,13 @@ has "$work/cond" '^median [0-9.]+' bench/condition
     --warmup 1 > "$work/train" 2>&1 || err "bench/train failed"
 has "$work/train" 'tokens_per_s [0-9]+' bench/train
 
+# st_load: a tiny safetensors file (one F32 tensor of 2 x 3)
+printf '\074\0\0\0\0\0\0\0{"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]}}   ' > "$work/w.safetensors"
+head -c 24 /dev/zero >> "$work/w.safetensors"
+./bench/st_load "$work/w.safetensors" 1 > "$work/st" 2>&1 || err "bench/st_load failed"
+has "$work/st" '^convert [0-9.]+' bench/st_load
+has "$work/st" '^elements 6 ' bench/st_load
+
 if "$PYTHON3" -c 'import numpy' 2>/dev/null; then
     ATTNCHECK=./attncheck BENCH_BIN=./bench/bench_t1 PYTHON3="$PYTHON3" \
         sh "$top_srcdir/bench/bench_t1.sh" 16 1 > "$work/t1sh" 2>&1 || err "bench_t1.sh failed"
@@ -35,6 +42,9 @@ if "$PYTHON3" -c 'import numpy' 2>/dev/null; then
         sh "$top_srcdir/bench/bench_decide.sh" 16 > "$work/dec" 2>&1 || err "bench_decide.sh failed"
     has "$work/dec" '^  exact .*decided by ' bench_decide.sh
     has "$work/dec" '^numpy plain rho [0-9.]+' bench_decide.sh
+    BENCH_BIN=./bench/st_load PYTHON3="$PYTHON3" \
+        sh "$top_srcdir/bench/st_load.sh" 4096 1 > "$work/stsh" 2>&1 || err "st_load.sh failed"
+    has "$work/stsh" 'NumPy astype / attncheck' st_load.sh
 else
     echo "bench_smoke: no NumPy, bench_t1.sh not run" >&2
 fi

@@ -1,6 +1,7 @@
 #!/bin/sh
 # rel_fuzz.sh — the fuzz harnesses of tests/fuzz/ (the .npy reader, the JSON
-# reader, a checkpoint's config.json) on their seed corpus: replayed by the
+# reader, a checkpoint's config.json, the safetensors reader and its
+# sharded index) on their seed corpus: replayed by the
 # build's compiler always, and, when `make fuzz-build` has built the
 # libFuzzer programs (clang), a smoke of FUZZ_SMOKE_RUNS mutated inputs each
 # under ASan and UBSan.  The longer run is `make fuzz` (tests/fuzz/README).
@@ -9,7 +10,7 @@ set -u
 : "${top_builddir:=.}"
 : "${FUZZ_SMOKE_RUNS:=3000}"
 fail=0
-for t in npy json ckconfig; do
+for t in npy json ckconfig safetensors stindex; do
     corpus="$top_srcdir/tests/fuzz/corpus/$t"
     out=$("$top_builddir/tests/fuzz/replay_$t" "$corpus" 2>&1) || { echo "rel_fuzz: replay_$t failed: $out" >&2; fail=1; continue; }
     echo "replay_$t: $out"

@@ -5,17 +5,22 @@
 SCRIPT_TESTS += tests/rel_integrity.sh tests/rel_kill.sh
 # the fuzz replays take a second or two: in the quick tier (Makefile.am)
 QUICK_SCRIPT_TESTS += tests/rel_fuzz.sh
-EXTRA_DIST += tests/rel_local.mk tests/fuzz/README tests/fuzz/corpus
+EXTRA_DIST += tests/rel_local.mk tests/fuzz/README tests/fuzz/corpus tests/fuzz/fuzz_tmp.h
 
 # ---- fuzz harnesses: replayed on the seed corpus by make check (any compiler)
-FUZZ_TARGETS = npy json ckconfig
-check_PROGRAMS += tests/fuzz/replay_npy tests/fuzz/replay_json tests/fuzz/replay_ckconfig
+FUZZ_TARGETS = npy json ckconfig safetensors stindex
+check_PROGRAMS += tests/fuzz/replay_npy tests/fuzz/replay_json tests/fuzz/replay_ckconfig \
+	tests/fuzz/replay_safetensors tests/fuzz/replay_stindex
 tests_fuzz_replay_npy_SOURCES = tests/fuzz/fuzz_npy.c tests/fuzz/fuzz_replay.c
 tests_fuzz_replay_npy_LDADD = src/libattncheck.la
 tests_fuzz_replay_json_SOURCES = tests/fuzz/fuzz_json.c tests/fuzz/fuzz_replay.c
 tests_fuzz_replay_json_LDADD = src/libattncheck.la
 tests_fuzz_replay_ckconfig_SOURCES = tests/fuzz/fuzz_ckconfig.c tests/fuzz/fuzz_replay.c
 tests_fuzz_replay_ckconfig_LDADD = src/libattncheck.la
+tests_fuzz_replay_safetensors_SOURCES = tests/fuzz/fuzz_safetensors.c tests/fuzz/fuzz_replay.c
+tests_fuzz_replay_safetensors_LDADD = src/libattncheck.la
+tests_fuzz_replay_stindex_SOURCES = tests/fuzz/fuzz_stindex.c tests/fuzz/fuzz_replay.c
+tests_fuzz_replay_stindex_LDADD = src/libattncheck.la
 
 # ---- make fuzz: libFuzzer (clang) with ASan and UBSan ----------------------
 # The library's sources are compiled by clang with coverage and sanitizers

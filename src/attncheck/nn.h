@@ -118,6 +118,10 @@ void ac_nn_headproj_backward_weight(double *dwo, const double *dout, const doubl
 #define AC_NN_LN_EPS 1e-5
 void ac_nn_layernorm_forward(double *out, double *mean, double *rstd, const double *inp,
                              const double *w, const double *b, size_t N, size_t C);
+/* The same with another eps (BERT's 1e-12, ...); ac_nn_layernorm_forward is
+ * this function with eps = AC_NN_LN_EPS. */
+void ac_nn_layernorm_forward_eps(double *out, double *mean, double *rstd, const double *inp,
+                                 const double *w, const double *b, size_t N, size_t C, double eps);
 /* dinp (N,C) = dres + the input gradient:
  *   dinp = dres + rstd (g - mean(g) - norm mean(g norm)),  g = w dout,
  *   norm = (inp - mean) rstd;

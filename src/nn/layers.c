@@ -254,6 +254,12 @@ void ac_nn_headproj_backward_weight(double *dwo, const double *dout, const doubl
 void ac_nn_layernorm_forward(double *out, double *mean, double *rstd, const double *inp,
                              const double *w, const double *b, size_t N, size_t C)
 {
+    ac_nn_layernorm_forward_eps(out, mean, rstd, inp, w, b, N, C, AC_NN_LN_EPS);
+}
+
+void ac_nn_layernorm_forward_eps(double *out, double *mean, double *rstd, const double *inp,
+                                 const double *w, const double *b, size_t N, size_t C, double eps)
+{
     /* out (N,C), mean (N), rstd (N), inp (N,C), w (C), b (C) */
     for (size_t n = 0; n < N; n++) {
         const double *x = inp + n * C;
@@ -270,7 +276,7 @@ void ac_nn_layernorm_forward(double *out, double *mean, double *rstd, const doub
             v += xs * xs;
         }
         v /= (double)C;
-        double s = 1.0 / sqrt(v + AC_NN_LN_EPS);
+        double s = 1.0 / sqrt(v + eps);
 #pragma omp simd
         for (size_t i = 0; i < C; i++)
             o[i] = (x[i] - m) * s * w[i] + b[i];

@@ -14,30 +14,14 @@
 #include <unistd.h>
 
 #include "attncheck/train.h"
+#include "fuzz_tmp.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char dir[64], path[96];
-
-static void cleanup(void)
-{
-    unlink(path);
-    rmdir(dir);
-}
-
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (!dir[0]) {
-        const char *t = getenv("TMPDIR");
-        snprintf(dir, sizeof dir, "%s/ckfuzz.XXXXXX", t && *t && strlen(t) < 40 ? t : "/tmp");
-        if (!mkdtemp(dir))
-            abort();
-        snprintf(path, sizeof path, "%s/config.json", dir);
-        atexit(cleanup);
-    }
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(data, 1, size, f) != size || fclose(f) != 0)
-        abort();
+    const char *dir = fuzz_tmpdir("ckfuzz"), *path = fuzz_file("config.json");
+    fuzz_put(path, data, size);
     ac_train_config c;
     size_t step = 0;
     ac_err err;
