@@ -393,6 +393,8 @@ START_TEST(test_zero_head)
         ac_mat_free(&Wk);
         ac_mat_free(&Wq);
     }
+}
+END_TEST
 
 /* ---- the masked head (doc/mathematics.md §3.8) ---------------------------- */
 
