@@ -138,8 +138,12 @@ def nanogpt(out):
     ck = os.path.join(d, "ckpt.pt")
     torch.save({"model": sd, "model_args": args, "iter_num": 0,
                 "best_val_loss": torch.tensor(1.0), "config": {"dataset": "none"}}, ck)
-    torch_convert.convert(ck, d)
+    tmp = d + ".new"
+    torch_convert.from_torch(ck, None, tmp)
     os.unlink(ck)
+    for fn in os.listdir(tmp):
+        os.replace(os.path.join(tmp, fn), os.path.join(d, fn))
+    os.rmdir(tmp)
 
 
 def bert_like(prefix, C, H, L, F, V, P, T, gamma):

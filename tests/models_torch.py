@@ -732,8 +732,8 @@ def check_converter(mh, fixtures, work):
     torch.save(sd, os.path.join(src, "pytorch_model.bin"))
     with open(os.path.join(src, "config.json"), "w") as f:
         json.dump(cfg, f)
-    out = torch_convert.convert(os.path.join(src, "pytorch_model.bin"),
-                                os.path.join(work, "conv_out"))
+    out = torch_convert.from_torch(os.path.join(src, "pytorch_model.bin"), None,
+                                   os.path.join(work, "conv_out"))
     R = np.random.RandomState(SEED % 2 ** 32 + 2).standard_normal((5, cfg["n_embd"]))
     rp = npsave(os.path.join(work, "conv_R.npy"), R)
     a = tool(mh, os.path.join(fixtures, "gpt2"), 1, os.path.join(work, "conv_a"), ["--resid", rp])

@@ -72,6 +72,15 @@ int ac_ffi_mh_forward(double *Y, const double *params, size_t d, size_t h, size_
 int ac_ffi_mh_save_dir(const double *params, size_t d, size_t h, size_t hs, const char *dir,
                        char prefix, ac_err *err);
 
+/* ---- Pretrained checkpoints (models.h) -------------------------------- */
+
+/* Open the checkpoint directory dir as ac_model_open does (no checksum),
+ * read every layer's attention (ac_model_layer: every weight it uses
+ * converted, NaN/Inf refused) and close it; desc (size bytes, may be NULL)
+ * gets ac_model_describe's line.  attncheck.from_torch checks what it
+ * wrote with it before renaming the directory into place. */
+int ac_ffi_model_check(const char *dir, char *desc, size_t size, ac_err *err);
+
 #ifdef __cplusplus
 }
 #endif

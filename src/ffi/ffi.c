@@ -12,6 +12,7 @@
 #include "attncheck/condition.h"
 #include "attncheck/ffi.h"
 #include "attncheck/head.h"
+#include "attncheck/models.h"
 #include "attncheck/multihead.h"
 #include "attncheck/theorem1.h"
 #include "attncheck/theorem2.h"
@@ -156,3 +157,26 @@ int ac_ffi_mh_save_dir(const double *params, size_t d, size_t h, size_t hs, cons
     return rc;
 }
 
+
+/* ---- Pretrained checkpoints ----------------------------------------------- */
+
+int ac_ffi_model_check(const char *dir, char *desc, size_t size, ac_err *err)
+{
+    ac_err_clear(err);
+    if (!dir)
+        return ac_err_set(err, AC_EUSAGE, "no checkpoint directory");
+    ac_model_opts o;
+    ac_model_opts_default(&o);
+    o.checksum = 0;
+    ac_model m = {0};
+    int rc = ac_model_open(&m, dir, &o, err);
+    for (size_t l = 0; rc == AC_OK && l < m.layers; l++) {
+        ac_attn_layer L = {0};
+        rc = ac_model_layer(&L, &m, l, err);
+        ac_attn_layer_free(&L);
+    }
+    if (rc == AC_OK && desc && size)
+        ac_model_describe(desc, size, &m);
+    ac_model_close(&m);
+    return rc;
+}
