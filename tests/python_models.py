@@ -21,7 +21,8 @@ attncheck.capture (python/attncheck/models.py) against the C reader.
    tensor, and nothing written (out_dir absent, its parent unchanged): a
    pickle weights_only refuses (one whose unpickling would create a file:
    not created), a Python float in nanoGPT's config, a tensor of unknown
-   role (in a layer and outside), a missing tensor, a shape config.json
+   role (in a layer and outside), two names that are one once the prefixes
+   are removed, a missing tensor, a shape config.json
    contradicts, an unknown model_type, a quantised tensor, a complex one,
    an integer weight, NaN and infinite weights in each float dtype, a
    non-tensor entry, no config, an out_dir that exists with files, whose
@@ -361,6 +362,12 @@ def refusals():
     refused("unknown tensor outside layers", 65, ["transformer.rotary.inv_freq"],
             lambda: ac.from_torch(dict(sd, **{"transformer.rotary.inv_freq": torch.ones(4)}),
                                   cfg, out), out)
+    qk = "transformer.h.0.attn.c_attn.weight"
+    refused("ambiguous names (_orig_mod.)", 65, ["_orig_mod." + qk, qk, "both"],
+            lambda: ac.from_torch(dict(sd, **{"_orig_mod." + qk: sd[qk]}), cfg, out), out)
+    refused("ambiguous names (no prefix)", 65, [qk[len("transformer."):], qk, "both"],
+            lambda: ac.from_torch(dict(sd, **{qk[len("transformer."):]: sd[qk]}), cfg, out),
+            out)
     less = {k: v for k, v in sd.items() if k != "transformer.h.2.attn.c_proj.weight"}
     refused("a missing tensor", 65, ["h.2.attn.c_proj.weight"],
             lambda: ac.from_torch(less, cfg, out), out)
@@ -636,7 +643,7 @@ def main():
     refusals()
     check_capture()
     print("counts: %s" % ", ".join("%s %d" % kv for kv in COUNT.items()))
-    if len(names) < 13 or COUNT["refusal"] < 30:
+    if len(names) < 13 or COUNT["refusal"] < 32:
         fail("fewer cases than expected: %d fixtures, %d refusals" % (len(names),
                                                                       COUNT["refusal"]))
     if FAIL:

@@ -36,6 +36,7 @@ import tempfile
 import numpy as np
 
 from . import _native
+from .torch_convert import _umask
 
 FORMAT = "attncheck-train-checkpoint"
 
@@ -315,9 +316,3 @@ def save_checkpoint(module_or_state, path, like=None):
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return path
-
-
-def _umask():
-    u = os.umask(0)
-    os.umask(u)
-    return u

@@ -323,6 +323,7 @@ def from_torch(src, config, out_dir, check=None):
 
 
 def _umask():
+    """the process's umask (read by setting and restoring it)"""
     m = os.umask(0)
     os.umask(m)
     return m

@@ -6,9 +6,9 @@
  * implemented are refused by name, never ignored: an unknown model_type,
  * rope_scaling other than "default", partial rotary embeddings, relative
  * position embeddings, cross-attention, Qwen2's use_sliding_window, soft-
- * capped logits, ....  nanoGPT (as python/attncheck/torch_convert.py
- * writes it) and attncheck_layer are attncheck's own formats: there every
- * key must be known.
+ * capped logits, ....  nanoGPT (as attncheck.from_torch writes it:
+ * python/attncheck/torch_convert.py) and attncheck_layer are attncheck's
+ * own formats: there every key must be known.
  */
 #include <config.h>
 
