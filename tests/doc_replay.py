@@ -14,14 +14,18 @@ quoted command or measured table:
     expect: PROVED
     quote: DOCREGEX ~~ OUTREGEX
 
-`run:`    the command, run in a scratch directory (omitted for a quote that
+`run:`    the command, run in a scratch directory (several `run:` lines run
+          in order there, and the last one's output is compared; omitted for a quote that
           is checked against the document only: `tier: timing`);
 `from:`   in place of `run:`, a file of the source tree whose text stands
           for the output (a measured table the document copies from a
           results file, e.g. examples/experiments/results/*.csv);
-`tier:`   quick (make check), slow (make check-docs) or timing (a time or
-          a speed, measured once, not replayed; only its presence in the
-          document is checked, so the entry cannot go missing silently);
+`tier:`   quick (make check), slow (make check-docs), timing (a time or
+          a speed, measured once, not replayed) or manual (a number measured
+          with input files or tools other than attncheck, not replayed; the
+          entry says where it is checked, if anywhere); of timing and manual
+          entries only the presence in the document is checked, so they
+          cannot go missing silently;
 `expect:` (optional) the verdict: exit status 0 / 1 / 2 and the printed
           verdict (tests/proofs.py's printed_verdict);
 `quote:`  DOCREGEX must match the document (after its whitespace is
@@ -31,12 +35,15 @@ quoted command or measured table:
           (the output's number within one unit of the document's last digit;
           a document's 0 must be 0),
           or within `rel R` (relative) when the line ends with ` rel R`
-          (a stated tolerance for a statistic).
+          (a stated tolerance for a statistic).  `OUTREGEX => EXPR` compares
+          the document's one group with EXPR of the output's groups g1, g2,
+          ... (a ratio the document quotes: `=> g2 / g1`).
 Numbers are read in either spelling: 1.15e-14 or 1.15·10⁻¹⁴.
 
-Usage: doc_replay.py [--tier quick|all] [--root DIR] [QUOTES]
+Usage: doc_replay.py [--tier quick|all] [--root DIR] [--only FILE] [QUOTES]
 --root reads the documents from DIR (tests/doc_replay_stale.sh plants a
-stale number in a copy and checks that it is caught).
+stale number in a copy and checks that it is caught); --only FILE replays
+the entries of that document only.
 """
 import os
 import re
@@ -98,8 +105,8 @@ def parse(path):
             continue
         elif cur is not None and re.match(r"^(file|run|from|tier|expect|quote):", line):
             key, val = line.split(":", 1)
-            if key == "quote":
-                cur["quote"].append(val.strip())
+            if key in ("quote", "run"):
+                cur.setdefault(key, []).append(val.strip())
             else:
                 cur[key] = val.strip()
         else:
@@ -125,11 +132,11 @@ def check_entry(e, root, top, exe, tmp):
     for key in ("file", "tier"):
         if key not in e:
             return ["no '%s:'" % key], False
-    if e["tier"] not in ("quick", "slow", "timing"):
-        return ["tier must be quick, slow or timing"], False
+    if e["tier"] not in ("quick", "slow", "timing", "manual"):
+        return ["tier must be quick, slow, timing or manual"], False
     src = [k for k in ("run", "from") if k in e]
-    if (e["tier"] == "timing") != (not src) or len(src) > 1:
-        return ["a timing entry has no 'run:' or 'from:', every other one has one"], False
+    if (e["tier"] in ("timing", "manual")) != (not src) or len(src) > 1:
+        return ["timing and manual entries have no 'run:' or 'from:', every other one has one"], False
     if not e["quote"]:
         return ["no 'quote:'"], False
     path = os.path.join(root, e["file"])
@@ -143,12 +150,13 @@ def check_entry(e, root, top, exe, tmp):
             out = open(os.path.join(top, e["from"]), encoding="utf-8").read()
         except OSError as x:
             return ["cannot read %s: %s" % (e["from"], x)], False
-    if "run" in e:
-        cmd = shlex.split(e["run"])
+    for r in e.get("run", []):
+        cmd = shlex.split(r)
         if not cmd or cmd[0] != "attncheck":
             return ["the command must start with 'attncheck'"], False
         p = subprocess.run([exe] + cmd[1:], cwd=tmp, capture_output=True, text=True)
         out = p.stdout
+    if "run" in e:
         if "expect" in e:
             want = e["expect"]
             if want not in EXIT:
@@ -175,9 +183,22 @@ def check_entry(e, root, top, exe, tmp):
         if not orx:
             problems.append("quote without ' ~~ OUTREGEX'")
             continue
+        orx, _, expr = orx.partition(" => ")
         om = re.search(orx, out, re.M)
         if not om:
             problems.append("output does not match /%s/" % orx)
+            continue
+        if expr:
+            try:
+                env = {"g%d" % (i + 1): float(g) for i, g in enumerate(om.groups())}
+                val = eval(expr, {"__builtins__": {}}, dict(env, abs=abs, min=min, max=max))
+            except Exception as x:
+                problems.append("cannot evaluate %s on %s: %s" % (expr, om.groups(), x))
+                continue
+            if len(dm.groups()) != 1:
+                problems.append("/%s/ must have one group with '=> EXPR'" % drx)
+                continue
+            problems += compare(dm.group(1), "%.17g" % val, rel)
             continue
         if len(dm.groups()) != len(om.groups()):
             problems.append("/%s/ and /%s/ have different numbers of groups" % (drx, orx))
@@ -190,7 +211,7 @@ def check_entry(e, root, top, exe, tmp):
 
 
 def main(argv):
-    tier, root, quotes = "quick", os.environ.get("top_srcdir", "."), None
+    tier, root, quotes, only = "quick", os.environ.get("top_srcdir", "."), None, None
     args = list(argv)
     while args:
         a = args.pop(0)
@@ -198,6 +219,8 @@ def main(argv):
             tier = args.pop(0)
         elif a == "--root":
             root = args.pop(0)
+        elif a == "--only":
+            only = args.pop(0)
         else:
             quotes = a
     top = os.environ.get("top_srcdir", ".")
@@ -207,7 +230,7 @@ def main(argv):
     failures = ran = timing = 0
     with tempfile.TemporaryDirectory() as tmp:
         for e in entries:
-            if tier == "quick" and e.get("tier") == "slow":
+            if (tier == "quick" and e.get("tier") == "slow") or (only and e.get("file") != only):
                 continue
             problems, was_run = check_entry(e, root, top, exe, tmp)
             where = "doc_quotes.txt:%d %s" % (e["line"], e["name"])
@@ -219,9 +242,9 @@ def main(argv):
                 for pr in problems:
                     print("    " + pr)
             else:
-                print("ok   %s%s" % (where, "" if was_run else " (timing, not replayed)"))
+                print("ok   %s%s" % (where, "" if was_run else " (%s, not replayed)" % e["tier"]))
     total = ran + timing
-    print("%d of %d document quotes as documented (%d commands replayed, %d timings not replayed)"
+    print("%d of %d document quotes as documented (%d replayed, %d timings and manual ones not replayed)"
           % (total - failures, total, ran, timing))
     if total == 0:
         print("no document quotes found")
