@@ -127,7 +127,7 @@ def compare(dv, ov, rel):
     return []
 
 
-def check_entry(e, root, top, exe, tmp):
+def check_entry(e, root, top, exe, tmp, cache):
     problems = []
     for key in ("file", "tier"):
         if key not in e:
@@ -150,11 +150,17 @@ def check_entry(e, root, top, exe, tmp):
             out = open(os.path.join(top, e["from"]), encoding="utf-8").read()
         except OSError as x:
             return ["cannot read %s: %s" % (e["from"], x)], False
-    for r in e.get("run", []):
+    runs = tuple(e.get("run", []))
+    for r in runs:
         cmd = shlex.split(r)
         if not cmd or cmd[0] != "attncheck":
             return ["the command must start with 'attncheck'"], False
-        p = subprocess.run([exe] + cmd[1:], cwd=tmp, capture_output=True, text=True)
+    if runs and runs in cache:  # entries that quote the same run share it
+        p = cache[runs]
+    for r in runs if runs not in cache else ():
+        p = subprocess.run([exe] + shlex.split(r)[1:], cwd=tmp, capture_output=True, text=True)
+    if runs:
+        cache[runs] = p
         out = p.stdout
     if "run" in e:
         if "expect" in e:
@@ -228,11 +234,12 @@ def main(argv):
     exe = os.path.abspath(os.environ.get("ATTNCHECK", "./attncheck"))
     entries = parse(quotes)
     failures = ran = timing = 0
+    cache = {}
     with tempfile.TemporaryDirectory() as tmp:
         for e in entries:
             if (tier == "quick" and e.get("tier") == "slow") or (only and e.get("file") != only):
                 continue
-            problems, was_run = check_entry(e, root, top, exe, tmp)
+            problems, was_run = check_entry(e, root, top, exe, tmp, cache)
             where = "doc_quotes.txt:%d %s" % (e["line"], e["name"])
             ran += was_run
             timing += not was_run
