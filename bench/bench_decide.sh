@@ -5,7 +5,7 @@
 # claim and the stage that decided it (rank of X, rho, "exact", C(tol)), why
 # the refinement stopped; beside it NumPy's plain (uncertified) double
 # computation of the residual rho on an instance of the same size
-# (bench/bench_decide.py), as a ratio peer.  The goal of issue 13: n = 1024
+# (bench/bench_decide.py), as a ratio peer.  The goal: n = 1024
 # decided in <= 10 s, Arb only where stage 0 cannot decide.  C(tol) is
 # decided by the lower bound (`lower`: the bound that gave dist_lo; the
 # residual obstruction on one column of P, doc/mathematics.md §3.6, refutes

@@ -5,7 +5,7 @@
 # kernels and thread count.  For every case after the first, the whole
 # `attncheck rep-theorem` and one NumPy run are also timed with their peak
 # memory (/usr/bin/time), back to back; there dk = d (the default), the
-# in-process sides use dk = n.  The targets printed are issue 13's:
+# in-process sides use dk = n.  The targets printed are:
 # certified / plain C <= 1.5 and NumPy / plain C >= 2 at n = 1024; at
 # n = 4096 the whole command <= 2x NumPy's time and <= 12 n^2 doubles.
 # Usage: bench/bench_t1.sh [n [reps [d]]]   (one case instead of the list)
@@ -36,7 +36,7 @@ echo "$cases" | tr ';' '\n' | while read -r n d reps; do
     ccpu=$(echo "$c" | awk '/^certified_cpu /{print $2}')
     pcpu=$(echo "$c" | awk '/^plain_cpu /{print $2}')
     ncpu=$(echo "$p" | awk '/^numpy_cpu /{print $2}')
-    # issue 13's goals: certified <= 1.5x plain C, plain C >= 2x faster than
+    # the goals: certified <= 1.5x plain C, plain C >= 2x faster than
     # NumPy (wall medians; the CPU-time ratios beside them are the steadier
     # numbers on a loaded machine)
     awk -v a="$cert" -v b="$plain" -v c="$np_" -v ac="$ccpu" -v bc="$pcpu" -v cc="$ncpu" 'BEGIN {

@@ -132,5 +132,5 @@ END {
             nbest++; if (nb / cb >= 2) nmet++
         }
     }
-    if (nbest) printf "NumPy/C >= 2x, best vs best, in %d of %d (target, issue 13: all)\n", nmet, nbest
+    if (nbest) printf "NumPy/C >= 2x, best vs best, in %d of %d (target: all)\n", nmet, nbest
 }' "$work/c.txt" "$work/np.txt"

@@ -10,7 +10,7 @@
 # time) is printed beside the single-threaded dgemm peak measured in the
 # same run (bench/condition --peak), and the command's CPU time (user +
 # sys) beside its wall time, since wall times are noisy on a shared machine.
-# Goal (issue 13, row B1): the whole command >= 12x faster than NumPy's
+# Goal (row B1): the whole command >= 12x faster than NumPy's
 # best setting.
 # Usage: bench/condition.sh [REPS] [NUMPY_REPS]      (default 5 and 1)
 # The machine is shared: report medians, and expect noise.

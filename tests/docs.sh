@@ -157,6 +157,19 @@ if [ -f "$mdoc" ]; then
             printf '%s\n' "$reg" | grep -q "proofs/$(basename "$pf")" ||
                 err "the claims register (doc/mathematics.md §9) does not cover proofs/$(basename "$pf")"
         done
+        # every section of §1-§8 that proves something (a lemma, a
+        # proposition, a proof's ∎) is cited in the register, and every lemma
+        # it names ("*Lemma X.*") is listed by name
+        body=$(sed '/^## 9 Claims register/,$d' "$mdoc")
+        for s in $(printf '%s\n' "$body" | awk '/^### [0-9]/ { sec = $2 }
+                /Lemma [A-Z]|Proposition|∎|\*Proof/ { if (sec != "") print sec }' | sort -u); do
+            printf '%s\n' "$reg" | grep -q "§$s\([^0-9]\|\$\)" ||
+                err "doc/mathematics.md §$s proves something but the claims register (§9) does not cite §$s"
+        done
+        for l in $(printf '%s\n' "$body" | grep -o '\*Lemma [A-Z][A-Za-z]*\.' | sed 's/^\*Lemma //; s/\.$//' | sort -u); do
+            printf '%s\n' "$reg" | tr '\n' ' ' | grep -q "Lemma[s]* \([A-Z], \)*\([A-Z] and \)*$l\b\|Lemmas [A-Z, ]*and $l\b" ||
+                err "doc/mathematics.md states Lemma $l but the claims register (§9) does not list it"
+        done
     fi
 fi
 # ---- the file map of each module (README, Layout) ------------------------

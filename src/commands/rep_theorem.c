@@ -132,8 +132,9 @@ static const char rt_description[] =
     "certified (\"threshold\").  rank X = n <= dk uses the paper's construction\n"
     "(paper 1, eqs. (4)-(7)); rank X = n with dk >= n - 1 is exactly representable\n"
     "too (doc/mathematics.md §3.5); other cases use the criterion of §3.4, whose\n"
-    "certified obstructions refute and whose identities between logarithms are\n"
-    "proved only in the exact cases of §3.4 (otherwise UNDECIDED).";
+    "certified obstructions refute exact representability (C(tol) only when the\n"
+    "distance bound of §3.6 they give exceeds TOL) and whose identities between\n"
+    "logarithms are proved only in the exact cases of §3.4 (otherwise UNDECIDED).";
 
 static const char rt_epilogue[] =
     "Exit status: 0 proved, 1 refuted, 2 undecided, 64 usage error, 65 bad input\n"

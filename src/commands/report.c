@@ -34,11 +34,12 @@ static const ac_opt report_opts[] = {
 
 static const char report_description[] =
     "Runs every check attncheck has on built-in default instances and prints a\n"
-    "one-page table: claim, instance, verdict, the verdict the theory predicts,\n"
-    "the certified bound, and the time taken.";
+    "one-page table: claim, instance, verdict, the expected verdict (a theorem's\n"
+    "consequence, a prediction for the sample, or an empirical finding: see\n"
+    "attncheck-report(1)), the certified bound, and the time taken.";
 
 static const char report_epilogue[] =
-    "Exit status: 0 every verdict is the one the theory predicts, 1 some verdict\n"
+    "Exit status: 0 every verdict is the expected one, 1 some verdict\n"
     "contradicts it, 2 some check was undecided or could not run (and none\n"
     "contradicts), 64 usage error, 70 internal error, 73 the table cannot be\n"
     "written to standard output or the --plot file cannot be created.";
