@@ -329,7 +329,9 @@ static const char rt_description[] =
     "(paper 1, eqs. (4)-(7)); rank X = n with dk >= n - 1 is exactly representable\n"
     "too (doc/mathematics.md §3.5); other cases use the criterion of §3.4, whose\n"
     "certified obstructions refute and whose identities between logarithms are\n"
-    "proved only in the exact cases of §3.4 (otherwise UNDECIDED).";
+    "proved only in the exact cases of §3.4 (otherwise UNDECIDED).  --mask decides\n"
+    "a masked head (causal, sliding window, padding, any 0/1 mask) and --bias heads\n"
+    "with query/key biases (doc/mathematics.md §3.8).";
 
 static const char rt_epilogue[] =
     "Exit status: 0 proved, 1 refuted, 2 undecided, 64 usage error, 65 bad input\n"
