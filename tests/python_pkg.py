@@ -129,6 +129,25 @@ check(ac.rep_theorem(X, A, rows=True).distance == ac.rep_theorem(X, A.T).distanc
 expect_error(lambda: ac.rep_theorem(X, A), ac.AttncheckError, 65, ["row-stochastic"],
              "a row-stochastic P without rows=True")
 
+# masked heads (doc/mathematics.md §3.8): a boolean mask in memory is the word
+Zc = np.random.default_rng(5).standard_normal((4, 4))
+Zc = np.where(np.triu(np.ones((4, 4), bool)), Zc, -np.inf)
+Pc = np.exp(Zc - Zc.max(axis=0))
+Pc /= Pc.sum(axis=0)
+rw = ac.rep_theorem(X, Pc, dk=2, mask="causal")
+ra = ac.rep_theorem(X, Pc, dk=2, mask=np.triu(np.ones((4, 4), bool)))
+rr = ac.rep_theorem(X, Pc.T, dk=2, rows=True, mask=np.tril(np.ones((4, 4), bool)))
+check(rw.masked and ra.masked and rw.route == "masked" and
+      rw.distance == ra.distance == rr.distance and rw.threshold == ra.threshold == rr.threshold,
+      "mask='causal', a boolean array in memory, and its transpose with rows=True agree")
+rb = ac.rep_theorem(X, Pc, dk=2, mask="causal", bias=True)
+check(rb.bias and (rb.Wq is None or rb.Wq.shape == (2, X.shape[0] + 1)),
+      "bias=True: the weights are dk x (d + 1)")
+expect_error(lambda: ac.rep_theorem(X, Pc, mask=np.ones((3, 3))), ac.AttncheckError, 65,
+             ["mask", "(4, 4)"], "a mask of the wrong shape")
+expect_error(lambda: ac.rep_theorem(X, Pc, mask=np.eye(4)), ac.AttncheckError, 65,
+             ["P"], "P positive off the mask")
+
 # ---- Theorem 2 ------------------------------------------------------------------
 for (d, h, dp, n, case, seed) in [(8, 2, 4, 4, 1, 1), (16, 4, 8, 4, 0, 2), (8, 2, 4, 3, 2, 3)]:
     W, V = ac.generate_layers(d, h, dp, case=case, seed=seed)

@@ -378,6 +378,11 @@ typedef struct {
     const char *wq, *wk;        /* --wq, --wk: a head to certify */
     ac_array wq_mem, wk_mem;
     int have_wq, have_wk;
+    const char *mask;           /* --mask: "causal", "window:W", a .npy file, or a
+                                   comma-separated list of them (doc/mathematics.md §3.8) */
+    ac_array mask_mem;          /* ... or the mask's array in memory (Python) */
+    int have_mask;
+    int bias;                   /* --bias: heads with query/key biases */
     /* learned weights */
     int learn;
     size_t dk_range[2];
@@ -396,6 +401,10 @@ typedef struct {
     int gen_x, gen_p;           /* X generated; P generated or changed */
     char instance[256];         /* its description */
     double tol;                 /* the tolerance used */
+    /* --mask (doc/mathematics.md §3.8): its parts, as parsed */
+    int mask_causal;
+    size_t mask_window;         /* 0: no window */
+    size_t mask_ndim;           /* the mask array: 0 none, 1 padding (key flags), 2 n x n */
 } ac_rt_result;
 
 extern const ac_command ac_cmd_rep_theorem;

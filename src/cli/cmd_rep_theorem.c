@@ -51,7 +51,16 @@ static void print_text(const ac_rt_request *q, const char *instance, const ac_t1
     printf("instance   %s, dk = %zu\n", instance, r->dk);
     printf("route      %s\n", r->route == AC_T1_ROUTE_CONSTRUCT
                                   ? "Theorem 1 construction, paper 1, eqs. (4)-(7)"
+                              : r->route == AC_T1_ROUTE_MASKED
+                                  ? "masked head: minimum-rank completion (doc/mathematics.md §3.8)"
                                   : "decision procedure (doc/mathematics.md §3.4)");
+    if (r->masked)
+        printf("mask       %s: %zu of %zu (key, query) pairs visible; %s\n",
+               q->mask ? q->mask : "mask", r->nvisible, r->n * r->n,
+               r->support);
+    if (r->bias)
+        printf("bias       heads with query/key biases: unbiased heads on [X; 1'] "
+               "(weights dk x (d + 1), the last column the bias)\n");
     if (r->rank >= 0)
         printf("rank X     %ld (%s)\n", r->rank, r->rank_method);
     else

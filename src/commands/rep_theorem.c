@@ -4,6 +4,7 @@
  * the run, the JSON result and its arrays. */
 #include <config.h>
 
+#include <errno.h>
 #include <math.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -30,6 +31,188 @@ static int check_example(const ac_opt *o, const void *q, const char *text, ac_er
     if (strcmp(text, "paper") != 0)
         return ac_err_set(err, AC_EUSAGE,
                           "--example: unknown example '%s' (the one example is 'paper')", text);
+    return AC_OK;
+}
+
+/* ---- --mask SPEC (doc/mathematics.md §3.8) ----------------------------------------
+ *
+ * SPEC is a comma-separated list of parts: "causal" (key i visible to query j
+ * iff i <= j), "window:W" (|i - j| < W; with causal the W keys j-W+1 .. j),
+ * and at most one .npy file of 0/1 flags, 1 = visible: a vector of n flags
+ * is a padding mask (the same keys hidden from every query), an n x n array
+ * any mask, in P's layout (transposed with --rows, as P is).  A SPEC none of
+ * whose parts is a word is one file name (which may then hold commas). */
+typedef struct {
+    int causal;
+    size_t window;
+    const char *file; /* the file part in text (not terminated when len < strlen) */
+    size_t file_len;
+} mask_spec;
+
+static int is_part(const char *s, size_t len, const char *word)
+{
+    return strlen(word) == len && memcmp(s, word, len) == 0;
+}
+
+static int parse_mask_spec(mask_spec *m, const char *text, ac_err *err)
+{
+    memset(m, 0, sizeof *m);
+    int words = 0;
+    for (const char *s = text;;) {
+        const char *e = strchr(s, ',');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        words += is_part(s, len, "causal") || (len > 7 && memcmp(s, "window:", 7) == 0);
+        if (!e)
+            break;
+        s = e + 1;
+    }
+    if (!words) { /* one file */
+        if (!text[0])
+            return ac_err_set(err, AC_EUSAGE, "--mask: empty (expected causal, window:W or a "
+                              ".npy file)");
+        m->file = text;
+        m->file_len = strlen(text);
+        return AC_OK;
+    }
+    for (const char *s = text;;) {
+        const char *e = strchr(s, ',');
+        size_t len = e ? (size_t)(e - s) : strlen(s);
+        if (is_part(s, len, "causal")) {
+            if (m->causal)
+                return ac_err_set(err, AC_EUSAGE, "--mask '%s': causal given twice", text);
+            m->causal = 1;
+        } else if (len > 7 && memcmp(s, "window:", 7) == 0) {
+            char buf[32], *end;
+            if (m->window || len - 7 >= sizeof buf)
+                return ac_err_set(err, AC_EUSAGE, "--mask '%s': one window:W, W a whole "
+                                  "number >= 1", text);
+            memcpy(buf, s + 7, len - 7);
+            buf[len - 7] = 0;
+            errno = 0;
+            unsigned long long w = strtoull(buf, &end, 10);
+            if (*end || buf[0] < '0' || buf[0] > '9' || w < 1 || errno || w > MAX_DIM)
+                return ac_err_set(err, AC_EUSAGE, "--mask '%s': window:%s is not a whole "
+                                  "number in [1, %.0f]", text, buf, MAX_DIM);
+            m->window = (size_t)w;
+        } else if (len == 0) {
+            return ac_err_set(err, AC_EUSAGE, "--mask '%s': empty part", text);
+        } else {
+            if (m->file)
+                return ac_err_set(err, AC_EUSAGE, "--mask '%s': more than one file (one mask "
+                                  "array; the words are causal and window:W)", text);
+            m->file = s;
+            m->file_len = len;
+        }
+        if (!e)
+            break;
+        s = e + 1;
+    }
+    return AC_OK;
+}
+
+static int check_mask(const ac_opt *o, const void *q, const char *text, ac_err *err)
+{
+    mask_spec m;
+    (void)o;
+    (void)q;
+    return parse_mask_spec(&m, text, err);
+}
+
+/* The 0/1 flags of a mask array (from the file, or in memory): a vector of
+ * n key flags (padding) or an n x n array in P's layout, transposed when
+ * rows.  AC_EDATA naming name for another shape, NaN or a value not 0/1. */
+static int mask_flags(unsigned char **flags, size_t *nflags, size_t *ndim, const char *path,
+                      const ac_array *mem, const char *name, size_t n, int rows, ac_err *err)
+{
+    ac_array file = {0};
+    const ac_array *a = mem;
+    int st = AC_OK;
+    *flags = NULL;
+    *nflags = *ndim = 0;
+    if (!mem->data) {
+        if ((st = ac_npy_read(path, &file, err)))
+            return st;
+        a = &file;
+    }
+    if (a->ndim == 1 ? a->shape[0] != n : a->ndim != 2 || a->shape[0] != n || a->shape[1] != n) {
+        char sb[96];
+        size_t k = 0;
+        k += (size_t)snprintf(sb, sizeof sb, "(");
+        for (size_t i = 0; i < a->ndim && k < sizeof sb - 24; i++)
+            k += (size_t)snprintf(sb + k, sizeof sb - k, i ? ", %zu" : "%zu", a->shape[i]);
+        snprintf(sb + k, sizeof sb - k, a->ndim == 1 ? ",)" : ")");
+        st = ac_err_set(err, AC_EDATA, "%s: the mask has shape %s; expected (%zu,) (a padding "
+                        "mask: one flag per key) or (%zu, %zu) (P's layout), n = %zu tokens",
+                        name, sb, n, n, n, n);
+        goto out;
+    }
+    if (!(*flags = malloc(a->size ? a->size : 1))) {
+        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
+        goto out;
+    }
+    for (size_t i = 0; i < a->size; i++) {
+        double v = a->data[i];
+        if (v != 0.0 && v != 1.0) {
+            if (a->ndim == 2)
+                st = ac_err_set(err, AC_EDATA, "%s: mask entry (%zu, %zu) = %g is not 0 or 1 "
+                                "(1 = visible, 0 = hidden)", name, i / n, i % n, v);
+            else
+                st = ac_err_set(err, AC_EDATA, "%s: mask entry %zu = %g is not 0 or 1 "
+                                "(1 = visible key, 0 = padding)", name, i, v);
+            free(*flags);
+            *flags = NULL;
+            goto out;
+        }
+        /* row-stochastic layout: entry (query, key) is the keep flag of (key, query) */
+        size_t to = a->ndim == 2 && rows ? (i % n) * n + i / n : i;
+        (*flags)[to] = v == 1.0;
+    }
+    *nflags = a->size;
+    *ndim = a->ndim;
+out:
+    ac_array_free(&file);
+    return st;
+}
+
+/* The mask of --mask (m's arrays malloc'ed: free m->valid, m->keep), its
+ * parts recorded in res. */
+static int load_mask(ac_t1_mask *m, ac_rt_result *res, const ac_rt_request *q, size_t n,
+                     ac_err *err)
+{
+    mask_spec sp = {0};
+    char *path = NULL;
+    unsigned char *flags = NULL;
+    size_t nflags = 0, ndim = 0;
+    int st;
+    memset(m, 0, sizeof *m);
+    m->name = ac_cmd_input_name(q->mask, &q->mask_mem, "mask");
+    if (!q->mask_mem.data && (st = parse_mask_spec(&sp, q->mask, err)))
+        return st;
+    if (sp.file && !(path = malloc(sp.file_len + 1)))
+        return ac_err_set(err, AC_EINTERNAL, "out of memory");
+    if (path) {
+        memcpy(path, sp.file, sp.file_len);
+        path[sp.file_len] = 0;
+    }
+    if ((q->mask_mem.data || path) &&
+        (st = mask_flags(&flags, &nflags, &ndim, path, &q->mask_mem,
+                         q->mask_mem.data ? "mask" : path, n, q->rows, err))) {
+        free(path);
+        return st;
+    }
+    free(path);
+    m->causal = sp.causal;
+    m->window = sp.window;
+    if (ndim == 1) {
+        m->valid = flags;
+        m->nvalid = nflags;
+    } else if (ndim == 2) {
+        m->keep = flags;
+        m->nkeep = nflags;
+    }
+    res->mask_causal = sp.causal;
+    res->mask_window = sp.window;
+    res->mask_ndim = ndim;
     return AC_OK;
 }
 
@@ -89,6 +272,19 @@ static const ac_opt rt_opts[] = {
      .arg = "FILE", .flags = AC_OPTF_ARRAY, A(wk_mem), .pyname = "Wk",
      .help = "a head to certify (.npy, dk x d each): its max|Softmax - P| is an upper bound on "
              "the distance, and it is written if it is the best head found"},
+    {.name = "mask", .kind = AC_OPT_STRING, F(mask), S(have_mask), .arg = "SPEC",
+     .flags = AC_OPTF_ARRAY, A(mask_mem), .check = check_mask,
+     .group = "Masked heads and biases (doc/mathematics.md §3.8):",
+     .help = "a masked head: the softmax of each query over its visible keys, P zero off the "
+             "mask and positive on it.  SPEC: causal (key i visible to query j iff i <= j), "
+             "window:W (|i - j| < W; with causal the W keys j-W+1..j), a .npy file of 0/1 "
+             "flags (1 = visible; n flags: a padding mask, the same keys hidden from every "
+             "query; n x n: any mask, in P's layout, transposed by --rows as P is), or a "
+             "comma-separated list of these (causal,pad.npy)"},
+    {.name = "bias", .kind = AC_OPT_FLAG, F(bias), .set_offset = NS,
+     .help = "heads with query and key biases, (Wk x + bk)'(Wq y + bq): decided as heads "
+             "without bias on X with a row of ones appended; the weights are dk x (d + 1), "
+             "the last column the bias (--wq, --wk and the Wq.npy, Wk.npy written)"},
     {.name = "trace", .kind = AC_OPT_FLAG, F(trace), .set_offset = NS,
      .flags = AC_OPTF_PROGRAM, .group = "Output:",
      .help = "print each proof step with its certified residual"},
@@ -134,7 +330,9 @@ static const char rt_description[] =
     "too (doc/mathematics.md §3.5); other cases use the criterion of §3.4, whose\n"
     "certified obstructions refute exact representability (C(tol) only when the\n"
     "distance bound of §3.6 they give exceeds TOL) and whose identities between\n"
-    "logarithms are proved only in the exact cases of §3.4 (otherwise UNDECIDED).";
+    "logarithms are proved only in the exact cases of §3.4 (otherwise UNDECIDED).\n"
+    "--mask decides a masked head (causal, sliding window, padding, any 0/1 mask)\n"
+    "and --bias heads with query/key biases (doc/mathematics.md §3.8).";
 
 static const char rt_epilogue[] =
     "Exit status: 0 proved, 1 refuted, 2 undecided, 64 usage error, 65 bad input\n"
@@ -166,6 +364,10 @@ static int rt_check(void *qv, ac_err *err)
             return ac_err_set(err, AC_EUSAGE, "--plot needs --learn");
         return AC_OK;
     }
+    if (q->have_mask || q->bias)
+        return ac_err_set(err, AC_EUSAGE, "--learn cannot be combined with %s: the training of "
+                          "--learn fits heads without masks or biases (check the masked or "
+                          "biased head without --learn)", q->have_mask ? "--mask" : "--bias");
     const char *conflict = q->have_dk ? "--dk" : q->out_dir ? "--out-dir" : q->trace ? "--trace"
                            : q->have_d0 ? "--d0" : NULL;
     if (conflict)
@@ -237,6 +439,30 @@ static int load_instance(ac_rt_result *res, double **d0, size_t *nd0, const ac_r
     return AC_OK; /* validated by ac_t1_check, with the names */
 }
 
+/* The mask of --mask and its support omega (n x n, row = key); a P that was
+ * generated (not read) is restricted to the support and its columns
+ * renormalised: the masked softmax of the same logits, or a Dirichlet
+ * pattern on the visible keys. */
+static int masked_instance(ac_t1_mask *m, unsigned char **omega, ac_rt_result *res,
+                           const ac_rt_request *q, ac_err *err)
+{
+    size_t n = res->X.cols;
+    int st;
+    if ((st = load_mask(m, res, q, n, err)))
+        return st;
+    if (!(*omega = malloc(n > 0 ? n * n : 1)))
+        return ac_err_set(err, AC_EINTERNAL, "out of memory");
+    if ((st = ac_t1_mask_support(*omega, n, m, err)))
+        return st;
+    if (!q->have_p && res->P.rows == n && res->P.cols == n) {
+        for (size_t i = 0; i < n * n; i++)
+            if (!(*omega)[i])
+                res->P.data[i] = 0.0;
+        ac_t1_normalize(&res->P);
+    }
+    return AC_OK;
+}
+
 static void describe_instance(char *buf, size_t n, const ac_rt_request *q, const ac_mat *X)
 {
     const char *xname = ac_cmd_input_name(q->x, &q->x_mem, "X");
@@ -257,6 +483,8 @@ static int rt_run(void *rv, const void *qv, void *hooks, ac_err *err)
     ac_rt_result *res = rv;
     const ac_rt_request *q = qv;
     ac_mat Wq = {0}, Wk = {0};
+    ac_t1_mask mask = {0};
+    unsigned char *omega = NULL;
     double *d0 = NULL;
     size_t nd0 = 0;
     int st;
@@ -273,6 +501,8 @@ static int rt_run(void *rv, const void *qv, void *hooks, ac_err *err)
         (st = ac_cmd_memory_check(ac_cmd_mem_rep_theorem(res->X.rows, res->X.cols), AC_EDATA,
                                   err, "%s (n = %zu)", q->have_x ? xname : pname,
                                   res->X.cols)))
+        goto out;
+    if (q->have_mask && (st = masked_instance(&mask, &omega, res, q, err)))
         goto out;
     describe_instance(res->instance, sizeof res->instance, q, &res->X);
     ac_schedule sched = ac_schedule_upto(q->max_prec);
@@ -312,8 +542,13 @@ static int rt_run(void *rv, const void *qv, void *hooks, ac_err *err)
     o.user_wk = q->have_wk ? &Wk : NULL;
     o.wqname = q->have_wq ? ac_cmd_input_name(q->wq, &q->wq_mem, "Wq") : NULL;
     o.wkname = q->have_wk ? ac_cmd_input_name(q->wk, &q->wk_mem, "Wk") : NULL;
+    o.mask = q->have_mask ? &mask : NULL;
+    o.bias = q->bias;
     st = ac_t1_check(&res->t1, &res->X, &res->P, &o, err);
 out:
+    free((void *)mask.valid);
+    free((void *)mask.keep);
+    free(omega);
     ac_mat_free(&Wq);
     ac_mat_free(&Wk);
     free(d0);
@@ -373,6 +608,33 @@ static void json_enclosure(ac_json *j, const char *key, double lo, double hi, in
     ac_json_end_object(j);
 }
 
+/* "mask": the masked head's support (doc/mathematics.md §3.8), or null. */
+static void json_mask(ac_json *j, const ac_rt_request *q, const ac_rt_result *res)
+{
+    const ac_t1_result *r = &res->t1;
+    ac_json_key(j, "mask");
+    if (!r->masked) {
+        ac_json_null(j);
+        return;
+    }
+    ac_json_begin_object(j);
+    ac_json_kv_string(j, "name", ac_cmd_input_name(q->mask, &q->mask_mem, "mask"));
+    ac_json_kv_bool(j, "causal", res->mask_causal);
+    ac_json_key(j, "window");
+    if (res->mask_window)
+        ac_json_uint(j, res->mask_window);
+    else
+        ac_json_null(j);
+    ac_json_kv_string(j, "array", res->mask_ndim == 1   ? "padding"
+                                  : res->mask_ndim == 2 ? "pairs"
+                                                        : "none");
+    ac_json_kv_uint(j, "nvisible", r->nvisible);
+    ac_json_kv_bool(j, "staircase", r->staircase);
+    ac_json_kv_uint(j, "nblocks", r->nblocks);
+    ac_json_kv_string(j, "support", r->support);
+    ac_json_end_object(j);
+}
+
 static void write_json_check(ac_json *j, const ac_rt_request *q, const ac_rt_result *res)
 {
     const ac_t1_result *r = &res->t1;
@@ -382,6 +644,12 @@ static void write_json_check(ac_json *j, const ac_rt_request *q, const ac_rt_res
     ac_json_kv_number(j, "tol", q->tol);
     ac_json_kv_bool(j, "normalize", q->normalize);
     ac_json_kv_bool(j, "rows", q->rows);
+    ac_json_key(j, "mask");
+    if (q->have_mask)
+        ac_json_string(j, ac_cmd_input_name(q->mask, &q->mask_mem, "mask"));
+    else
+        ac_json_null(j);
+    ac_json_kv_bool(j, "bias", q->bias);
     ac_json_parameters_end(j);
     ac_json_kv_number(j, "seconds", r->cert.seconds); /* stored: certificate.json equals --json */
     ac_json_kv_string(j, "claim", "some head of size dk has max|Softmax - P| <= tol");
@@ -401,7 +669,12 @@ static void write_json_check(ac_json *j, const ac_rt_request *q, const ac_rt_res
     ac_json_kv_bool(j, "x_generated", res->gen_x);
     ac_json_kv_bool(j, "p_generated_or_changed", res->gen_p);
     ac_json_end_object(j);
-    ac_json_kv_string(j, "route", r->route == AC_T1_ROUTE_CONSTRUCT ? "construct" : "decide");
+    ac_json_kv_string(j, "route", r->route == AC_T1_ROUTE_CONSTRUCT ? "construct"
+                                  : r->route == AC_T1_ROUTE_MASKED  ? "masked"
+                                                                    : "decide");
+    ac_json_kv_bool(j, "bias", r->bias);
+    ac_json_kv_bool(j, "masked", r->masked);
+    json_mask(j, q, res);
     ac_json_kv_string(j, "exact", ac_verdict_name(r->exact));
     ac_json_kv_string(j, "exact_claim",
                       "the column-normalised P is exactly representable by a head of size dk");
