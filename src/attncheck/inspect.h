@@ -56,6 +56,7 @@ typedef struct {
     double rtol;              /* kappa's relative accuracy */
     long max_prec;            /* kappa's MPFR fallback */
     int weights;              /* keep the compressed heads' weights */
+    int optimize;             /* BFGS iterations refining the compressed heads (ac_t1_opts) */
     int threads;              /* OpenMP threads over heads (0: OpenMP's default);
                                  the results do not depend on it */
 } ac_inspect_opts;
@@ -93,7 +94,9 @@ typedef struct {
     char self_note[160];      /* what exactly was certified */
     ac_inspect_circuit qk, ov;
     double pmin, pmax;        /* the smallest and largest weight on the visible keys */
-    double seconds;
+    double seconds;           /* the head's whole time; of which: */
+    double t_dist, t_circuits; /* the distances, the circuits (thr.seconds, self.seconds: the
+                                  threshold, the self-check) */
 } ac_inspect_head;
 
 typedef struct {
@@ -141,6 +144,7 @@ typedef struct {
     ac_opt_sizes dk_prime;          /* --dk-prime LIST */
     int have_dk_prime;
     long max_prec;
+    long optimize;                  /* --optimize ITERS */
     long threads;
     int have_threads;
     int weights;                    /* --weights: the compressed heads */

@@ -29,7 +29,8 @@ static const ac_opt in_opts[] = {
      .arg = "H", .help = "inspect head H only (from 0; default every head)"},
     {.name = "tokens", .kind = AC_OPT_STRING, F(tokens), S(have_tokens), .arg = "FILE",
      .flags = AC_OPTF_ARRAY, A(tokens_mem),
-     .help = "token ids (.npy vector of whole numbers in [0, vocab)): the model runs from its "
+     .help = "token ids (.npy vector, float64 or float32, of whole numbers in [0, vocab)): the "
+             "model runs from its "
              "embeddings up to each layer (GPT-2, nanoGPT, the BERT family, Llama, Mistral, "
              "Qwen2)"},
     {.name = "hidden", .kind = AC_OPT_STRING, F(hidden), S(have_hidden), .arg = "FILE",
@@ -50,6 +51,12 @@ static const ac_opt in_opts[] = {
     {.name = "max-prec", .kind = AC_OPT_LONG, F(max_prec), .set_offset = NS, .min = 0,
      .max = 1 << 20, .arg = "BITS", .def = "512",
      .help = "highest precision of the ball stages (0 = double precision stage only)"},
+    {.name = "optimize", .kind = AC_OPT_LONG, F(optimize), .set_offset = NS, .min = 0,
+     .max = 1000000, .arg = "ITERS", .def = "0",
+     .help = "BFGS iterations refining the compressed heads of --dk-prime from the truncated "
+             "head (0 = off; scaled down to a work budget as rep-theorem's): a tighter upper "
+             "end of the distances, at a cost (200 on GPT-2 small's heads: about 8 times the "
+             "distances' time)"},
     {.name = "weights", .kind = AC_OPT_FLAG, F(weights), .set_offset = NS,
      .help = "keep the compressed heads found at each --dk-prime size (written by --out-dir "
              "as wq_dkK.npy, wk_dkK.npy, [layers, heads, K, d'])"},
@@ -242,6 +249,7 @@ static int in_run(void *rv, const void *qv, void *hooks, ac_err *err)
     o.tol = q->tol;
     o.sched = ac_schedule_upto(q->max_prec);
     o.weights = q->weights;
+    o.optimize = (int)q->optimize;
     o.threads = q->have_threads ? (int)q->threads : 0;
     if (q->have_dk_prime) {
         o.ndkp = q->dk_prime.n;
@@ -414,6 +422,13 @@ static void json_head(ac_json *j, const ac_inspect_head *hd)
     json_circuit(j, "ov", &hd->ov);
     ac_json_end_object(j);
     ac_json_kv_number(j, "seconds", hd->seconds);
+    ac_json_key(j, "times");
+    ac_json_begin_object(j);
+    ac_json_kv_number(j, "threshold", hd->thr.seconds);
+    ac_json_kv_number(j, "distances", hd->t_dist);
+    ac_json_kv_number(j, "self_check", hd->self.seconds);
+    ac_json_kv_number(j, "circuits", hd->t_circuits);
+    ac_json_end_object(j);
     ac_json_end_object(j);
 }
 
@@ -454,6 +469,7 @@ static void json_layer(ac_json *j, const ac_inspect_layer *ly)
     ac_json_kv_string(j, "line", ly->t2_line);
     ac_json_end_object(j);
     ac_json_kv_number(j, "seconds", ly->seconds);
+    ac_json_kv_number(j, "kappa_seconds", ly->t_kappa);
     ac_json_key(j, "heads");
     ac_json_begin_array(j);
     for (size_t k = 0; k < ly->nheads; k++)
@@ -487,6 +503,7 @@ static void in_write_json(ac_json *j, const void *qv, const void *rv)
         ac_json_int(j, (long long)q->dk_prime.v[k]);
     ac_json_end_array(j);
     ac_json_kv_int(j, "max_prec", q->max_prec);
+    ac_json_kv_int(j, "optimize", q->optimize);
     ac_json_parameters_end(j);
     ac_json_kv_string(j, "claim", "every head inspected: its own weights reproduce its pattern "
                       "within tol (the self-check)");

@@ -31,6 +31,7 @@ void ac_inspect_opts_default(ac_inspect_opts *o)
     o->sched = ac_schedule_upto(512);
     o->rtol = AC_COND_RTOL_DEFAULT;
     o->max_prec = 1024;
+    o->optimize = 0;
 }
 
 static void circuit_free(ac_inspect_circuit *c)
@@ -260,7 +261,7 @@ static int head_t1(ac_inspect_head *hd, const ac_attn_layer *L, const ac_mat *X,
         ac_inspect_dist *ds = &hd->dist[j];
         to.dk = ds->dk;
         to.want_weights = 1; /* the candidates give the upper bound */
-        to.optimize = 200;   /* BFGS from them (scaled to a work budget; doc §3.6) */
+        to.optimize = o->optimize; /* BFGS from them (scaled to a work budget; doc §3.6) */
         memset(&r, 0, sizeof r);
         ac_mat cq = {0}, ck = {0};
         if ((st = truncated_head(&cq, &ck, &Wq, &Wk, ds->dk, hd->factor, err)))
@@ -317,8 +318,7 @@ static int head_t1(ac_inspect_head *hd, const ac_attn_layer *L, const ac_mat *X,
         goto out;
     }
     (void)t0;
-    (void)t1;
-    (void)t2;
+    hd->t_dist = t2 - t1;
 out:
     ac_t1_result_free(&r);
     ac_mat_free(&Xt);
@@ -380,8 +380,10 @@ static int head_run(ac_inspect_head *hd, const ac_attn_layer *L, const ac_mat *X
     int st = AC_OK;
     if (!L->rope)
         st = head_t1(hd, L, X, P, o, err);
+    double tc = ac_seconds();
     if (!st)
         st = head_circuits(hd, L, err);
+    hd->t_circuits = ac_seconds() - tc;
     hd->seconds = ac_seconds() - t0;
     return st;
 }
@@ -547,12 +549,16 @@ int ac_inspect_layer_run(ac_inspect_layer *res, const ac_attn_layer *L, const ac
     free(errs);
     if (!st)
         st = input_hypotheses(res, X, err);
+    double tk = ac_seconds();
     if (!st)
         st = layer_kappa(res, L, X, o, err);
+    res->t_kappa = ac_seconds() - tk;
     ac_blas_set_threads(bt);
     for (size_t k = 0; k < nh; k++) {
         res->t_threshold += res->heads[k].thr.seconds;
         res->t_self += res->heads[k].self.seconds;
+        res->t_dist += res->heads[k].t_dist;
+        res->t_circuits += res->heads[k].t_circuits;
     }
     res->seconds = ac_seconds() - t0;
     return st;
