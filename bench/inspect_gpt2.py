@@ -139,16 +139,13 @@ def main():
     tb = time.time() - t0
     Pa = torch.tensor(np.load(os.path.join(out, "patterns.npy")))
     heads = sum(len(ly["heads"]) for ly in res["layers"])
-    thr = sum(h["threshold"]["seconds"] for ly in res["layers"] for h in ly["heads"])
-    self_ = sum(h["self_check"]["seconds"] for ly in res["layers"] for h in ly["heads"])
-    tot = sum(h["seconds"] for ly in res["layers"] for h in ly["heads"])
+    tt = {k: sum(ly["time"][k] for ly in res["layers"]) for k in res["layers"][0]["time"]}
     print("inspect_gpt2: %d layers x %d heads, n = %d, d = %d: attncheck inspect %.1f s "
           "(verdict %s), torch without certificates %.2f s, ratio %.1f"
           % (layers, cfg["n_head"], n, cfg["n_embd"], ta, res["verdict"], tb, ta / tb))
-    print("inspect_gpt2: thread-seconds in the heads %.1f: threshold %.1f, self-check %.1f, "
-          "distances and circuits %.1f; layers (patterns, kappa, rank X) %.1f wall"
-          % (tot, thr, self_, tot - thr - self_,
-             sum(ly["seconds"] for ly in res["layers"])))
+    print("inspect_gpt2: thread-seconds: " + ", ".join("%s %.1f" % kv for kv in tt.items())
+          + "; layers (wall, everything after the model's run) %.1f"
+          % sum(ly["seconds"] for ly in res["layers"]))
     print("inspect_gpt2: largest |P_attncheck - P_torch| = %.3g over %d heads"
           % (float((Pa - P).abs().max()), heads))
     for ly, (kap, ranks) in zip(res["layers"], per):

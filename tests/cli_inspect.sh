@@ -107,7 +107,7 @@ sys.path.insert(0, sys.argv[2])
 import json_schema
 def strip(o):
     if isinstance(o, dict):
-        return {k: strip(v) for k, v in o.items() if k not in ("seconds", "times", "kappa_seconds")}
+        return {k: strip(v) for k, v in o.items() if k not in ("seconds", "time")}
     if isinstance(o, list):
         return [strip(v) for v in o]
     return o

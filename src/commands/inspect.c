@@ -422,7 +422,7 @@ static void json_head(ac_json *j, const ac_inspect_head *hd)
     json_circuit(j, "ov", &hd->ov);
     ac_json_end_object(j);
     ac_json_kv_number(j, "seconds", hd->seconds);
-    ac_json_key(j, "times");
+    ac_json_key(j, "time");
     ac_json_begin_object(j);
     ac_json_kv_number(j, "threshold", hd->thr.seconds);
     ac_json_kv_number(j, "distances", hd->t_dist);
@@ -469,7 +469,14 @@ static void json_layer(ac_json *j, const ac_inspect_layer *ly)
     ac_json_kv_string(j, "line", ly->t2_line);
     ac_json_end_object(j);
     ac_json_kv_number(j, "seconds", ly->seconds);
-    ac_json_kv_number(j, "kappa_seconds", ly->t_kappa);
+    ac_json_key(j, "time");
+    ac_json_begin_object(j);
+    ac_json_kv_number(j, "kappa", ly->t_kappa);
+    ac_json_kv_number(j, "heads_threshold", ly->t_threshold);
+    ac_json_kv_number(j, "heads_distances", ly->t_dist);
+    ac_json_kv_number(j, "heads_self_check", ly->t_self);
+    ac_json_kv_number(j, "heads_circuits", ly->t_circuits);
+    ac_json_end_object(j);
     ac_json_key(j, "heads");
     ac_json_begin_array(j);
     for (size_t k = 0; k < ly->nheads; k++)
