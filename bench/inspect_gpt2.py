@@ -23,6 +23,7 @@ difference between attncheck's patterns (--out-dir) and torch's.
 """
 import json
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -126,23 +127,28 @@ def main():
     np.save(os.path.join(work, "ids.npy"), ids.astype(np.float64))
     out = os.path.join(work, "out")
     t0 = time.time()
+    c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     r = subprocess.run([tool, "inspect", "--model", d, "--tokens", os.path.join(work, "ids.npy"),
                         "--threads", str(threads), "--json", "--out-dir", out],
                        capture_output=True, text=True)
     ta = time.time() - t0
+    c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    ca = (c1.ru_utime - c0.ru_utime) + (c1.ru_stime - c0.ru_stime)
     if r.returncode not in (0, 1, 2):
         print("inspect failed (%d): %s" % (r.returncode, r.stderr.strip()))
         sys.exit(1)
     res = json.loads(r.stdout)
-    t0 = time.time()
+    t0, p0 = time.time(), time.process_time()
     P, per = baseline(cfg, sd, torch.tensor(ids), layers)
-    tb = time.time() - t0
+    tb, cb = time.time() - t0, time.process_time() - p0
     Pa = torch.tensor(np.load(os.path.join(out, "patterns.npy")))
     heads = sum(len(ly["heads"]) for ly in res["layers"])
     tt = {k: sum(ly["time"][k] for ly in res["layers"]) for k in res["layers"][0]["time"]}
     print("inspect_gpt2: %d layers x %d heads, n = %d, d = %d: attncheck inspect %.1f s "
           "(verdict %s), torch without certificates %.2f s, ratio %.1f"
           % (layers, cfg["n_head"], n, cfg["n_embd"], ta, res["verdict"], tb, ta / tb))
+    print("inspect_gpt2: CPU seconds (user + sys, every thread): attncheck %.1f, torch %.2f, "
+          "ratio %.1f (a loaded machine inflates wall times, not these)" % (ca, cb, ca / cb))
     print("inspect_gpt2: thread-seconds: " + ", ".join("%s %.1f" % kv for kv in tt.items())
           + "; layers (wall, everything after the model's run) %.1f"
           % sum(ly["seconds"] for ly in res["layers"]))
