@@ -25,7 +25,7 @@
  *                    fixtures of tests/models/ (written by
  *                    tests/models_fixtures.py).
  *
- * Dimension letters as in models.h: n tokens, d width, h heads, hkv
+ * Dimension letters as in attncheck/models.h: n tokens, d width, h heads, hkv
  * key/value heads, dk head size, F feed-forward width.
  */
 #ifndef AC_MODELS_IMPL_H
