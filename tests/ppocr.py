@@ -64,6 +64,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(HERE, "..", "python", "attncheck"))
 import models_torch  # noqa: E402  (Head, pattern_bound, visible)
+import inspect_models  # noqa: E402  (check_layer)
 import torch_convert  # noqa: E402  (save_safetensors)
 
 torch.set_default_dtype(torch.float64)
@@ -538,6 +539,27 @@ def main():
         print("ppocr: layer %d: %d heads, %d tokens, smallest weight %.6g, largest %.6g "
               "(graph vs explicit torch: %.3g)" % (i, P.shape[0], n, P.min(), P.max(), pg_vs_t))
         smallest = min(smallest, float(P.min()))
+        # attncheck inspect on the same residual stream: its patterns against
+        # the explicit torch heads (the bound with the inputs' difference),
+        # the schema, self-checks, circuits against NumPy's SVD, kappa against
+        # torch's block (tests/inspect_models.py's check_layer); the table
+        tool = os.environ.get("ATTNCHECK") or os.path.join(os.path.dirname(mh), "..", "attncheck")
+        wi = inspect_models.check_layer(tool, None, d, 0, head, Xg, Pt, work, "ppocr%d" % i,
+                                        dX=True, extra=["--hidden", rpath])
+        r = subprocess.run([tool, "inspect", "--model", d, "--hidden", rpath, "--json"],
+                           capture_output=True, text=True)
+        j = json.loads(r.stdout)
+        for h in j["layers"][0]["heads"]:
+            t = h["threshold"]
+            if not (t["lo"] is not None and t["lo"] <= h["dk"] + 1):
+                failures.append("layer %d head %d: threshold %s" % (i, h["head"], t))
+        r = subprocess.run([tool, "inspect", "--model", d, "--hidden", rpath],
+                           capture_output=True, text=True)
+        print("ppocr: attncheck inspect on layer %d (exit %d; largest |P_inspect - P_torch| "
+              "%.3g):" % (i, r.returncode, wi))
+        for line in r.stdout.splitlines():
+            print("ppocr:   " + line)
+    failures += inspect_models.FAIL
     for f in failures:
         print("ppocr: FAIL: " + f)
     if failures:

@@ -31,7 +31,7 @@ bad = []
 TIMED = {"seconds", "tokens_per_s", "version"}
 
 functions = {"rep-theorem": ac.rep_theorem, "separate": ac.separate, "condition": ac.condition,
-             "merge": ac.merge, "train": ac.train, "report": ac.report}
+             "merge": ac.merge, "train": ac.train, "report": ac.report, "inspect": ac.inspect}
 
 
 def paths(j, pre=""):
@@ -87,6 +87,13 @@ subprocess.run([prog, "condition", "--heads", "1,2", "--trials", "4", "--shard",
 subprocess.run([prog, "condition", "--heads", "1,2", "--trials", "4", "--shard", "2/2",
                 "--samples-out", "s2.txt", "--json"], check=True, capture_output=True)
 
+# inspect: the GPT-2 fixture on 7 token ids (the program reads them from a file)
+import numpy as np  # noqa: E402
+GPT2 = os.path.join(os.environ.get("top_srcdir") or os.path.join(os.path.dirname(
+    os.path.abspath(__file__)), ".."), "tests", "models", "gpt2")
+IDS = np.array([3.0, 5, 7, 2, 9, 11, 4])
+np.save("ids.npy", IDS)
+
 # (command, program arguments, Python keywords)
 runs = [
     ("rep-theorem", ["--n", "8", "--d", "16", "--dk", "7"], dict(n=8, d=16, dk=7)),
@@ -108,6 +115,8 @@ runs = [
     ("train", ["--task", "fit-p", "--n", "6", "--d", "4", "--steps", "20"],
      dict(task="fit-p", n=6, d=4, steps=20)),
     ("report", ["--quick"], dict(quick=True)),
+    ("inspect", ["--model", GPT2, "--tokens", "ids.npy", "--layer", "1"],
+     dict(model=GPT2, tokens=IDS, layer=1)),
 ]
 # the --trace steps are the program's text output; Python has no trace keyword
 runs[1][2].pop("trace", None)
@@ -126,7 +135,9 @@ for cmd, args, kw in runs:
         continue
     total = seen = 0
     for path, v in paths(j):
+        # inspect's input.file: the program names the file, Python the array ("tokens")
         if (path.split(".")[-1] in TIMED or ".time." in path + "." or
+                cmd == "inspect" and path == ".input.file" or
                 "--trace" in args and path.startswith(".steps")):
             continue
         total += 1

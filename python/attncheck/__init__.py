@@ -24,6 +24,7 @@ from .core import (Certificate, ConditionResult, ConditionRow, Layer, SeparateRe
                    certify_head, condition, generate_instance, generate_layers, merge,
                    rep_theorem, separate)
 from .core import report, train
+from .core import inspect_model as inspect
 
 RepTheoremResult = Result  # the name of rep_theorem's result before it mirrored the JSON
 from .checkpoint import fnv1a64, load_checkpoint, save_checkpoint
@@ -34,4 +35,4 @@ __all__ = ["COMMANDS", "InputError", "Interval", "Record", "Result", "Verdict", 
            "RepTheoremResult", "SeparateResult", "certify_head", "condition",
            "generate_instance", "generate_layers", "merge", "rep_theorem", "separate", "fnv1a64",
            "load_checkpoint", "save_checkpoint", "__version__"]
-__all__ += ["report", "train", "capture", "from_torch"]
+__all__ += ["report", "train", "inspect", "capture", "from_torch"]

@@ -512,3 +512,12 @@ report = make_function(
               "verdict, expected, bound, ...) and the counts as_expected, contradicting,\n"
               "undecided.  The rows of Theorem 2, the students, the conditioning and the trained\n"
               "kappa are still made by the program (`attncheck report`), not here.")
+
+
+inspect_model = make_function(
+    "inspect", "inspect",
+    extra_doc="tokens: a vector of token ids; hidden, normed: n x d (one row per token).\n"
+              "Returns a Result with every member of `attncheck inspect --json` (per head:\n"
+              "r.layers[l].heads[i].threshold, .distances, .self_check, .circuits) and the\n"
+              "arrays patterns [layers, heads, n, n] (query rows summing to 1), normed,\n"
+              "hidden and, with weights=True, the compressed heads.")

@@ -181,5 +181,6 @@ int cmd_separate(int argc, char **argv);
 int cmd_condition(int argc, char **argv);
 int cmd_train(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
 
 #endif

@@ -50,3 +50,7 @@ attncheck_SOURCES += \
 	src/cli/cmd_report.c \
 	src/cli/report_plot.c \
 	src/cli/report_plot.h
+
+# attncheck inspect
+attncheck_SOURCES += \
+	src/cli/cmd_inspect.c

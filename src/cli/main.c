@@ -8,6 +8,7 @@
 #include <gsl/gsl_errno.h>
 
 #include "attncheck/blas.h"
+#include "attncheck/inspect.h"
 #include "cli.h"
 
 const cli_command cli_commands[] = {
@@ -17,6 +18,7 @@ const cli_command cli_commands[] = {
     {"merge", cmd_merge, NULL, NULL, &ac_cmd_merge},
     {"train", cmd_train, NULL, NULL, &ac_cmd_train},
     {"report", cmd_report, NULL, NULL, &ac_cmd_report},
+    {"inspect", cmd_inspect, NULL, NULL, &ac_cmd_inspect},
     {NULL, NULL, NULL, NULL, NULL},
 };
 

@@ -25,6 +25,8 @@
  *     train.c          train: the configuration, the training loop, fit-p's
  *                      certificate;
  *     report.c         report: every row source, the outcome;
+ *     inspect.c        inspect: a pretrained model's layers and heads (options,
+ *                      model and input, run, JSON, arrays);
  *   the report's rows:
  *     report_rows.c    the list and its helpers;
  *     report_theorem1.c  Theorem 1;

@@ -33,6 +33,10 @@ src_libattncheck_la_SOURCES += \
 	src/commands/merge.c \
 	src/commands/report_condition.c
 
+# inspect (every check on a pretrained model's layers and heads)
+src_libattncheck_la_SOURCES += \
+	src/commands/inspect.c
+
 # unit tests of this module: src/commands/test/, one Check program per file
 # (its source: NAME.c; its libraries: LDADD, Makefile.am, "tests")
 COMMANDS_TESTS = \

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "attncheck/commands.h"
+#include "attncheck/inspect.h"
 
 struct ac_request {
     const ac_command *cmd;
@@ -24,6 +25,7 @@ const ac_command *const ac_commands[] = {
     &ac_cmd_merge,
     &ac_cmd_train,
     &ac_cmd_report,
+    &ac_cmd_inspect,
     NULL,
 };
 

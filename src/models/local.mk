@@ -10,7 +10,8 @@ src_libattncheck_la_SOURCES += \
 	src/models/hfconfig.c \
 	src/models/families.c \
 	src/models/pattern.c \
-	src/models/run.c
+	src/models/run.c \
+	src/models/inspect.c
 
 # unit tests of this module: src/models/test/, one Check program per file
 # (its source: NAME.c; its libraries: LDADD, Makefile.am, "tests")

@@ -17,6 +17,9 @@
  *   pattern.c      the layer's input (its norm), RoPE, masks, the per-head
  *                  patterns, Theorem 1's form, the descriptions;
  *   run.c          ac_model_run: embeddings and blocks up to a layer;
+ *   inspect.c      every check on one layer, head by head (attncheck/inspect.h:
+ *                  Theorem 1's threshold and distances, the self-check,
+ *                  the circuits, kappa of the block, Theorem 2's hypotheses);
  *   test/          the unit tests, one Check program per file:
  *     test_models.c  the readers, the families and the model API on the
  *                    fixtures of tests/models/ (written by

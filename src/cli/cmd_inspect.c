@@ -1,0 +1,170 @@
+/* cmd_inspect.c — `attncheck inspect`: every check on a pretrained model's
+ * layers and heads.  The options, the run, every verdict and the JSON result
+ * are the library's (src/commands/inspect.c, src/models/inspect.c); this file
+ * prints one table per layer, writes --csv and --out-dir. */
+#include <config.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "attncheck/inspect.h"
+#include "cli.h"
+#include "plot.h"
+
+static const cli_flag in_flags[] = {
+    {"dk_prime", "--dk-prime"},
+    {"head", "--head"},
+    {NULL, NULL},
+};
+
+/* "[lo, hi]" of a threshold: "15" when exact, "-" for an open end */
+static const char *thr_text(char *buf, size_t n, const ac_t1_tol_threshold *t)
+{
+    if (t->lo < 0)
+        snprintf(buf, n, "-");
+    else if (t->exact)
+        snprintf(buf, n, "%ld", t->lo);
+    else if (t->hi < 0)
+        snprintf(buf, n, "[%ld, >%zu]", t->lo, t->dk_max);
+    else
+        snprintf(buf, n, "[%ld, %ld]", t->lo, t->hi);
+    return buf;
+}
+
+static const char *short_class(const ac_inspect_head *hd, int rope)
+{
+    if (rope)
+        return "rope";
+    return hd->masked ? (hd->bias ? "mask+bias" : "masked") : (hd->bias ? "bias" : "plain");
+}
+
+static void print_layer(const ac_inspect_layer *ly, double tol)
+{
+    char a[32], b[32], c[32], t[48];
+    int rope = ly->nheads && strstr(ly->heads[0].klass, "RoPE") != NULL;
+    printf("\n%s\n", ly->describe);
+    if (ly->nheads)
+        printf("  head class: %s\n", ly->heads[0].klass);
+    printf("  %4s %4s %-9s %-12s %-9s", "head", "dk", "class", "thr@tol", "own dk");
+    for (size_t j = 0; ly->nheads && j < ly->heads[0].ndist; j++) {
+        char hdr[40];
+        snprintf(hdr, sizeof hdr, "dist dk'=%zu [lo, hi] (decades)", ly->heads[0].dist[j].dk);
+        printf(" %-32s", hdr);
+    }
+    printf(" %-9s %-9s %-9s %s\n", "self", "QK rank", "OV rank", "min P");
+    for (size_t k = 0; k < ly->nheads; k++) {
+        const ac_inspect_head *hd = &ly->heads[k];
+        printf("  %4zu %4zu %-9s %-12s %-9s", hd->head, hd->dk, short_class(hd, rope),
+               thr_text(t, sizeof t, &hd->thr), ac_verdict_name(hd->own));
+        for (size_t j = 0; j < hd->ndist; j++) {
+            const ac_inspect_dist *ds = &hd->dist[j];
+            char cell[64];
+            snprintf(cell, sizeof cell, "[%s, %s] (%s)", ac_num3_bound(a, sizeof a, ds->lo, 0),
+                     ac_num3_bound(b, sizeof b, ds->hi, 1),
+                     isfinite(ds->decades) ? (snprintf(c, sizeof c, "%.1f", ds->decades), c)
+                                           : "inf");
+            printf(" %-32s", cell);
+        }
+        char qk[32], ov[32];
+        snprintf(qk, sizeof qk, hd->qk.rank_lo == hd->qk.rank_hi ? "%ld" : "[%ld, %ld]",
+                 hd->qk.rank_lo, hd->qk.rank_hi);
+        snprintf(ov, sizeof ov, hd->ov.rank_lo == hd->ov.rank_hi ? "%ld" : "[%ld, %ld]",
+                 hd->ov.rank_lo, hd->ov.rank_hi);
+        printf(" %-9s %-9s %-9s %s\n", ac_verdict_name(hd->self.verdict), qk, ov,
+               ac_num3_bound(a, sizeof a, hd->pmin, 0));
+    }
+    printf("  thr@tol: the smallest head size whose C(%g) is PROVED with the next smaller "
+           "REFUTED (a range: sizes left undecided)\n", tol);
+    char e[32], f[32], g[32];
+    printf("  kappa [A_1 ... A_h] (%zu x %zu, as computed) = %s in [%s, %s], full rank %s; "
+           "Gaussian prediction: median %s (5-95%%: %s .. %s)\n",
+           ly->n, ly->h * ly->dk, ac_num3_bound(t, sizeof t, ly->kappa.kappa, 1),
+           ac_num3_bound(a, sizeof a, ly->kappa.kappa_lo, 0),
+           ac_num3_bound(b, sizeof b, ly->kappa.kappa_hi, 1),
+           ac_verdict_name(ly->kappa_full_rank), cli_num(e, sizeof e, ly->pred_median),
+           cli_num(f, sizeof f, ly->pred_q05), cli_num(g, sizeof g, ly->pred_q95));
+    printf("  Theorem 2 hypotheses: %s\n", ly->t2_line);
+}
+
+static void print_result(const ac_inspect_request *q, const ac_inspect_result *res)
+{
+    printf("model: %s\n", res->model_desc);
+    printf("input: %s (n = %zu tokens)\n", res->input_kind, res->n);
+    for (size_t l = 0; l < res->nlayers; l++)
+        print_layer(&res->layers[l], q->tol);
+    printf("\nverdict: %s (the self-check: every head's own weights reproduce its pattern "
+           "within tol = %g); %.1f s\n", ac_verdict_name(res->verdict), q->tol, res->seconds);
+}
+
+typedef struct {
+    const ac_inspect_result *res;
+} csv_ctx;
+
+static void write_csv(FILE *f, void *ctxv)
+{
+    const ac_inspect_result *res = ((csv_ctx *)ctxv)->res;
+    fprintf(f, "layer,head,dk,bias,masked,thr_lo,thr_hi,thr_exact,own_dk,self_check,"
+               "self_hi,qk_rank_lo,qk_rank_hi,ov_rank_lo,ov_rank_hi");
+    if (res->nlayers && res->layers[0].nheads)
+        for (size_t j = 0; j < res->layers[0].heads[0].ndist; j++) {
+            size_t k = res->layers[0].heads[0].dist[j].dk;
+            fprintf(f, ",dist%zu_lo,dist%zu_hi,dist%zu_verdict", k, k, k);
+        }
+    fprintf(f, ",kappa,kappa_lo,kappa_hi,prediction_median\n");
+    for (size_t l = 0; l < res->nlayers; l++) {
+        const ac_inspect_layer *ly = &res->layers[l];
+        for (size_t k = 0; k < ly->nheads; k++) {
+            const ac_inspect_head *hd = &ly->heads[k];
+            fprintf(f, "%zu,%zu,%zu,%d,%d,%ld,%ld,%d,%s,%s,%.17g,%ld,%ld,%ld,%ld", hd->layer,
+                    hd->head, hd->dk, hd->bias, hd->masked, hd->thr.lo, hd->thr.hi,
+                    hd->thr.exact, ac_verdict_name(hd->own), ac_verdict_name(hd->self.verdict),
+                    hd->self.hi, hd->qk.rank_lo, hd->qk.rank_hi, hd->ov.rank_lo,
+                    hd->ov.rank_hi);
+            for (size_t j = 0; j < hd->ndist; j++)
+                fprintf(f, ",%.17g,%.17g,%s", hd->dist[j].lo, hd->dist[j].hi,
+                        ac_verdict_name(hd->dist[j].verdict));
+            fprintf(f, ",%.17g,%.17g,%.17g,%.17g\n", ly->kappa.kappa, ly->kappa.kappa_lo,
+                    ly->kappa.kappa_hi, ly->pred_median);
+        }
+    }
+}
+
+int cmd_inspect(int argc, char **argv)
+{
+    ac_request *r = NULL;
+    cli_plot_files files;
+    ac_err err;
+    int st;
+    memset(&files, 0, sizeof files);
+    ac_err_clear(&err);
+    if (ac_request_new(&r, "inspect", &err))
+        return cli_fail_err(&err);
+    cli_set_flags(in_flags);
+    if ((st = cli_parse_request(r, argc, argv)))
+        goto out;
+    const ac_inspect_request *q = ac_request_options(r);
+    if ((st = cli_check_request(r)) || (st = cli_plot_files_open(&files, q->csv, NULL)))
+        goto out;
+    if ((st = cli_run_request(r, NULL)))
+        goto out;
+    const ac_inspect_result *res = ac_request_result(r);
+    if (q->out_dir && (st = cli_write_outdir(r, q->out_dir)))
+        goto out;
+    if (q->csv) {
+        csv_ctx cc = {res};
+        if ((st = cli_plot_files_commit(&files, write_csv, NULL, &cc)))
+            goto out;
+    }
+    if (q->json) {
+        if ((st = cli_print_json(r)))
+            goto out;
+    } else {
+        print_result(q, res);
+    }
+    st = ac_request_status(r);
+out:
+    cli_plot_files_abort(&files);
+    ac_request_free(r);
+    return st;
+}
