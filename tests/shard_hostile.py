@@ -401,15 +401,20 @@ def run(R, tmp):
     # words that would bring an output option, --help or an operand into
     # the merge: both shards carry them (checksums recomputed)
     bad2 = os.path.join(tmp, "bad2.json")
-    for extra in (["--csv", os.path.join(tmp, "x.csv")], ["--cs=" + os.path.join(tmp, "x.csv")],
-                  ["--help"], ["--he"], ["operand"], ["--merge-from", files[0]], ["--json"],
-                  ["--certify=1"], ["--seed"]):
+    # (a sweep option given wrongly: the option's own message)
+    not_opt = "not an option of the sweep"
+    for extra, why in ((["--csv", os.path.join(tmp, "x.csv")], not_opt),
+                       (["--cs=" + os.path.join(tmp, "x.csv")], not_opt), (["--help"], not_opt),
+                       (["--he"], not_opt), (["operand"], not_opt),
+                       (["--merge-from", files[0]], not_opt), (["--json"], not_opt),
+                       (["--certify=1"], "--certify takes no value"),
+                       (["--seed"], "'--seed' needs a value")):
         for src, dst in ((text1, bad_path), (text2, bad2)):
             o = json.loads(src)
             o["words"] += extra
             write(dst, dumps(o))
         R.check("header", "words + %s" % extra, [bad_path, bad2], 65,
-                (bad_path, "not an option of the sweep"))
+                (bad_path, "inconsistent shard file", why))
     o = json.loads(text1)
     write(bad_path, dumps(o, version=3, checksum=False))
     R.check("header", "version 3", [bad_path, files[1]], 65, (bad_path, "format version 3"))
