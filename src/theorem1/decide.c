@@ -418,6 +418,14 @@ static void decide_threshold(ac_t1_result *res, const decide_ctx *c, int rho_pos
     size_t n = c->n, r = c->r;
     ac_t1_threshold t = {-1, -1, 0, 0, 0, ""};
     long lo = c->famrank_lo > 1 ? c->famrank_lo : 1;
+    /* why lo: k singular values certified positive (k >= 1), or only the
+     * smallest head size, 1 (K Pi log(P) Pi may be 0: n = 1, equal columns) */
+    char why[40];
+    if (c->famrank_lo >= 1)
+        snprintf(why, sizeof why, "sigma_%ld(%s) > 0", (long)(c->famrank_lo % 1000000000),
+                 r == n ? "K log P" : "K Pi log(P) Pi");
+    else
+        snprintf(why, sizeof why, "1, the smallest head size");
     if (c->pow2 && c->pow2_rho_zero) {
         t.lo = t.hi = c->pow2_famrank > 1 ? c->pow2_famrank : 1;
         t.exact = 1;
@@ -431,17 +439,14 @@ static void decide_threshold(ac_t1_result *res, const decide_ctx *c, int rho_pos
         t.lo = lo;
         t.hi = c->famrank_hi >= 1 ? c->famrank_hi : 1;
         t.exact = t.lo == t.hi;
-        snprintf(t.method, sizeof t.method,
-                 "lo: %s; hi: rank(K log P) <= %s (rank X = n, doc/mathematics.md §3.5)",
-                 c->famrank_lo >= 0 ? "certified sigma_k(K log P) > 0" : "not computed",
-                 c->famrank_why ? c->famrank_why : "n - 1");
+        snprintf(t.method, sizeof t.method, "lo: %s; hi: rank(K log P) <= %s (rank X = n, §3.5)",
+                 why, c->famrank_why ? c->famrank_why : "n - 1");
     } else {
         t.lo = lo;
         t.hi = c->one_in_row == 1 ? (r > 1 ? (long)r - 1 : 1) : (long)r;
         t.if_any = 1;
         snprintf(t.method, sizeof t.method,
-                 "lo: %s; hi: %s, if P is representable at all (rho = 0 is not decided)",
-                 c->famrank_lo >= 0 ? "certified sigma_k(K Pi log(P) Pi) > 0" : "not computed",
+                 "lo: %s; hi: %s, if P is representable at all (rho = 0 is not decided)", why,
                  c->one_in_row == 1 ? "rank X - 1 (1 in the row space of X)" : "rank X");
     }
     res->threshold = t;

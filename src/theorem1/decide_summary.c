@@ -43,11 +43,17 @@ void ac_t1_decide_summary(ac_t1_result *res, const ac_t1_opts *o)
                  "%s: P itself is not exactly representable (every head is >= %.3g away), "
                  "but the written weights come within %.3g",
                  rk, res->dist_lo, res->dist_hi);
-    else if (res->exact == AC_REFUTED)
+    else if (res->exact == AC_REFUTED && res->dist_lo > 0)
         snprintf(res->summary, sizeof res->summary,
                  "%s: P is not representable by a head of size %zu; every head is at least "
                  "%.3g away in max-abs",
                  rk, dk, res->dist_lo);
+    else if (res->exact == AC_REFUTED)
+        snprintf(res->summary, sizeof res->summary,
+                 "%s: P is not representable by a head of size %zu, so no head reaches it "
+                 "(dist > 0: the representable P are closed, doc/mathematics.md §3.4), though "
+                 "no positive lower bound on the distance is certified",
+                 rk, dk);
     else if (isfinite(res->dist_hi))
         snprintf(res->summary, sizeof res->summary,
                  "%s: exact representability not decided (no obstruction certified); the "

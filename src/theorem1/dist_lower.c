@@ -1,7 +1,8 @@
 /* dist_lower.c — certified lower bounds on dist = inf over heads of size dk of
  * max|Softmax((Wk X)'(Wq X)/sqrt(dk)) - P| (doc/mathematics.md §3.6).  Each
  * bound holds for every head; the largest becomes dist_lo:
- *   - column sums: a softmax column sums to 1, so dist >= |1 - s_j| / n;
+ *   - column sums: a softmax column sums to 1, so dist >= |1 - s_j| / n
+ *     (s_j summed exactly);
  *   - a zero column x_j forces a uniform softmax column j:
  *     dist >= max_i |P_ij - 1/n| (exact when it is the worst column);
  *   - equal columns x_j = x_k force equal softmax columns and rows j, k:
@@ -36,6 +37,7 @@
 #include "attncheck/theorem1.h"
 #include "core/ac_arb.h"
 #include "core/ball.h"
+#include "core/sum_exact.h"
 #include "theorem1/t1_dist.h"
 #include "theorem1/t1_impl.h"
 #include "theorem1/t1_stage0.h"
@@ -92,16 +94,15 @@ static size_t visible_keys(const unsigned char *om, size_t n, size_t j)
 }
 
 /* max_j |1 - sum_i P_ij| / m_j, rounded down, m_j the keys query j sees (a
- * softmax column sums to 1 over them). */
+ * softmax column sums to 1 over them); the sums exact (core/sum_exact.h:
+ * the deviation is rounded toward zero once), so that a column one ulp off
+ * 1 still gives a bound > 0 unless dev / m_j underflows. */
 double ac_t1_lb_colsum(const ac_mat *P, const unsigned char *om, size_t *col)
 {
     size_t n = P->rows;
     double best = 0;
     for (size_t j = 0; j < n; j++) {
-        double lo, hi;
-        if (!ac_sum_enclose(P->data + j, n, n, &lo, &hi))
-            continue;
-        double dev = fmax(ac_sub_dn(lo, 1.0), ac_sub_dn(1.0, hi));
+        double dev = ac_sum_dev_rz(P->data + j, n, n, 1.0);
         double b = dev > 0 ? ac_div_dn(dev, (double)visible_keys(om, n, j)) : 0;
         if (b > best) {
             best = b;
