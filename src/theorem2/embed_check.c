@@ -261,7 +261,7 @@ static int embed_check(ac_t2_embed_result *r, const ac_mh *W, const ac_mh *V, si
     /* equal as functions (the class-sum criterion, e.g. heads in another
      * order): every sample is then exactly equal */
     char note[240];
-    if (t2_equal_functions(&r->equal_functions, W, V, n, note, sizeof note))
+    if (t2_equal_functions(&r->equal_functions, W, V, n, note, sizeof note, NULL))
         return ac_err_set(err, AC_EINTERNAL, "out of memory");
     ac_quantity q = {"||g_V(X) - f_W(X)||_F / ||f_W(X)||_F", t2_dev_stage0, t2_dev_ball, NULL, NULL,
                      "interval products in double (gamma_k bound) + rigorous softmax, directed "
