@@ -62,8 +62,11 @@ static void print_search(const ac_sep_request *q, const ac_t2_result *r)
     if (r->by_case.X.data)
         print_sep("case X", &r->by_case);
     if (r->verdict != AC_REFUTED || r->ncand) {
-        printf("search     %zu candidates (3 constructions x %zu vectors%s), %zu certified",
-               r->ncand, q->tries, q->optimize ? ", multimin" : "", r->ncert);
+        printf("search     %zu candidates (3 constructions x %zu vectors%s", r->ncand, q->tries,
+               q->optimize ? ", multimin" : "");
+        if (r->nreach)
+            printf(", %zu within reach", r->nreach);
+        printf("), %zu certified", r->ncert);
         if (!isnan(r->opt_from))
             printf("; multimin: relative gap ||f-g||/(||f||+||g||), estimated, %s -> %s (%ld "
                    "evaluations)", NUM_LO(e1, r->opt_from), NUM_LO(e2, r->opt_to), r->opt_evals);
