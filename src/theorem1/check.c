@@ -21,6 +21,7 @@
 
 #include "attncheck/blas.h"
 #include "attncheck/interval.h"
+#include "attncheck/json.h"
 #include "attncheck/theorem1.h"
 #include "attention/head_impl.h"
 #include "core/sum_exact.h"
@@ -96,8 +97,10 @@ static void decide_verdict(ac_t1_result *res, const ac_t1_basis *b, const ac_mat
     if (res->cert.verdict == AC_PROVED && by_weights && res->route != AC_T1_ROUTE_CONSTRUCT) {
         res->cert.stage = res->weights_cert.stage;
         res->cert.prec = res->weights_cert.prec;
+        char fb[AC_FMT_BOUND_BUFSIZE];
         snprintf(res->cert.method, sizeof res->cert.method,
-                 "constructed weights, certified max|Softmax - P| <= %.3g", hi);
+                 "%s (the written weights), certified max|Softmax - P| <= %s",
+                 res->weights_head, ac_str_hi(fb, ".3g", hi));
     }
     if (res->cert.verdict == AC_REFUTED && res->refute_stage != AC_STAGE_NONE) {
         /* refuted by a lower bound > tol: the certificate names the one of
@@ -158,6 +161,7 @@ static int unscale_weights(ac_t1_result *res, const ac_mat *X, const ac_mat *P, 
 static void final_upper_bound(ac_t1_result *res)
 {
     double h = INFINITY;
+    ac_t1_name_weights(res);
     if (res->weights_cert.stage != AC_STAGE_NONE)
         h = res->weights_cert.hi;
     if (res->exact == AC_PROVED && res->norm_gap < h)

@@ -28,6 +28,7 @@
 #include <mpfr.h>
 
 #include "attncheck/interval.h"
+#include "attncheck/json.h"
 #include "attncheck/linalg.h"
 #include "attncheck/theorem1.h"
 #include "core/ac_arb.h"
@@ -266,12 +267,14 @@ static int certify_rho(ac_t1_result *res, ac_t1_basis *basis, double *obstructio
         *obstruction = rc.lo;
         basis->stage = rc.stage;
         basis->prec = rc.prec;
+        char fb[AC_FMT_BOUND_BUFSIZE];
         if (rc.stage == AC_STAGE_DOUBLE)
             snprintf(basis->method, sizeof basis->method,
-                     "log-domain residual rho >= %.3g (stage 0, double)", rc.lo);
+                     "log-domain residual rho >= %s (stage 0, double)", ac_str_lo(fb, ".3g", rc.lo));
         else
             snprintf(basis->method, sizeof basis->method,
-                     "log-domain residual rho >= %.3g (Arb, %ld bits)", rc.lo, rc.prec);
+                     "log-domain residual rho >= %s (Arb, %ld bits)", ac_str_lo(fb, ".3g", rc.lo),
+                     rc.prec);
     }
     return AC_OK;
 }
@@ -308,8 +311,9 @@ static int certify_lowrank(ac_t1_result *res, ac_t1_basis *basis, double *obstru
         *obstruction = lc.lo;
         basis->stage = lc.stage;
         basis->prec = lc.prec;
+        char fb[AC_FMT_BOUND_BUFSIZE];
         snprintf(basis->method, sizeof basis->method,
-                 "rank obstruction sigma_{dk+1} >= %.3g (%s)", lc.lo,
+                 "rank obstruction sigma_{dk+1} >= %s (%s)", ac_str_lo(fb, ".3g", lc.lo),
                  lc.stage == AC_STAGE_DOUBLE ? "stage 0, double" : "Arb");
     }
     return AC_OK;

@@ -33,6 +33,7 @@
 #include <mpfr.h>
 
 #include "attncheck/interval.h"
+#include "attncheck/json.h"
 #include "attncheck/linalg.h"
 #include "attncheck/theorem1.h"
 #include "core/ac_arb.h"
@@ -601,16 +602,19 @@ int ac_t1_lower_bounds(ac_t1_result *res, const ac_mat *X, const ac_mat *P, doub
         m = res->rho_lo, ms = res->rho_stage, mp = res->rho_prec;
     if (!isnan(res->lowrank_lo) && res->lowrank_lo > m)
         m = res->lowrank_lo, ms = res->lowrank_stage, mp = res->lowrank_prec;
+    char fb[AC_FMT_BOUND_BUFSIZE];
     if (m > 0 && res->route == AC_T1_ROUTE_DECIDE && n <= ENTRYWISE_MAX_N)
         lb_offer(&b, ac_t1_t_certified(P->data, n * n, m), ms, mp,
-                 "log-domain obstruction m >= %.3g entry by entry: ||-log(1 - t/P)||_F < m", m);
+                 "log-domain obstruction m >= %s entry by entry: ||-log(1 - t/P)||_F < m",
+                 ac_str_lo(fb, ".3g", m));
     if (res->route == AC_T1_ROUTE_DECIDE && res->rank == (long)X->rows && X->rows + 2 <= n) {
         size_t rj = 0, ra = 0;
         double rrho = 0;
         double t = ac_t1_lb_resid(X, P, &rj, &ra, &rrho);
         lb_offer(&b, t, AC_STAGE_DOUBLE, 53,
                  "residual on column %zu, its %zu largest entries: "
-                 "dist(log P_Ij, range X_I' + span 1) >= %.4g, entry by entry", rj + 1, ra, rrho);
+                 "dist(log P_Ij, range X_I' + span 1) >= %s, entry by entry", rj + 1, ra,
+                 ac_str_lo(fb, ".4g", rrho));
     }
     if (res->route == AC_T1_ROUTE_DECIDE && res->rank > 0) {
         size_t r = (size_t)res->rank, k = res->dk < r ? res->dk : r, si = 0, sj = 0;

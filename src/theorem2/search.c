@@ -420,26 +420,13 @@ static void failing_hypotheses(char *buf, size_t n, const ac_t2_hyp *hy)
                                   verdict_word(v[i]) );
 }
 
-/* x to 3 significant digits, rounded down (a printed lower bound never
- * exceeds the bound: 0.99996 prints as 0.999, not 1) */
-static void fmt_lo(char *buf, size_t n, double x)
-{
-    snprintf(buf, n, "%.3g", x);
-    if (!(x > 0) || !isfinite(x) || strtod(buf, NULL) <= x)
-        return;
-    double e = pow(10.0, floor(log10(x)) - 2);
-    snprintf(buf, n, "%.3g", floor(x / e) * e);
-    if (strtod(buf, NULL) > x) /* one more step down, for the rounding of x / e */
-        snprintf(buf, n, "%.3g", (floor(x / e) - 1) * e);
-}
-
 /* res->summary: what the verdict means for Theorem 2, given its hypotheses */
 static void write_summary(ac_t2_result *res, double tol)
 {
-    char fails[200], b1[32], b2[32], bt[32];
+    char fails[200], b1[AC_FMT_BOUND_BUFSIZE], b2[AC_FMT_BOUND_BUFSIZE], bt[32];
     failing_hypotheses(fails, sizeof fails, &res->hyp);
-    fmt_lo(b1, sizeof b1, res->best.gap_lo);
-    fmt_lo(b2, sizeof b2, res->best.cert.lo);
+    ac_str_lo(b1, ".3g", res->best.gap_lo);
+    ac_str_lo(b2, ".3g", res->best.cert.lo);
     snprintf(bt, sizeof bt, "%.3g", tol);
     if (res->verdict == AC_PROVED && res->hyp.applies == AC_PROVED)
         snprintf(res->summary, sizeof res->summary,

@@ -46,6 +46,7 @@
 #include "core/ac_arb.h"
 #include "core/dyadic.h"
 #include "attncheck/interval.h"
+#include "attncheck/json.h"
 #include "attncheck/multihead.h"
 #include "attncheck/theorem2.h"
 
