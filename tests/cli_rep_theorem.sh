@@ -42,7 +42,9 @@ A="$ATTNCHECK rep-theorem"
 # ---- verdicts: 0 proved, 1 refuted, 2 undecided
 expect 0 'verdict +PROVED' -- $A --n 6
 expect 1 'verdict +REFUTED' -- $A --example paper
-expect 2 'verdict +UNDECIDED' -- $A --d 4 --n 8 --dk 2 --representable --seed 1 --tol 1e-17
+# (tol between the exact column-sum bound 2.17e-17 and the weights' 3.69e-16)
+expect 2 'verdict +UNDECIDED' -- $A --d 4 --n 8 --dk 2 --representable --seed 1 --tol 1e-16
+expect 1 'verdict +REFUTED: dist <= tol = 1e-17  \[column 5 of P does not sum to 1' -- $A --d 4 --n 8 --dk 2 --representable --seed 1 --tol 1e-17
 expect 0 '"verdict": "PROVED"' -- $A --n 5 --json
 expect 0 'trace' -- $A --n 5 --trace
 

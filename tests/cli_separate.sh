@@ -132,15 +132,31 @@ expect 0 "gap 3    PROVED" --case 3 --audit --optimize 0
 expect 0 "signed binary digits of 3" --embed --dp 36
 expect 1 "192 rows > dp = 121" --embed --d 128 --h 2 --dp 121 --tol 0 --samples 1
 
-# ---- one tolerance: separation and --embed are complementary ------------------
+# ---- one tolerance: separation and --embed --------------------------------------
 # f_W against its own sqrt(2) embedding (fl(sqrt 2) in V): within the default
-# tol (embed PROVED, separation UNDECIDED: never PROVED), beyond tol = 0
-# (embed REFUTED, separation PROVED at ~1e-16)
+# tol on the embedding's samples (embed PROVED) and beyond it where a near-tie
+# of two logits saturates the softmax (separation PROVED, doc/mathematics.md
+# §4.10, "Within reach"); beyond tol = 0 on the samples (embed REFUTED)
 "$ATTNCHECK" separate --embed --dp 8 --out-dir "$work/s2" >/dev/null 2>&1 || err "--embed --dp 8 --out-dir failed"
 expect 0 "PROVED: g_V = f_W on the sample inputs within tol" --embed --w-dir "$work/s2" --v-dir "$work/s2"
-expect 2 "UNDECIDED: no X certified with" --w-dir "$work/s2" --v-dir "$work/s2" --optimize 5
+expect 0 "PROVED: separated at X" --w-dir "$work/s2" --v-dir "$work/s2" --optimize 5
+grep -q "best X     a near-tie of two logits" "$work/out" || err "the sqrt 2 pair is not separated at a near-tie"
 expect 1 "REFUTED: max over the samples" --embed --w-dir "$work/s2" --v-dir "$work/s2" --tol 0
 expect 0 "PROVED: separated at X" --w-dir "$work/s2" --v-dir "$work/s2" --optimize 5 --tol 0
+# the output projection one ulp apart: the logits pair up, no bound over all X
+if [ "$have_py" = 1 ]; then
+    "$PYTHON3" - "$work/s2" "$work/wo" <<'EOF'
+import os, sys, numpy as np
+src, dst = sys.argv[1:3]
+os.makedirs(dst, exist_ok=True)
+for p in "qkvo":
+    W = np.load(os.path.join(src, "W%s.npy" % p))
+    np.save(os.path.join(dst, "W%s.npy" % p), W)
+    np.save(os.path.join(dst, "V%s.npy" % p), np.nextafter(W, np.inf) if p == "o" else W)
+EOF
+    expect 2 "UNDECIDED: no X certified with" --w-dir "$work/wo" --v-dir "$work/wo" --optimize 5
+    grep -q "the logit matrices pair up exactly" "$work/out" || err "Wo one ulp apart: no reason given"
+fi
 
 # ---- usage errors (64) ----------------------------------------------------------
 expect 64 "unknown option" --frobnicate

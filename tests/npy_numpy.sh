@@ -1,5 +1,6 @@
 #!/bin/sh
-# Cross-check the .npy reader and writer with NumPy (see npy_numpy.py).
+# Cross-check the .npy reader and writer with NumPy (see npy_numpy.py), and
+# refuse ambiguous .npz archives (npz_hostile.py).
 # Exit status: 0 pass, 1 mismatch, 77 skipped (no python3 or no numpy),
 # 99 setup error.
 PY=${PYTHON3:-/usr/bin/python3}
@@ -37,6 +38,8 @@ trap 'exit 130' INT TERM HUP
 
 "$PY" "$script" "$tool" "$work"
 status=$?
+# ambiguous .npz archives (npz_hostile.py), in the same work directory
+test $status -eq 0 && { "$PY" "$(dirname "$script")/npz_hostile.py" "$tool" "$work"; status=$?; }
 if test $status -ne 0; then
     # never let a crash or an unexpected status look like a skip
     test $status -eq 77 && status=1

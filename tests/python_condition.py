@@ -198,11 +198,18 @@ legacy_words = ["--heads", "1,3", "--seq=24", "--head-d", "4", "--tri=11", "--se
 
 
 def rewrite(src, dst, words):
-    """the shard src with other words (format version 1 carries no checksum
-    to update; a version with checksums would recompute it here)"""
+    """the shard src with other words, its checksum recomputed as attncheck
+    writes it (FNV-1a of every byte before ,"fnv1a64"), so that merge reads
+    the words and not a corrupt file"""
     o = json.load(open(src))
     o["words"] = words
-    json.dump(o, open(dst, "w"))
+    o.pop("fnv1a64", None)
+    body = json.dumps(o, separators=(",", ":"))[:-1]
+    h = 0xcbf29ce484222325
+    for b in body.encode():
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    with open(dst, "w") as f:
+        f.write(body + ',"fnv1a64":"%016x"}\n' % h)
 
 
 lw = []

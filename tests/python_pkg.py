@@ -122,6 +122,64 @@ expect_error(lambda: ac.rep_theorem(X.astype(complex), P), TypeError, None, ["X"
 r = ac.rep_theorem(X, Pbad, normalize=True)
 check(r.verdict in ac.core.VERDICTS, "normalize=True accepts the same P: %s" % r.verdict)
 
+# no silent rounding: an array entry that is not exactly a double, and an
+# option the program refuses, are refused with a ValueError naming them
+# (never rounded, never replaced by a default).  The class: integers just
+# beyond 2^53 of either sign and far beyond it, signed and unsigned; long
+# double beyond double's precision and range (below its smallest subnormal,
+# above its largest finite); and their exact neighbours, which are accepted
+# with the verdict of their float64 copy.
+X2 = np.array([[2 ** 53, 2 ** 53], [1, 1]])
+P2 = np.array([[0.5, 0.5], [0.5, 0.5]])
+rounding = 0
+for dt in (np.int64, np.uint64):
+    for v in (2 ** 53 + 1, 2 ** 60 + 1, 2 ** 63 - 1):
+        for where in ((0, 0), (1, 1)):
+            Xi = X2.astype(dt)
+            Xi[where] = v
+            expect_error(lambda: ac.rep_theorem(Xi, P2, dk=1), ValueError, None,
+                         ["X", str(where), str(v), "not exactly a double"],
+                         "%s entry %d at %s" % (np.dtype(dt).name, v, where))
+            rounding += 1
+Xn = X2.astype(np.int64)
+Xn[0, 1] = -(2 ** 53 + 1)
+expect_error(lambda: ac.rep_theorem(Xn, P2, dk=1), ValueError, None, ["X", "(0, 1)"],
+             "int64 entry -(2^53 + 1)")
+rounding += 1
+for dt in (np.int64, np.uint64):  # exact beyond 2^53: accepted, same as float64
+    Xe = X2.astype(dt)
+    Xe[0, 0] = 2 ** 60
+    check(ac.rep_theorem(Xe, P2, dk=1).verdict == ac.rep_theorem(Xe.astype(np.float64), P2,
+                                                                  dk=1).verdict,
+          "%s entry 2^60 (exact) accepted as its float64" % np.dtype(dt).name)
+ld = np.longdouble
+if np.finfo(ld).nmant > 52:
+    for what, v in (("1 + eps(long double)", ld(1) + np.finfo(ld).eps),
+                    ("2^-1080 (below double's subnormals)", ld(2) ** -1080),
+                    ("2^1100 (beyond double's range)", ld(2) ** 1100),
+                    ("-(2^53 + 1)", -(ld(2) ** 53 + 1))):
+        Xl = X2.astype(ld)
+        Xl[1, 0] = v
+        expect_error(lambda: ac.rep_theorem(Xl, P2, dk=1), ValueError, None,
+                     ["X", "(1, 0)", "not exactly a double"], "long double " + what)
+        Pl = P2.astype(ld)
+        Pl[1, 0] = v
+        expect_error(lambda: ac.rep_theorem(np.eye(2), Pl, dk=1), ValueError, None,
+                     ["P", "(1, 0)", "not exactly a double"], "long double in P: " + what)
+        rounding += 2
+    Xl = X2.astype(ld)
+    Xl[1, 0] = ld(2) ** -1074  # the smallest subnormal double: exact
+    check(ac.rep_theorem(Xl, P2, dk=1).verdict
+          == ac.rep_theorem(Xl.astype(np.float64), P2, dk=1).verdict,
+          "long double 2^-1074 (exact) accepted as its float64")
+for tol in (-0.5, float("nan"), float("inf"), -0.0 - 1e-300):
+    expect_error(lambda: ac.rep_theorem(X, P, tol=tol), ValueError, None, ["tol"],
+                 "rep_theorem tol = %r" % tol)
+    expect_error(lambda: ac.separate(tol=tol), ValueError, None, ["tol"],
+                 "separate tol = %r" % tol)
+    rounding += 2
+print("python_pkg: %d inputs that would round or be replaced: all refused" % rounding)
+
 A = np.exp(np.random.default_rng(4).standard_normal((4, 4)))
 A /= A.sum(axis=1, keepdims=True)
 check(ac.rep_theorem(X, A, rows=True).distance == ac.rep_theorem(X, A.T).distance,

@@ -189,6 +189,40 @@ with tempfile.TemporaryDirectory() as out:
     else:
         print("ok   --wq/--wk: shape error exit 65 naming the file; given head certified %.4g"
               % doc["given_head"]["hi"])
+    # every certificate names the head it is about: a given head that beats
+    # the constructed ones (the head that generated P, d < n, dk = 1) is the
+    # written head, and the verdict's method says so; the constructed head
+    # otherwise (seeds 1..3 of this generator give both)
+    seen = set()
+    for seed in (1, 2, 3):
+        rng = np.random.default_rng(seed)
+        X = rng.standard_normal((3, 8))
+        Wk, Wq = rng.standard_normal((1, 3)), rng.standard_normal((1, 3))
+        Z = (Wk @ X).T @ (Wq @ X)
+        S = np.exp(Z - Z.max(axis=0))
+        S /= S.sum(axis=0)
+        for nm, a in (("gX", X), ("gP", S), ("gWk", Wk), ("gWq", Wq)):
+            np.save(os.path.join(out, nm + ".npy"), a)
+        p, doc = run(["--x", os.path.join(out, "gX.npy"), "--p", os.path.join(out, "gP.npy"),
+                      "--dk", "1", "--optimize", "0", "--wq", os.path.join(out, "gWq.npy"),
+                      "--wk", os.path.join(out, "gWk.npy")])
+        given = doc["distance"]["upper_method"].startswith("the given head")
+        head = "the given head" if given else "the constructed head"
+        seen.add(head)
+        if "given head" not in doc["given_head"]["quantity"]:
+            fail("seed %d: the given head's certificate does not name it: %r"
+                 % (seed, doc["given_head"]["quantity"]))
+        if head not in doc["weights"]["quantity"]:
+            fail("seed %d: the written weights are %s, their certificate says %r"
+                 % (seed, head, doc["weights"]["quantity"]))
+        if doc["verdict"] == "PROVED" and "certified max|Softmax - P|" in \
+                doc["certificate"]["method"] and not doc["certificate"]["method"].startswith(head):
+            fail("seed %d: the verdict rests on %s, its method says %r"
+                 % (seed, head, doc["certificate"]["method"]))
+    if seen != {"the given head", "the constructed head"}:
+        fail("the head-naming check did not see both heads: %s" % sorted(seen))
+    else:
+        print("ok   certificates name their head (given and constructed)")
 
 # ---- 4. known failures ---------------------------------------------------------
 with tempfile.TemporaryDirectory() as out:

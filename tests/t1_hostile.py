@@ -20,6 +20,13 @@ Classes (each instance seeded; X and P written as .npy and passed as files):
   low_exact   rank X < n (two equal tokens), P exactly representable
   low_exnd    as low_exact with entries that are not powers of two
   equalcols   rank X = n, P with all columns equal (rank K log P = 1)
+  tol0_sub    tol = 0, columns summing to exactly 1 with an entry 2^-1074
+              and dk = n - 2: C(0) refuted with exact representability
+  tol0_ulp    tol = 0, a dyadic P with one entry one ulp up (column sum
+              1 + 1 ulp, found by exact summation)
+  kzero       n = 1 or uniform P (K log P = 0): the threshold's reason
+  pow2_big    (full) rank X < n, powers of two, n = 65 and 72: the exact
+              rational route beyond n = 64
 
 Oracles (none uses attncheck's code):
   - exact rational arithmetic (fractions): the rank of X, the projector Pi
@@ -44,6 +51,7 @@ Usage: t1_hostile.py ATTNCHECK [smoke|full]
 """
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -303,7 +311,61 @@ def instances(full):
         P = P / P.sum(axis=0)
         out.append(("equalcols", X, P, 1, None))
         out.append(("equalcols", X, P, n - 1, None))
+    for k in range(3 if full else 1):
+        # tol = 0 with an entry of P at the smallest subnormal, columns summing
+        # to exactly 1: every entrywise bound vanishes, yet C(0) falls with
+        # exact representability (doc/mathematics.md §3.4, "tol = 0")
+        n = 24 + 2 * k
+        X = rng.standard_normal((n, n))
+        P = np.stack([subnormal_column(rng, n) for _ in range(n)], axis=1)
+        out.append(("tol0_sub", X, P, n - 2, 0.0))
+    for n in ((3, 5, 8) if full else (4,)):
+        # tol = 0, one entry of a dyadic P one ulp up: the column sums 1 + 1 ulp,
+        # below the double enclosure's n u, summed exactly
+        X = rng.standard_normal((n, n))
+        P = dyadic_p(rng, n)
+        P[n - 1, 0] = np.nextafter(P[n - 1, 0], 1.0)
+        out.append(("tol0_ulp", X, P, n, 0.0))
+        out.append(("tol0_ulp", X, P, n - 1, 0.0))
+    for n in ((1, 2, 5) if full else (1, 3)):
+        # n = 1, or a uniform P: K log P = 0; the threshold is 1 by the
+        # smallest head size, not by a singular value
+        X = rng.standard_normal((n, n))
+        out.append(("kzero", X, np.full((n, n), 1.0 / n), 1, None))
+    for n in ((65, 72) if full else ()):
+        # the exact rational route beyond n = 64 (its budget, §3.4)
+        Xe = np.vstack([np.r_[1.0, 1.0, np.zeros(n - 2)],
+                        np.c_[np.zeros((n - 2, 2)), np.eye(n - 2)]])
+        Xe = rng.integers(-2, 3, size=(n - 1, n - 1)).astype(float) @ Xe
+        rest = [0.5]
+        while len(rest) < n - 2:
+            i = int(rng.integers(len(rest)))
+            h = rest.pop(i) / 2
+            rest += [h, h]
+        col = np.r_[0.25, 0.25, rng.permutation(rest)]
+        out.append(("pow2_big", Xe, np.tile(col[:, None], (1, n)), 1, None))
     return out
+
+
+def subnormal_column(rng, n):
+    """n positive doubles summing to exactly 1, one of them 2^-1074: the
+    others are the greedy chain of doubles summing to 1 - 2^-1074, halved
+    (exactly) until there are n - 1 of them."""
+    R = Fraction(1) - Fraction(2) ** -1074
+    ents = []
+    while R > 0:
+        e = float(R)
+        if Fraction(e) > R:
+            e = float(np.nextafter(e, 0.0))
+        ents.append(e)
+        R -= Fraction(e)
+    while len(ents) < n - 1:
+        i = int(np.argmax(ents))
+        ents[i] /= 2
+        ents.append(ents[i])
+    col = rng.permutation(np.array(ents + [5e-324]))
+    assert sum(Fraction(float(x)) for x in col) == 1
+    return col
 
 
 # ---- one instance -----------------------------------------------------------------
@@ -399,8 +461,19 @@ def check(cls, X, P, dk, tol, j, Wk, Wq):
             if lo > bound * (1 + 1e-9) and not (o["rank"] == 0):
                 bad.append("dist.lo %s exceeds the oracle's bound %s" % (mp.nstr(lo, 5),
                                                                          mp.nstr(bound, 5)))
-        if lo <= tol:
+        # at tol = 0, C(0) is false exactly when P itself is not representable
+        # (a column sum other than 1, or not representable: §3.4, "tol = 0"),
+        # which may hold with no positive lower bound certified
+        if lo <= tol and not (tol == 0 and not (o["colsum_exact"] and o["repr_at_dk"])):
             bad.append("REFUTED with dist.lo <= tol")
+    if tol == 0 and v == "UNDECIDED" and (ex == "REFUTED" or not o["colsum_exact"]):
+        bad.append("C(0) UNDECIDED although %s" % ("exact representability is REFUTED"
+                   if ex == "REFUTED" else "a column of P does not sum to exactly 1"))
+    # a threshold that cites certified singular values sigma_k > 0 needs them
+    m = re.search(r"sigma_(\d+)\(", t.get("method", ""))
+    if m and "famrank" in o and int(m.group(1)) > o["famrank"]:
+        bad.append("threshold cites sigma_%s > 0, oracle family rank %d" % (m.group(1),
+                                                                          o["famrank"]))
     return bad, o
 
 

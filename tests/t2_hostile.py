@@ -23,7 +23,12 @@ brackets):
                fit, digits that do not) and irrational, tol 0 and
                the default, logits ~1e320                           [by tol]
   complement   f_W against its sqrt(2) embedding: separate and
-               --embed at the default tol and at tol 0              [complementary]
+               --embed at the default tol and at tol 0: the
+               separation is found at a saturating near-tie, the
+               embedding check holds on its samples                 [PROVED / by tol]
+  reach        logits or value paths of 1e-400 where the layers
+               differ (weights of 1e-200); queries one ulp apart    [PROVED]
+               the output projection one ulp apart                  [UNDECIDED]
 Oracles: REFUTED needs the class-sum criterion to hold in fractions (n = 1:
 S_W = S_V) and mpmath to find f_W(X) = g_V(X) at random X; PROVED needs the
 mpmath value of r = ||f-g||_F / ||f||_F at the written X inside the
@@ -493,12 +498,58 @@ def complement_classes(exe, work, smoke):
                     ["--d", "8", "--h", "4", "--dp", "4", "--seed", str(SEED % 977 + t)],
                     "PROVED")
         W, V = load(D, "W"), load(D, "V")
+        # separated all the same: a near-tie of two logits that fl(sqrt 2) breaks,
+        # resolved at a saturating scale (doc/mathematics.md §4.10, "Within reach")
         check_proved("complement", "separate default tol %d" % t, exe, D + "_s", W, V, 4,
-                     ["--optimize", "5"], expect="UNDECIDED")
+                     ["--optimize", "5"], expect="PROVED")
         check_proved("complement", "separate tol 0 %d" % t, exe, D + "_s0", W, V, 4,
                      ["--optimize", "5", "--tol", "0"], expect="PROVED")
         check_embed("complement", "embed tol 0 %d" % t, exe, D + "_e0",
                     ["--w-dir", D, "--v-dir", D, "--tol", "0"], "REFUTED")
+
+
+def reach_classes(exe, work, smoke, rng):
+    """Within reach (doc/mathematics.md §4.10): differences that only show at
+    an extreme scale of X, and roundings that only a saturated softmax
+    resolves; layers differing only by a rounding of the output projection
+    stay UNDECIDED (no bound over all X is proved)."""
+    d, h, hs = 4, 2, 2
+    for t in range(1 if smoke else 3):
+        # logits of 1e-400 in the head where the layers differ (its query)
+        W = rand_layer(rng, d, h, hs, integer=False)
+        V = copy(W)
+        W[0][1] *= 1e-200
+        W[1][1] *= 1e-200
+        V[0][1] = W[0][1] * (1 + 2.0 ** -4)
+        V[1][1] = W[1][1].copy()
+        check_proved("reach", "logits 1e-400 #%d" % t, exe, os.path.join(work, "rl%d" % t), W,
+                     V, 3, ["--optimize", "5"])
+        # value paths of 1e-400 where they differ, the other head blind to e_2
+        W = rand_layer(rng, d, h, hs, integer=False)
+        V = copy(W)
+        W[2][1] *= 1e-200
+        W[3][1] *= 1e-200
+        V[2][1] = W[2][1].copy()
+        V[3][1] = W[3][1] * (1 + 2.0 ** -4)
+        W[2][0][:, 1] = 0.0
+        V[2][0][:, 1] = 0.0
+        check_proved("reach", "value paths 1e-400 #%d" % t, exe,
+                     os.path.join(work, "rv%d" % t), W, V, 2, ["--optimize", "5"])
+        # one rounding of every query entry: separated where a near-tie of two
+        # logits is resolved at a saturating scale
+        W = rand_layer(rng, 8, 4, 2, integer=False)
+        V = copy(W)
+        V[0] = np.nextafter(W[0], np.inf)
+        check_proved("reach", "queries one ulp up #%d" % t, exe,
+                     os.path.join(work, "rq%d" % t), W, V, 3 + t, ["--optimize", "5"])
+    # one rounding of the output projection only: the logits agree exactly, and
+    # r(X) stays near 1e-16 unless f's heads cancel; no bound over all X is
+    # proved, so UNDECIDED is the expected verdict (with its reason)
+    W = rand_layer(rng, 8, 4, 2, integer=False)
+    V = copy(W)
+    V[3] = np.nextafter(W[3], np.inf)
+    check_proved("reach", "output projection one ulp up", exe, os.path.join(work, "ro"), W, V,
+                 3, ["--optimize", "5"], expect="UNDECIDED")
 
 
 def main():
@@ -514,6 +565,7 @@ def main():
     W0, V0 = scale_classes(exe, work, smoke)
     embed_classes(exe, work, smoke, W0, V0)
     complement_classes(exe, work, smoke)
+    reach_classes(exe, work, smoke, rng)
     total = {"PROVED": 0, "REFUTED": 0, "UNDECIDED": 0}
     print("%-12s %7s %8s %10s" % ("class", "PROVED", "REFUTED", "UNDECIDED"))
     for cls, c in counts.items():

@@ -21,6 +21,7 @@
 
 #include "attncheck/head.h"
 #include "attncheck/interval.h"
+#include "attncheck/json.h"
 #include "attncheck/linalg.h"
 #include "attention/head_impl.h"
 #include "attention/softmax.h"
@@ -682,9 +683,10 @@ static int weights_stage0(void *v, double *lo, double *hi, ac_err *err)
     }
     double l, h;
     max_of_cols(c->clo, c->chi, n, &l, &h);
+    char fb[AC_FMT_BOUND_BUFSIZE];
     snprintf(c->method0, sizeof c->method0,
              "split products in double (A1 B1 error-free, rest gamma_k) + rigorous exp; "
-             "the gamma_k bound alone gave %.3g", *hi);
+             "the gamma_k bound alone gave %s", ac_str_hi(fb, ".3g", *hi));
     *lo = fmax(*lo, l); /* both enclose the same number */
     *hi = fmin(*hi, h);
     return AC_OK;

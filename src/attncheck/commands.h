@@ -623,10 +623,6 @@ typedef struct {
 
 extern const ac_command ac_cmd_separate;
 
-/* x to 3 significant digits rounded down (up = 0) or up (up = 1), so that a
- * printed bound is still a bound (a lower bound 0.99996 prints as 0.999,
- * not 1); "inf", "-inf", "nan" spelled out. */
-const char *ac_num3_bound(char *buf, size_t n, double x, int up);
 
 /* ---- condition (Theorem 3.2 of paper 2; attncheck-condition(1)) ------------------ */
 

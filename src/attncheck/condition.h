@@ -114,6 +114,12 @@ typedef enum { AC_COND_GRAM = 0, AC_COND_SVD = 1, AC_COND_MPFR = 2 } ac_cond_rou
 const char *ac_cond_mode_name(ac_cond_mode m);
 const char *ac_cond_route_name(ac_cond_route r);
 
+/* The largest trials and sizes a sweep may have (the ranges of
+ * condition's --trials and of --seq, --heads, --head-dim, --embed,
+ * --input-dim and of D = h d); a shard outside them is refused. */
+#define AC_COND_MAX_TRIALS ((size_t)1 << 40)
+#define AC_COND_MAX_DIM ((size_t)1 << 24)
+
 /* Default requested relative accuracy of each kappa. */
 #define AC_COND_RTOL_DEFAULT 1e-8
 /* Histogram bins of the spectrum by default. */

@@ -122,6 +122,28 @@ int ac_json_error(const ac_json *j);
  * NUL-terminated when n > 0). */
 int ac_fmt_double(char *buf, size_t n, double x);
 
+/* The one formatter of printed certified bounds (doc/mathematics.md §2.1:
+ * every printed bound is rounded outward).  x in decimal, rounded exactly
+ * in one direction: ac_fmt_lo toward -inf (the number printed is <= x, for
+ * a lower bound), ac_fmt_hi toward +inf (>= x, for an upper bound); MPFR's
+ * formatted output with directed rounding, so the comparison is between
+ * the decimal printed and the double itself, not its round trip.  spec is
+ * a printf conversion without the '%' and without a width: optional flags
+ * from "+ -", '.', the precision, and 'g', 'e' or 'f' (e.g. ".3g", "+.2f");
+ * a trailing '%' prints 100 x (multiplied exactly) followed by '%'.  The
+ * radix character is '.' whatever the locale; non-finite x give "inf",
+ * "-inf", "nan" ("+inf" with the '+' flag); a malformed spec gives "?".
+ * Returns the length of the full result, as snprintf (buf is always
+ * NUL-terminated when n > 0; 48 bytes hold any result with precision up to
+ * 17 and 'g' or 'e'). */
+int ac_fmt_lo(char *buf, size_t n, const char *spec, double x);
+int ac_fmt_hi(char *buf, size_t n, const char *spec, double x);
+/* The same into buf of AC_FMT_BOUND_BUFSIZE bytes, returning buf (for use
+ * in an argument list: printf("[%s, %s]", ac_str_lo(b1, ".3g", lo), ...)). */
+#define AC_FMT_BOUND_BUFSIZE 48
+const char *ac_str_lo(char *buf, const char *spec, double x);
+const char *ac_str_hi(char *buf, const char *spec, double x);
+
 #ifdef __cplusplus
 }
 #endif

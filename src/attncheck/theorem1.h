@@ -138,6 +138,10 @@ typedef struct {
     char summary[320];       /* one sentence: why this verdict */
     char lower_method[160];  /* which bound gave dist_lo (doc/mathematics.md §3.6) */
     char upper_method[160];  /* which candidate head gave dist_hi */
+    char weights_head[48];   /* the head the written weights are, in a few words ("the
+                                given head", "the zero head", "the d = 1 head", "the
+                                constructed head"): the certificates that rest on them
+                                name it (weights_cert.quantity, cert.method) */
     ac_cert user_cert;       /* max|Softmax - P| of opts->user_wk, user_wq (stage
                                 AC_STAGE_NONE when no user head was given) */
     /* The stage (AC_STAGE_DOUBLE = 0, ball stage k >= 1, AC_STAGE_EXACT;

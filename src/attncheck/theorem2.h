@@ -62,7 +62,11 @@ enum {
     AC_T2_CON_1 = 1,   /* X = v 1^T */
     AC_T2_CON_2 = 2,   /* X = v e_1^T */
     AC_T2_CON_3 = 3,   /* X = [v1, alpha v2~, 0, ..., 0] */
-    AC_T2_CON_OPT = 4  /* GSL multimin on the relative gap, from the best of the others */
+    AC_T2_CON_OPT = 4, /* GSL multimin on the relative gap, from the best of the others */
+    /* within reach (doc/mathematics.md §4.10), certified in balls: */
+    AC_T2_CON_TIE = 5,   /* a near-tie of two logits, X at the scale that resolves it */
+    AC_T2_CON_BASIS = 6, /* the basis vector e_k as the first token, the others 0 */
+    AC_T2_CON_SCALE = 7  /* a Gaussian X at the logit scale of one head */
 };
 
 #define AC_T2_MAX_ALPHA 8
@@ -189,6 +193,10 @@ typedef struct {
                                 failed attempt (UNDECIDED) */
     ac_t2_sep by_case;       /* the first certified X of the case's own construction */
     size_t ncand, ncert;     /* candidates evaluated / certified */
+    size_t nreach;           /* of them within reach (ties, basis, scales; certified in
+                                balls, not estimated: doc/mathematics.md §4.10) */
+    int logits_pair;         /* 1: the logit matrices of the two layers pair up exactly
+                                (they differ only in value paths); 0 no; -1 not decided */
     double opt_from, opt_to; /* relative gap (estimate) before and after multimin; NAN if none */
     long opt_evals;          /* evaluations of the two layers by the multimin (each a forward
                                 pass of both, with or without their backward passes) */

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "attncheck/commands.h"
+#include "attncheck/json.h"
 #include "condition_cli.h"
 #include "plot.h"
 #include "tty_width.h"
@@ -95,8 +96,12 @@ static void print_trace(const ac_cond_result *r, int certify)
         if (s->route == AC_COND_MPFR)
             printf(", %ld bits", s->prec);
         if (certify)
-            printf("; %s at stage %d: kappa in [%.12g, %.12g]", ac_verdict_name(s->cert),
-                   s->cert_stage, s->kappa_lo, s->kappa_hi);
+        {
+            char b1[AC_FMT_BOUND_BUFSIZE], b2[AC_FMT_BOUND_BUFSIZE];
+            printf("; %s at stage %d: kappa in [%s, %s]", ac_verdict_name(s->cert),
+                   s->cert_stage, ac_str_lo(b1, ".12g", s->kappa_lo),
+                   ac_str_hi(b2, ".12g", s->kappa_hi));
+        }
         printf("\n");
     }
 }

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "attncheck/commands.h"
+#include "attncheck/json.h"
 #include "attncheck/theorem1.h"
 #include "cli.h"
 #include "rep_learn.h"
@@ -47,7 +48,7 @@ static void format_threshold(char *buf, size_t len, const ac_t1_threshold *t, si
 
 static void print_text(const ac_rt_request *q, const char *instance, const ac_t1_result *r)
 {
-    char b1[32], b2[32], sb[64];
+    char b1[AC_FMT_BOUND_BUFSIZE], b2[AC_FMT_BOUND_BUFSIZE], sb[64];
     printf("instance   %s, dk = %zu\n", instance, r->dk);
     printf("route      %s\n", r->route == AC_T1_ROUTE_CONSTRUCT
                                   ? "Theorem 1 construction, paper 1, eqs. (4)-(7)"
@@ -67,11 +68,11 @@ static void print_text(const ac_rt_request *q, const char *instance, const ac_t1
         printf("rank X     not certified\n");
     if (!isnan(r->rho_lo))
         printf("residual   rho in [%s, %s]  (log-domain, min over c), %s\n",
-               cli_num(b1, sizeof b1, r->rho_lo), cli_num(b2, sizeof b2, r->rho_hi),
+               ac_str_lo(b1, ".3g", r->rho_lo), ac_str_hi(b2, ".3g", r->rho_hi),
                cli_stage_name(sb, sizeof sb, r->rho_stage, r->rho_prec));
     if (!isnan(r->lowrank_lo))
-        printf("rank cond. sigma_{dk+1} in [%s, %s], %s\n", cli_num(b1, sizeof b1, r->lowrank_lo),
-               cli_num(b2, sizeof b2, r->lowrank_hi),
+        printf("rank cond. sigma_{dk+1} in [%s, %s], %s\n", ac_str_lo(b1, ".3g", r->lowrank_lo),
+               ac_str_hi(b2, ".3g", r->lowrank_hi),
                cli_stage_name(sb, sizeof sb, r->lowrank_stage, r->lowrank_prec));
     char thr[128];
     format_threshold(thr, sizeof thr, &r->threshold, r->n);
@@ -86,10 +87,10 @@ static void print_text(const ac_rt_request *q, const char *instance, const ac_t1
                "this scale of X\n");
     else
         printf("weights    max|Softmax - P| in [%s, %s], %s\n",
-               cli_num(b1, sizeof b1, r->weights_cert.lo), cli_num(b2, sizeof b2, r->weights_cert.hi),
+               ac_str_lo(b1, ".3g", r->weights_cert.lo), ac_str_hi(b2, ".3g", r->weights_cert.hi),
                cli_stage_name(sb, sizeof sb, r->weights_cert.stage, r->weights_cert.prec));
     printf("distance   inf over heads of max|Softmax - P| in [%s, %s]\n",
-           cli_num(b1, sizeof b1, r->dist_lo), cli_num(b2, sizeof b2, r->dist_hi));
+           ac_str_lo(b1, ".3g", r->dist_lo), ac_str_hi(b2, ".3g", r->dist_hi));
     printf("  lower    %s\n", r->lower_method[0] ? r->lower_method : "none");
     printf("  upper    %s\n", r->upper_method[0] ? r->upper_method : "none");
     if (r->refine_stop[0])

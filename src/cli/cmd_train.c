@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "attncheck/commands.h"
+#include "attncheck/json.h"
 #include "attncheck/fileio.h"
 #include "cli.h"
 #include "plot.h"
@@ -123,13 +124,13 @@ static void print_text(const ac_train_request *q, const ac_train_result *res)
                res->certified ? ": the weights certified" : "");
     if (res->certified) {
         const ac_cert *c = &res->cert;
-        char b1[32], b2[32], b3[32], sb[64];
+        char b1[AC_FMT_BOUND_BUFSIZE], b2[AC_FMT_BOUND_BUFSIZE], b3[AC_FMT_BOUND_BUFSIZE], sb[64];
         if (res->have_best)
             printf("best       step %zu: max|Softmax - P| %.3g, KL(P || Softmax) %.3g (the "
                    "weights certified)\n", res->best_step, res->best_maxdev, res->best_kl);
         printf("verdict    %s: max|Softmax - P| <= %s for the learned weights; certified "
                "[%s, %s], %s\n", ac_verdict_name(c->verdict), cli_num(b1, sizeof b1, q->tol),
-               cli_num(b2, sizeof b2, c->lo), cli_num(b3, sizeof b3, c->hi),
+               ac_str_lo(b2, ".3g", c->lo), ac_str_hi(b3, ".3g", c->hi),
                cli_stage_name(sb, sizeof sb, c->stage, c->prec));
     }
 }

@@ -9,6 +9,7 @@
 #include <stdio.h>
 
 #include "attncheck/fileio.h"
+#include "attncheck/json.h"
 #include "condition_cli.h"
 #include "plot.h"
 
@@ -19,6 +20,14 @@ static void csv_num(FILE *f, double x)
     char buf[AC_FMT_DOUBLE_BUFSIZE];
     ac_fmt_double(buf, sizeof buf, x);
     fprintf(f, ",%s", buf);
+}
+
+/* a certified bound: 17 significant digits rounded outward (up: an upper
+ * bound), so that the decimal written is itself a bound */
+static void csv_bound(FILE *f, double x, int up)
+{
+    char buf[AC_FMT_BOUND_BUFSIZE];
+    fprintf(f, ",%s", up ? ac_str_hi(buf, ".17g", x) : ac_str_lo(buf, ".17g", x));
 }
 
 void cond_write_csv(FILE *f, const ac_condition_request *q, const ac_condition_result *cr)
@@ -76,12 +85,12 @@ void cond_write_csv(FILE *f, const ac_condition_request *q, const ac_condition_r
         csv_num(f, r->bins ? r->ks : NAN);
         fprintf(f, ",%s,%zu,%zu,%zu", q->certify ? ac_verdict_name(r->verdict) : "",
                 r->n_proved, r->n_undecided, r->n_refuted);
-        csv_num(f, q->certify ? r->dev_hi : NAN);
+        csv_bound(f, q->certify ? r->dev_hi : NAN, 1);
         int cv = q->certify && r->cst.valid;
-        csv_num(f, cv && !sq ? r->cst.mean_lo : NAN);
-        csv_num(f, cv && !sq ? r->cst.mean_hi : NAN);
-        csv_num(f, cv ? r->cst.median_lo : NAN);
-        csv_num(f, cv ? r->cst.median_hi : NAN);
+        csv_bound(f, cv && !sq ? r->cst.mean_lo : NAN, 0);
+        csv_bound(f, cv && !sq ? r->cst.mean_hi : NAN, 1);
+        csv_bound(f, cv ? r->cst.median_lo : NAN, 0);
+        csv_bound(f, cv ? r->cst.median_hi : NAN, 1);
         csv_num(f, r->wall);
         fputc('\n', f);
     }

@@ -194,25 +194,26 @@ static void print_spectrum(const ac_condition_request *q, const ac_cond_result *
 /* One row of the certified table. */
 static void print_certified_row(const ac_cond_result *r, const ac_condition_h *hi)
 {
-    char b[8][40];
     const ac_cond_certstats *c = &r->cst;
-    char m1[64], m2[64], m3[64], m4[64];
+    char m1[64], m2[64], m3[64], m4[64], bl[AC_FMT_BOUND_BUFSIZE], bh[AC_FMT_BOUND_BUFSIZE];
     if (c->valid) {
         if (!hi->mean_reported)
             snprintf(m1, sizeof m1, "- (E kappa = inf)");
         else
-            snprintf(m1, sizeof m1, "[%.10g, %.10g]", c->mean_lo, c->mean_hi);
-        snprintf(m2, sizeof m2, "[%.10g, %.10g]", c->median_lo, c->median_hi);
+            snprintf(m1, sizeof m1, "[%s, %s]", ac_str_lo(bl, ".10g", c->mean_lo),
+                     ac_str_hi(bh, ".10g", c->mean_hi));
+        snprintf(m2, sizeof m2, "[%s, %s]", ac_str_lo(bl, ".10g", c->median_lo),
+                 ac_str_hi(bh, ".10g", c->median_hi));
         if (isnan(c->err_tw_point_lo))
             snprintf(m3, sizeof m3, "-");
         else
-            snprintf(m3, sizeof m3, "[%+.4f%%, %+.4f%%]", 100 * c->err_tw_point_lo,
-                     100 * c->err_tw_point_hi);
+            snprintf(m3, sizeof m3, "[%s, %s]", ac_str_lo(bl, "+.4f%", c->err_tw_point_lo),
+                     ac_str_hi(bh, "+.4f%", c->err_tw_point_hi));
         if (isnan(c->err_first_order_lo))
             snprintf(m4, sizeof m4, "-");
         else
-            snprintf(m4, sizeof m4, "[%+.4f%%, %+.4f%%]", 100 * c->err_first_order_lo,
-                     100 * c->err_first_order_hi);
+            snprintf(m4, sizeof m4, "[%s, %s]", ac_str_lo(bl, "+.4f%", c->err_first_order_lo),
+                     ac_str_hi(bh, "+.4f%", c->err_first_order_hi));
     } else {
         snprintf(m1, sizeof m1, "- (some sample unbounded)");
         snprintf(m2, sizeof m2, "-");
@@ -220,7 +221,8 @@ static void print_certified_row(const ac_cond_result *r, const ac_condition_h *h
         snprintf(m4, sizeof m4, "-");
     }
     printf("%5zu %7zu %-9s %7zu %7zu %9s %-28s %-28s %-24s %s\n", r->h, r->D,
-           ac_verdict_name(r->verdict), r->n_proved, r->n_undecided, fg(b[0], 40, r->dev_hi),
+           ac_verdict_name(r->verdict), r->n_proved, r->n_undecided,
+           isnan(r->dev_hi) ? "-" : ac_str_hi(bh, ".4g", r->dev_hi),
            m1, m2, m4, m3);
 }
 
@@ -285,7 +287,7 @@ static void print_findings(const ac_condition_request *q, const ac_condition_res
 /* The time line and the verdict line (the certificate of claim C). */
 static void print_time_verdict(const ac_condition_request *q, const ac_condition_result *cr)
 {
-    char b[8][40];
+    char b[8][40], bl[AC_FMT_BOUND_BUFSIZE], bh[AC_FMT_BOUND_BUFSIZE];
     const ac_cond_result *res = cr->res;
     const ac_condition_times *t = &cr->times;
     const ac_cert *cert = &cr->cert;
@@ -311,7 +313,8 @@ static void print_time_verdict(const ac_condition_request *q, const ac_condition
     else
         printf("verdict    %s: dev = max |kappa/kappa~ - 1| in [%s, %s] %s rtol = %s, every "
                "block full rank  [%s]\n",
-               ac_verdict_name(cert->verdict), fg(b[0], 40, cert->lo), fg(b[1], 40, cert->hi),
+               ac_verdict_name(cert->verdict), ac_str_lo(bl, ".4g", cert->lo),
+               ac_str_hi(bh, ".4g", cert->hi),
                cert->verdict == AC_PROVED    ? "<="
                : cert->verdict == AC_REFUTED ? "not <="
                                              : "vs",

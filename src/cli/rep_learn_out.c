@@ -35,7 +35,7 @@ static const char *short_verdict(ac_verdict v)
 
 static void print_text(const ac_rt_result *res)
 {
-    char b1[32], b2[32], b3[32], sent[1024];
+    char b1[AC_FMT_BOUND_BUFSIZE], b2[AC_FMT_BOUND_BUFSIZE], b3[AC_FMT_BOUND_BUFSIZE], sent[1024];
     const ac_learn_t1_result *r = &res->lt;
     const ac_learn_t1_summary *s = &r->s;
     printf("instance   %s", res->instance);
@@ -54,8 +54,8 @@ static void print_text(const ac_rt_result *res)
     for (size_t i = 0; i < r->nrows; i++) {
         const ac_learn_t1_row *w = &r->rows[i];
         printf("%5zu %6zu  %-10s %-10.3g %-9s | %-10s %-10s %-9s %-9s\n", w->dk, w->steps,
-               cli_num(b1, sizeof b1, w->learned.hi), w->kl, short_verdict(w->learned.verdict),
-               cli_num(b2, sizeof b2, w->dist_lo), cli_num(b3, sizeof b3, w->dist_hi),
+               ac_str_hi(b1, ".3g", w->learned.hi), w->kl, short_verdict(w->learned.verdict),
+               ac_str_lo(b2, ".3g", w->dist_lo), ac_str_hi(b3, ".3g", w->dist_hi),
                short_verdict(w->verdict), short_verdict(w->exact));
     }
     printf("\n");

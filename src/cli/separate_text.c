@@ -11,12 +11,13 @@
 
 #include "separate.h"
 
-#define NUM_LO(b, x) ac_num3_bound(b, sizeof b, x, 0)
-#define NUM_HI(b, x) ac_num3_bound(b, sizeof b, x, 1)
+/* a certified bound to 3 digits, rounded outward (ac_str_lo, ac_str_hi) */
+#define NUM_LO(b, x) ac_str_lo(b, ".3g", x)
+#define NUM_HI(b, x) ac_str_hi(b, ".3g", x)
 
 static void print_sep(const char *label, const ac_t2_sep *s)
 {
-    char b1[32], b2[32], sb[64];
+    char b1[AC_FMT_BOUND_BUFSIZE], b2[AC_FMT_BOUND_BUFSIZE], sb[64];
     printf("%-10s %s", label, ac_t2_construction_name(s->construction));
     if (s->construction == AC_T2_CON_2 || s->construction == AC_T2_CON_3)
         printf(", head %zu", s->head);
@@ -56,14 +57,17 @@ static void print_hypotheses(const ac_t2_hyp *hyp)
 /* the case, the identity, the case's X, the search and the best X */
 static void print_search(const ac_sep_request *q, const ac_t2_result *r)
 {
-    char e1[32], e2[32];
+    char e1[AC_FMT_BOUND_BUFSIZE], e2[AC_FMT_BOUND_BUFSIZE];
     printf("case       %s\n           %s\n", ac_t2_case_name(r->cls.kase), r->cls.note);
     printf("identity   %s\n", r->identity_note);
     if (r->by_case.X.data)
         print_sep("case X", &r->by_case);
     if (r->verdict != AC_REFUTED || r->ncand) {
-        printf("search     %zu candidates (3 constructions x %zu vectors%s), %zu certified",
-               r->ncand, q->tries, q->optimize ? ", multimin" : "", r->ncert);
+        printf("search     %zu candidates (3 constructions x %zu vectors%s", r->ncand, q->tries,
+               q->optimize ? ", multimin" : "");
+        if (r->nreach)
+            printf(", %zu within reach", r->nreach);
+        printf("), %zu certified", r->ncert);
         if (!isnan(r->opt_from))
             printf("; multimin: relative gap ||f-g||/(||f||+||g||), estimated, %s -> %s (%ld "
                    "evaluations)", NUM_LO(e1, r->opt_from), NUM_LO(e2, r->opt_to), r->opt_evals);
@@ -118,9 +122,9 @@ static void print_audit(const ac_t2_result *r)
 
 static void print_verdict(const ac_t2_result *r)
 {
-    char b1[32], sb[64];
+    char b1[AC_FMT_BOUND_BUFSIZE], sb[64];
     const ac_cert *c = r->best.X.data ? &r->best.cert : NULL;
-    char b2[32];
+    char b2[AC_FMT_BOUND_BUFSIZE];
     cli_num(b2, sizeof b2, r->tol);
     if (r->verdict == AC_PROVED && c)
         printf("verdict    PROVED: separated at X: ||f_W(X) - g_V(X)||_F >= %s ||f_W(X)||_F > "
@@ -154,7 +158,7 @@ void sep_print(const ac_sep_request *q, const ac_sep_result *res)
 static void print_embed_verdict(const ac_sep_result *res)
 {
     const ac_t2_embed_result *e = &res->embed;
-    char b1[32], sb[64];
+    char b1[AC_FMT_BOUND_BUFSIZE], sb[64];
     if (e->verdict == AC_PROVED && e->exact)
         printf("verdict    PROVED: g_V = f_W on the sample inputs, exactly (deviation 0)\n");
     else if (e->verdict == AC_PROVED)
@@ -175,7 +179,7 @@ static void print_embed_verdict(const ac_sep_result *res)
 void sep_print_embed(const ac_sep_request *q, const ac_sep_result *res)
 {
     const ac_t2_embed_result *e = &res->embed;
-    char b1[32], b2[32], sb[64];
+    char b1[AC_FMT_BOUND_BUFSIZE], b2[AC_FMT_BOUND_BUFSIZE], sb[64];
     (void)q;
     printf("instance   d = %zu, h = %zu (f_W head size d/h = %zu), dp = %zu, n = %zu\n",
            res->W.d, res->W.h, res->W.hs, res->V.hs, res->n);
@@ -219,7 +223,7 @@ void sep_print_student(const ac_sep_request *q, const ac_sep_result *res)
 {
     const ac_learn_t2_result *r = &res->stu;
     const ac_mh *V = &res->V;
-    char b1[32], b2[32], b3[32];
+    char b1[AC_FMT_BOUND_BUFSIZE], b2[AC_FMT_BOUND_BUFSIZE], b3[AC_FMT_BOUND_BUFSIZE];
     printf("teacher    g_V: d = %zu, h = %zu heads of size dp = %zu, %s; n = %zu tokens\n",
            V->d, V->h, V->hs, res->vdesc, res->n);
     printf("theorem 2  hypotheses %s (sizes %s, rank S_V = d %s, shared U %s, rank U = dp %s)\n",

@@ -435,11 +435,11 @@ void cli_json_cert(ac_json *j, const ac_cert *c)
 
 void cli_print_steps(const ac_step *steps, size_t n)
 {
-    char b1[32], b2[32], sb[64];
+    char b1[AC_FMT_BOUND_BUFSIZE], b2[AC_FMT_BOUND_BUFSIZE], sb[64];
     for (size_t i = 0; i < n; i++) {
         const ac_step *s = &steps[i];
         printf("  %zu. %s\n     %s in [%s, %s]  %s\n", i + 1, s->name, s->quantity,
-               cli_num(b1, sizeof b1, s->lo), cli_num(b2, sizeof b2, s->hi),
+               ac_str_lo(b1, ".3g", s->lo), ac_str_hi(b2, ".3g", s->hi),
                cli_stage_name(sb, sizeof sb, s->stage, s->prec));
         if (s->note[0])
             printf("     %s\n", s->note);

@@ -83,7 +83,7 @@ size_t ac_cmd_out_mat(ac_out_array *out, size_t k, size_t max, const char *name,
 void ac_sep_write_json(ac_json *j, const void *q, const void *res);
 
 /* %.3g rounded to nearest, with inf, -inf and nan spelled out (the report's
- * rows; a bound printed rounded outward is ac_num3_bound's). */
+ * rows; a bound printed rounded outward is ac_str_lo / ac_str_hi's (attncheck/json.h)). */
 const char *ac_cmd_num3(char *buf, size_t n, double x);
 
 /* --plot FILE: the name must end in .svg, .png or .pdf. */

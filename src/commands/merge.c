@@ -47,7 +47,8 @@ static const char merge_description[] =
 
 static const char merge_epilogue[] =
     "Exit status: that of condition; 65 if a shard is missing, given twice,\n"
-    "malformed or of another sweep; 66 if a file cannot be read.";
+    "corrupt (its checksum fails), inconsistent (its numbers contradict each\n"
+    "other or the options) or of another sweep; 66 if a file cannot be read.";
 
 static int merge_check(void *qv, ac_err *err)
 {

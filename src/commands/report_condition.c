@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "attncheck/commands.h"
+#include "attncheck/json.h"
 
 /* A row; NULL if out of memory (then the row is missing from the report). */
 static ac_report_row *cond_row(ac_report *rep, const char *claim, const char *instance,
@@ -60,7 +61,8 @@ static void row_claim_c(ac_report *rep, ac_cond_opts o)
     for (size_t i = 0; i < n; i++)
         ac_cond_result_free(&res[i]);
     snprintf(inst, sizeof inst, "iid N=%zu d=%zu h=1,2,4,16 T=%zu", N, d, o.trials);
-    snprintf(bound, sizeof bound, "dev <= %.2g", cert.hi);
+    char b1[AC_FMT_BOUND_BUFSIZE];
+    snprintf(bound, sizeof bound, "dev <= %s", ac_str_hi(b1, ".2g", cert.hi));
     snprintf(detail, sizeof detail, "%.200s",
              e ? err.msg
                : "every sampled block has full rank and each reported kappa is within rtol "
@@ -96,21 +98,23 @@ static void rows_first_order_tw(ac_report *rep, ac_cond_opts o)
         return;
     }
     const ac_cond_certstats *c = &r.cst;
-    snprintf(bound, sizeof bound, "[%+.2f,%+.2f]%%", 100 * c->err_first_order_lo,
-             100 * c->err_first_order_hi);
+    char b1[AC_FMT_BOUND_BUFSIZE], b2[AC_FMT_BOUND_BUFSIZE];
+    snprintf(bound, sizeof bound, "[%s,%s]", ac_str_lo(b1, "+.2f%", c->err_first_order_lo),
+             ac_str_hi(b2, "+.2f%", c->err_first_order_hi));
     snprintf(detail, sizeof detail,
-             "first order %.4g vs certified sample mean in [%.6g, %.6g]: biased high "
+             "first order %.4g vs certified sample mean in [%s, %s]: biased high "
              "by %.1f%% (estimate)",
-             r.pred.first_order, c->mean_lo, c->mean_hi, 100 * r.err_first_order);
+             r.pred.first_order, ac_str_lo(b1, ".6g", c->mean_lo),
+             ac_str_hi(b2, ".6g", c->mean_hi), 100 * r.err_first_order);
     ac_report_bounds(cond_row(rep, "Thm 3.2: first order within 2%", inst, AC_REFUTED,
                               ac_cond_within(c->err_first_order_lo, c->err_first_order_hi, 0.02),
                               bound, detail, sec / 2, 0),
                      "relative error of the first-order prediction", c->err_first_order_lo,
                      c->err_first_order_hi);
-    snprintf(bound, sizeof bound, "[%+.2f,%+.2f]%%", 100 * c->err_tw_point_lo,
-             100 * c->err_tw_point_hi);
-    snprintf(detail, sizeof detail, "Tracy-Widom %.5g vs certified sample mean in [%.6g, %.6g]",
-             r.pred.tw_point, c->mean_lo, c->mean_hi);
+    snprintf(bound, sizeof bound, "[%s,%s]", ac_str_lo(b1, "+.2f%", c->err_tw_point_lo),
+             ac_str_hi(b2, "+.2f%", c->err_tw_point_hi));
+    snprintf(detail, sizeof detail, "Tracy-Widom %.5g vs certified sample mean in [%s, %s]",
+             r.pred.tw_point, ac_str_lo(b1, ".6g", c->mean_lo), ac_str_hi(b2, ".6g", c->mean_hi));
     ac_report_bounds(cond_row(rep, "Thm 3.2: Tracy-Widom within 2%", inst, AC_PROVED,
                               ac_cond_within(c->err_tw_point_lo, c->err_tw_point_hi, 0.02), bound,
                               detail, sec / 2, 0),
@@ -258,14 +262,16 @@ void ac_report_rows_trained_kappa(ac_report *rep)
     /* "the median kappa of the trained blocks is at most twice the Gaussian
      * prediction", decided from the certified enclosure of the median */
     row->verdict = ac_learn_kappa_median_at_most(ly, 2 * pred);
+    char mlo[AC_FMT_BOUND_BUFSIZE], mhi[AC_FMT_BOUND_BUFSIZE];
     snprintf(row->bound, sizeof row->bound, "med %.3g vs %.3g", ly->st.median, pred);
     ac_report_bounds(row, "median kappa of the trained blocks", ly->median_lo, ly->median_hi);
     snprintf(row->detail, sizeof row->detail,
              "median kappa of the trained blocks (%zu sequences, N = %zu..%zu, D = %zu) in "
-             "[%.6g, %.6g] (certified) against the Gaussian prediction %.4g (%s median at N = "
+             "[%s, %s] (certified) against the Gaussian prediction %.4g (%s median at N = "
              "%zu); with the run's initial weights (std %g) the median was already %.4g: the "
              "gap is there before training",
-             ly->n, ly->N_min, ly->N_max, ly->D, ly->median_lo, ly->median_hi, pred,
+             ly->n, ly->N_min, ly->N_max, ly->D, ac_str_lo(mlo, ".6g", ly->median_lo),
+             ac_str_hi(mhi, ".6g", ly->median_hi), pred,
              ly->N_med == ly->D ? "Edelman" : "Tracy-Widom", ly->N_med, tr.cfg.init_std,
              init.layers[0].st.median);
 out:

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "attncheck/commands.h"
+#include "attncheck/json.h"
 #include "commands/cmd_impl.h"
 
 /* How rep-theorem spells the parameters the library's messages name. */
@@ -23,7 +24,7 @@ static void t1_row(ac_report *rep, const char *claim, const char *instance, ac_v
     ac_report_row *row = ac_report_add(rep);
     ac_t1_result r;
     ac_err err;
-    char b1[32], b2[32];
+    char b1[AC_FMT_BOUND_BUFSIZE], b2[AC_FMT_BOUND_BUFSIZE];
     if (!row)
         return;
     snprintf(row->claim, sizeof row->claim, "%s", claim);
@@ -43,10 +44,10 @@ static void t1_row(ac_report *rep, const char *claim, const char *instance, ac_v
         ac_report_bounds(row, "max|Softmax - P| over heads of size dk", r.dist_lo, r.dist_hi);
         if (r.verdict == AC_REFUTED)
             snprintf(row->bound, sizeof row->bound, "dist >= %s",
-                     ac_cmd_num3(b1, sizeof b1, r.dist_lo));
+                     ac_str_lo(b1, ".3g", r.dist_lo));
         else
             snprintf(row->bound, sizeof row->bound, "dist <= %s",
-                     ac_cmd_num3(b2, sizeof b2, r.dist_hi));
+                     ac_str_hi(b2, ".3g", r.dist_hi));
         snprintf(row->detail, sizeof row->detail, "%.255s", r.summary);
     }
     ac_t1_result_free(&r);
@@ -134,13 +135,16 @@ void ac_report_rows_learn(ac_report *rep)
         ac_learn_t1_summary s;
         ac_learn_t1_summarise(&s, rows, 2, n);
         row->verdict = s.inconsistent >= 0 ? AC_REFUTED : s.outcome;
-        snprintf(row->bound, sizeof row->bound, "dk=%zu: %.2g", n - 1, rows[1].learned.hi);
+        char c1[AC_FMT_BOUND_BUFSIZE], c2[AC_FMT_BOUND_BUFSIZE], c3[AC_FMT_BOUND_BUFSIZE];
+        snprintf(row->bound, sizeof row->bound, "dk=%zu: %s", n - 1,
+                 ac_str_hi(c1, ".2g", rows[1].learned.hi));
         ac_report_bounds(row, "max|Softmax - P| of the head learned at dk = n - 1",
                           rows[1].learned.lo, rows[1].learned.hi);
         snprintf(row->detail, sizeof row->detail,
-                 "dk = %zu: learned error %.3g >= certified lower bound %.3g (%s); dk = %zu: "
-                 "learned error %.3g (%s at tol %g)", n - 2, rows[0].learned.hi, rows[0].dist_lo,
-                 ac_verdict_name(rows[0].verdict), n - 1, rows[1].learned.hi,
+                 "dk = %zu: learned error %s >= certified lower bound %s (%s); dk = %zu: "
+                 "learned error %s (%s at tol %g)", n - 2, ac_str_hi(c1, ".3g", rows[0].learned.hi),
+                 ac_str_lo(c2, ".3g", rows[0].dist_lo), ac_verdict_name(rows[0].verdict), n - 1,
+                 ac_str_hi(c3, ".3g", rows[1].learned.hi),
                  ac_verdict_name(rows[1].learned.verdict), tol);
     }
     ac_mat_free(&X);

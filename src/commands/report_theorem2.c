@@ -3,8 +3,8 @@
  * each decided by ac_t2_case_verdict), two of the embedding check (s = 2
  * exact, s = sqrt 2 rounded), and the students (a standard student against
  * the fixed one, ac_learn_t2_compare; doc/mathematics.md §4.8).  Every
- * verdict is the library's.  Also the 3-digit numbers of printed bounds
- * rounded outward (ac_num3_bound, also `separate`'s text). */
+ * verdict is the library's; every printed bound rounded outward
+ * (ac_str_lo, ac_str_hi). */
 #include <config.h>
 
 #include <math.h>
@@ -13,26 +13,8 @@
 #include <string.h>
 
 #include "attncheck/commands.h"
+#include "attncheck/json.h"
 #include "commands/cmd_impl.h"
-
-const char *ac_num3_bound(char *buf, size_t n, double x, int up)
-{
-    ac_cmd_num3(buf, n, x);
-    if (!isfinite(x) || x == 0)
-        return buf;
-    double y = strtod(buf, NULL);
-    if (up ? y >= x : y <= x)
-        return buf;
-    double e = pow(10.0, floor(log10(fabs(x))) - 2);
-    for (int k = 0; k < 3; k++) {
-        double q = up ? ceil(x / e) + k : floor(x / e) - k;
-        snprintf(buf, n, "%.3g", q * e);
-        y = strtod(buf, NULL);
-        if (up ? y >= x : y <= x)
-            break;
-    }
-    return buf;
-}
 
 /* ---- the cases of the proof ---------------------------------------------------- */
 
@@ -42,7 +24,7 @@ static void t2_row(ac_report *rep, int kase, size_t d, size_t h, size_t dp, size
     ac_mh W = {0}, V = {0};
     ac_err err;
     ac_t2_result r;
-    char b1[32];
+    char b1[AC_FMT_BOUND_BUFSIZE];
     memset(&r, 0, sizeof r);
     if (!row)
         return;
@@ -75,16 +57,16 @@ static void t2_row(ac_report *rep, int kase, size_t d, size_t h, size_t dp, size
         } else {
             /* bound and detail of the same X: the case's own construction */
             const ac_t2_sep *s = r.by_case.X.data ? &r.by_case : NULL;
-            char b2[32], sb[64];
+            char b2[AC_FMT_BOUND_BUFSIZE], sb[64];
             snprintf(row->bound, sizeof row->bound, "|f-g| >= %s",
-                     ac_num3_bound(b1, sizeof b1, s ? s->gap_lo : 0.0, 0));
+                     ac_str_lo(b1, ".3g", s ? s->gap_lo : 0.0));
             if (s)
                 ac_report_bounds(row, s->cert.quantity, s->cert.lo, s->cert.hi);
             if (s)
                 snprintf(row->detail, sizeof row->detail, "at the X of %s: ||f_W(X) - "
                          "g_V(X)||_F >= %s, >= %s ||f_W(X)||_F > tol = %.3g (%s); hypotheses "
                          "%s", ac_t2_construction_name(s->construction), b1,
-                         ac_num3_bound(b2, sizeof b2, s->cert.lo, 0), r.tol,
+                         ac_str_lo(b2, ".3g", s->cert.lo), r.tol,
                          ac_stage_name(sb, sizeof sb, s->cert.stage, s->cert.prec),
                          r.hyp.applies == AC_PROVED ? "proved" : "not all proved");
             else
@@ -128,8 +110,11 @@ static void t2_embed_row(ac_report *rep, size_t d, size_t h, size_t dp, size_t n
         ac_report_bounds(row, "max over samples of |g-f|/|f|", e.rel_lo, e.rel_hi);
         if (e.exact)
             snprintf(row->bound, sizeof row->bound, "|g-f| = 0 exactly");
-        else
-            snprintf(row->bound, sizeof row->bound, "|g-f|/|f|<=%.2g", e.rel_hi);
+        else {
+            char c1[AC_FMT_BOUND_BUFSIZE];
+            snprintf(row->bound, sizeof row->bound, "|g-f|/|f|<=%s",
+                     ac_str_hi(c1, ".2g", e.rel_hi));
+        }
         snprintf(row->detail, sizeof row->detail, "%.255s", e.summary);
     }
     ac_mh_free(&W);
@@ -163,7 +148,7 @@ void ac_report_rows_student(ac_report *rep)
     ac_learn_t2_result r;
     ac_learn_t2_opts o;
     ac_err err;
-    char b1[32], b2[32];
+    char b1[AC_FMT_BOUND_BUFSIZE], b2[AC_FMT_BOUND_BUFSIZE];
     memset(&r, 0, sizeof r);
     if (!row)
         return;
@@ -193,8 +178,8 @@ void ac_report_rows_student(ac_report *rep)
                          s->cert_lo[0], s->cert_hi[0]);
         /* rounded to nearest, as before (the golden outputs): NOT outward */
         snprintf(row->bound, sizeof row->bound, "std >= %s, fixed <= %s",
-                 ac_cmd_num3(b1, sizeof b1, s->cert_lo[0]),
-                 ac_cmd_num3(b2, sizeof b2, f->cert_hi[0]));
+                 ac_str_lo(b1, ".3g", s->cert_lo[0]),
+                 ac_str_hi(b2, ".3g", f->cert_hi[0]));
         snprintf(row->detail, sizeof row->detail,
                  "held-out |f-g|^2/|g|^2: standard %.3g, fixed %.3g (ratio %.3g); %s", s->mean,
                  f->mean, s->ratio, r.hc.summary);

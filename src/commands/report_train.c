@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "attncheck/commands.h"
+#include "attncheck/json.h"
 #include "commands/cmd_impl.h"
 
 /* Theorem 1 on learned weights: AdamW trains one head of size dk = d = 2n on
@@ -47,10 +48,10 @@ void ac_report_rows_train(ac_report *rep)
     if (st) {
         ac_report_fail(row, st, &err, ac_train_fields);
     } else {
-        char b1[32];
+        char b1[AC_FMT_BOUND_BUFSIZE];
         row->verdict = cert.verdict;
         ac_report_bounds(row, cert.quantity, cert.lo, cert.hi);
-        snprintf(row->bound, sizeof row->bound, "dev <= %s", ac_cmd_num3(b1, sizeof b1, cert.hi));
+        snprintf(row->bound, sizeof row->bound, "dev <= %s", ac_str_hi(b1, ".3g", cert.hi));
         snprintf(row->detail, sizeof row->detail,
                  "learned Wq, Wk certified: max|Softmax - P| in [%.3g, %.3g] (tol %g)", cert.lo,
                  cert.hi, tol);

@@ -26,10 +26,7 @@
 #include "attncheck/linalg.h"
 #include "cond_impl.h"
 
-/* Enclose dev = |kappa / kappa~ - 1| from kappa in [klo, khi] and judge
- * claim C for the sample: dev <= rtol (which needs khi finite, i.e.
- * sigma_min > 0). */
-static ac_verdict judge_kappa(ac_cond_sample *s, double rtol)
+ac_verdict cond_judge_kappa(ac_cond_sample *s, double rtol)
 {
     double k = s->kappa, klo = s->kappa_lo, khi = s->kappa_hi;
     if (!(k > 0) || isnan(klo) || isnan(khi)) {
@@ -48,7 +45,7 @@ static ac_verdict judge_kappa(ac_cond_sample *s, double rtol)
     return ac_judge(s->dev_lo, s->dev_hi, AC_LE, rtol);
 }
 
-static void set_kappa_bounds(ac_cond_sample *s)
+void cond_kappa_bounds(ac_cond_sample *s)
 {
     s->kappa_lo = s->smin_hi > 0 && isfinite(s->smin_hi) ? ac_div_dn(s->s1_lo, s->smin_hi) : 0.0;
     s->kappa_hi = s->smin_lo > 0 ? ac_div_up(s->s1_hi, s->smin_lo) : INFINITY;
@@ -311,8 +308,8 @@ int cond_certify_block(const ac_mat *A, const cond_block_fn *blk, double rtol,
     s->smin_hi = ac_add_up(hi[m - 1], r);
     free(lo);
     free(hi);
-    set_kappa_bounds(s);
-    s->cert = judge_kappa(s, rtol);
+    cond_kappa_bounds(s);
+    s->cert = cond_judge_kappa(s, rtol);
     s->cert_stage = AC_STAGE_DOUBLE;
     s->cert_prec = 53;
     for (int k = 0; s->cert == AC_UNDECIDED && sched && k < sched->n; k++) {
@@ -323,8 +320,8 @@ int cond_certify_block(const ac_mat *A, const cond_block_fn *blk, double rtol,
             s->s1_hi = fmin(s->s1_hi, t.s1_hi);
             s->smin_lo = fmax(s->smin_lo, t.smin_lo);
             s->smin_hi = fmin(s->smin_hi, t.smin_hi);
-            set_kappa_bounds(s);
-            s->cert = judge_kappa(s, rtol);
+            cond_kappa_bounds(s);
+            s->cert = cond_judge_kappa(s, rtol);
         }
         s->cert_stage = k + 1;
         s->cert_prec = sched->prec[k];

@@ -158,6 +158,14 @@ typedef struct {
  * with A the double matrix that rounds it (doc/mathematics.md §5.9). */
 int cond_certify_block(const ac_mat *A, const cond_block_fn *blk, double rtol,
                        const ac_schedule *sched, long max_prec, ac_cond_sample *s, ac_err *err);
+/* [kappa_lo, kappa_hi] of s from its enclosures of sigma_1 and sigma_min,
+ * rounded outward (kappa >= 1 always). */
+void cond_kappa_bounds(ac_cond_sample *s);
+/* Enclose dev = |kappa / kappa~ - 1| (s->dev_lo, s->dev_hi) from kappa in
+ * [kappa_lo, kappa_hi] and judge claim C for the sample, dev <= rtol
+ * (which needs kappa_hi finite, i.e. sigma_min > 0).  Deterministic, so a
+ * reader of the sample can recompute both exactly (shard.c). */
+ac_verdict cond_judge_kappa(ac_cond_sample *s, double rtol);
 /* Upper bound on rank A for a block of h attention heads of width d from
  * an N x E input: h min(N, E, d), capped at min(N, h d) (§5.10). */
 size_t cond_rank_bound(const ac_cond_opts *o, size_t N, size_t h, size_t d, size_t E);

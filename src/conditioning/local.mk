@@ -34,3 +34,10 @@ src_conditioning_test_test_rmt_CFLAGS = $(TEST_CFLAGS)
 src_conditioning_test_test_condition_CFLAGS = $(TEST_CFLAGS)
 src_conditioning_test_test_kappa_clustered_CFLAGS = $(TEST_CFLAGS)
 src_conditioning_test_test_kappa_clustered_LDADD = $(TEST_LIBS) $(LAPACKE_LIBS)
+
+# The hostile shards in full (every field of a sample of each result,
+# ~1500 merges; `make check` runs the smoke subset of tests/shard_hostile.sh).
+check-shard-hostile: attncheck
+	SHARD_HOSTILE=full ATTNCHECK=./attncheck PYTHON3='$(PYTHON3)' top_srcdir='$(abs_top_srcdir)' \
+	  $(SHELL) $(srcdir)/tests/shard_hostile.sh
+.PHONY: check-shard-hostile

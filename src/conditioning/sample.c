@@ -268,8 +268,9 @@ int cond_check_sizes(size_t N, size_t h, size_t d, size_t E, const ac_cond_opts 
         return ac_err_set_field(err, AC_EUSAGE, "h", "h (the number of heads) must be >= 1");
     if (d == 0)
         return ac_err_set_field(err, AC_EUSAGE, "d", "d (the head dimension) must be >= 1");
-    if (o->trials == 0)
-        return ac_err_set_field(err, AC_EUSAGE, "trials", "trials must be >= 1");
+    if (o->trials == 0 || o->trials > AC_COND_MAX_TRIALS)
+        return ac_err_set_field(err, AC_EUSAGE, "trials", "trials must be in [1, 2^40], not %zu",
+                                o->trials);
     double D = (double)h * (double)d;
     if (D * (double)N > (double)INT_MAX || D > (double)INT_MAX)
         return ac_err_set(err, AC_EUSAGE,

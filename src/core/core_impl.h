@@ -18,6 +18,7 @@
  *   sum_exact.c, sum_exact.h    is a sum of doubles exactly a given double?
  *   ball.c, ball.h   between double matrices and Arb balls
  *   ac_arb.h         Arb from FLINT >= 3 or from Debian's libflint-arb
+ *   fnv.h            the FNV-1a checksum of checkpoints and condition shards
  *   dyadic.c, dyadic.h  exact dyadic matrices, their ranks (§2.6)
  *   exp_kernel.h, exp_kernel.c  the exp kernels and which is which: the
  *                    fast kernel, the table kernel (the rigorous enclosure

@@ -11,6 +11,7 @@ src_libattncheck_la_SOURCES += \
 	src/core/imat_cs.c \
 	src/core/sum_exact.c \
 	src/core/sum_exact.h \
+	src/core/fnv.h \
 	src/core/imat_cs.h \
 	src/core/ball.c \
 	src/core/ball.h \

@@ -13,6 +13,7 @@
  */
 #include <config.h>
 
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -51,10 +52,11 @@ static int add(int64_t *acc, double x, int s)
     return 1;
 }
 
-int ac_sum_is_exactly(const double *x, size_t n, size_t stride, double target)
+/* acc = (x_0 + x_stride + ... - target) / 2^-1074, carried; 0 if an input
+ * is not finite. */
+static int accumulate(int64_t *acc, const double *x, size_t n, size_t stride, double target)
 {
-    int64_t acc[LIMBS];
-    memset(acc, 0, sizeof acc);
+    memset(acc, 0, LIMBS * sizeof *acc);
     if (!add(acc, target, -1))
         return 0;
     for (size_t i = 0; i < n; i++) {
@@ -64,10 +66,53 @@ int ac_sum_is_exactly(const double *x, size_t n, size_t stride, double target)
             carry(acc);
     }
     carry(acc);
+    return 1;
+}
+
+int ac_sum_is_exactly(const double *x, size_t n, size_t stride, double target)
+{
+    int64_t acc[LIMBS];
+    if (!accumulate(acc, x, n, stride, target))
+        return 0;
     for (int i = 0; i < LIMBS; i++)
         if (acc[i] != 0)
             return 0;
     return 1;
+}
+
+/* After carry() every limb but the top one is in [0, 2^32), so the sign of
+ * the integer N = sum acc_i 2^(32 i) is that of the top limb; -N is carried
+ * back to the same form.  |N| 2^-1074 rounded toward zero: the 128 bits
+ * from the leading limb down, truncated to 53 (dropping the bits below
+ * only lowers it), scaled by ldexp, exact because the result is either
+ * normal or (below 2^-1022) the whole of N, which then has fewer than 53
+ * bits. */
+double ac_sum_dev_rz(const double *x, size_t n, size_t stride, double target)
+{
+    int64_t acc[LIMBS];
+    if (!accumulate(acc, x, n, stride, target))
+        return NAN;
+    if (acc[LIMBS - 1] < 0) {
+        for (int i = 0; i < LIMBS; i++)
+            acc[i] = -acc[i];
+        carry(acc);
+    }
+    int h = LIMBS - 1;
+    while (h >= 0 && acc[h] == 0)
+        h--;
+    if (h < 0)
+        return 0.0;
+    unsigned __int128 w = 0;
+    for (int k = h; k > h - 4; k--)
+        w = w << 32 | (k >= 0 ? (uint64_t)acc[k] : 0);
+    int lead = 127;
+    while (!((w >> lead) & 1))
+        lead--;
+    int shift = lead > 52 ? lead - 52 : 0;
+    long e = 32L * (h - 3) + shift - 1074; /* the value is (w >> shift) 2^e */
+    if (e + 52 > 1023)
+        return DBL_MAX;
+    return ldexp((double)(uint64_t)(w >> shift), (int)e);
 }
 
 int ac_sum_is_exactly_cols(const double *A, size_t rows, size_t cols, size_t ld, double target,

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <mpfr.h>
+
 #include "attncheck/common.h"
 #include "attncheck/json.h"
 
@@ -334,6 +336,91 @@ int ac_fmt_double(char *buf, size_t n, double x)
         buf[k] = '\0';
     }
     return (int)len;
+}
+
+/* "%<flags>.<prec>R<D|U><conv>" from spec; 0 if spec is not of the form
+ * [+ -]*.<digits><g|e|f>[%] (no width: c_radix turns padding into '.') */
+static int bound_format(char *fmt, size_t n, const char *spec, int up, int *pct)
+{
+    const char *p = spec;
+    char flags[8];
+    size_t nf = 0;
+    while ((*p == '+' || *p == ' ' || *p == '-') && nf < sizeof flags - 1)
+        flags[nf++] = *p++;
+    flags[nf] = '\0';
+    if (*p++ != '.' || *p < '0' || *p > '9')
+        return 0;
+    long prec = strtol(p, (char **)&p, 10);
+    char conv = *p++;
+    *pct = *p == '%';
+    p += *pct;
+    if (*p || prec > 40 || (conv != 'g' && conv != 'e' && conv != 'f'))
+        return 0;
+    snprintf(fmt, n, "%%%s.%ldR%c%c", flags, prec, up ? 'U' : 'D', conv);
+    return 1;
+}
+
+static int fmt_bound(char *buf, size_t n, const char *spec, double x, int up)
+{
+    char fmt[64], small[16], *tmp = NULL, *out = small;
+    int pct = 0;
+    if (!bound_format(fmt, sizeof fmt, spec, up, &pct)) {
+        strcpy(small, "?");
+    } else if (isnan(x)) {
+        strcpy(small, "nan");
+    } else if (isinf(x)) {
+        snprintf(small, sizeof small, "%s%s", x > 0 ? (spec[0] == '+' ? "+inf" : "inf") : "-inf",
+                 pct ? "%" : "");
+    } else {
+        mpfr_t m;
+        mpfr_init2(m, 64);
+        mpfr_set_d(m, x, MPFR_RNDN);           /* exact */
+        if (pct)
+            mpfr_mul_ui(m, m, 100, MPFR_RNDN); /* exact: 53 + 7 bits */
+        int len = mpfr_asprintf(&tmp, fmt, m); /* 'f' of 1e300 has 300 digits */
+        mpfr_clear(m);
+        if (len < 0 || !(out = malloc((size_t)len + 2))) {
+            out = small;
+            strcpy(small, "?");
+        } else {
+            c_radix(out, tmp);
+            if (pct)
+                strcat(out, "%");
+        }
+        if (tmp)
+            mpfr_free_str(tmp);
+    }
+    const size_t len = strlen(out);
+    if (n > 0) {
+        const size_t k = len < n - 1 ? len : n - 1;
+        memcpy(buf, out, k);
+        buf[k] = '\0';
+    }
+    if (out != small)
+        free(out);
+    return (int)len;
+}
+
+int ac_fmt_lo(char *buf, size_t n, const char *spec, double x)
+{
+    return fmt_bound(buf, n, spec, x, 0);
+}
+
+int ac_fmt_hi(char *buf, size_t n, const char *spec, double x)
+{
+    return fmt_bound(buf, n, spec, x, 1);
+}
+
+const char *ac_str_lo(char *buf, const char *spec, double x)
+{
+    fmt_bound(buf, AC_FMT_BOUND_BUFSIZE, spec, x, 0);
+    return buf;
+}
+
+const char *ac_str_hi(char *buf, const char *spec, double x)
+{
+    fmt_bound(buf, AC_FMT_BOUND_BUFSIZE, spec, x, 1);
+    return buf;
 }
 
 void ac_json_number(ac_json *j, double x)

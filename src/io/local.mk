@@ -25,3 +25,8 @@ UNIT_TESTS += $(IO_TESTS)
 src_io_test_test_json_CFLAGS = $(TEST_CFLAGS)
 src_io_test_test_jsonparse_CFLAGS = $(TEST_CFLAGS)
 src_io_test_test_npy_CFLAGS = $(TEST_CFLAGS)
+
+# the outward rounding of printed bounds against exact decimals (tests/fmt_outward.sh)
+check_PROGRAMS += tests/fmt_tool
+tests_fmt_tool_SOURCES = tests/fmt_tool.c
+tests_fmt_tool_LDADD = src/libattncheck.la

@@ -131,32 +131,8 @@ int train_fill_batch(ac_trainer *tr, int split, size_t index, ac_nn_batch *b, ac
 /* Head size of a configuration: width/heads (standard) or head_dim (fixed). */
 size_t train_head_size(const ac_nn_config *m);
 
-/* ---- checksums: FNV-1a, 64 bits, over bytes (Fowler, Noll, Vo); doubles
- * are hashed as their little-endian IEEE bytes. */
-#define FNV_INIT 0xcbf29ce484222325ull
-
-static inline uint64_t fnv1a(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) {
-        h ^= b[i];
-        h *= 0x100000001b3ull;
-    }
-    return h;
-}
-
-static inline uint64_t fnv_doubles(uint64_t h, const double *x, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        uint64_t u;
-        memcpy(&u, &x[i], sizeof u);
-        unsigned char b[8];
-        for (int k = 0; k < 8; k++)
-            b[k] = (unsigned char)(u >> (8 * k));
-        h = fnv1a(h, b, 8);
-    }
-    return h;
-}
+/* ---- checksums: FNV-1a (core/fnv.h) */
+#include "core/fnv.h"
 
 /* ================================================================ model */
 

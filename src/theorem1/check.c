@@ -8,7 +8,9 @@
  *      paper 1, eqs. (4)-(7)                             (construct.c)
  *      otherwise: the exact criterion (§3.4) and the
  *      best weights found                                (decide.c, refine.c)
- *   4. the verdict: PROVED iff dist_hi <= tol, REFUTED iff dist_lo > tol.
+ *   4. the verdict: PROVED iff dist_hi <= tol, REFUTED iff dist_lo > tol,
+ *      and at tol = 0 also when P itself is not exactly representable
+ *      (doc/mathematics.md §3.4, "tol = 0").
  */
 #include <config.h>
 
@@ -19,8 +21,10 @@
 
 #include "attncheck/blas.h"
 #include "attncheck/interval.h"
+#include "attncheck/json.h"
 #include "attncheck/theorem1.h"
 #include "attention/head_impl.h"
+#include "core/sum_exact.h"
 #include "theorem1/t1_dist.h"
 #include "theorem1/t1_impl.h"
 #include "theorem1/t1_mask.h"
@@ -50,8 +54,39 @@ static void result_start(ac_t1_result *res, size_t d, size_t n, size_t dk)
     res->exact_stage = res->lower_stage = res->refute_stage = AC_STAGE_NONE;
 }
 
-/* The verdict: dist <= tol with dist in [dist_lo, dist_hi]. */
-static void decide_verdict(ac_t1_result *res, const ac_t1_basis *b, double tol, double t_start)
+/* tol = 0: dist = 0 iff P itself is exactly representable, because the
+ * representable P are closed (doc/mathematics.md §3.4, "tol = 0").  So C(0)
+ * is refuted by a column of P that does not sum to exactly 1 (no softmax
+ * column equals it; §3.6, column sums) or by a refutation of exact
+ * representability (P is its own normalisation then), even when no
+ * positive lower bound on dist is certified (dist_lo stays what it is). */
+static void refute_exact_zero(ac_t1_result *res, const ac_mat *P)
+{
+    size_t n = P->rows, j = 0;
+    while (j < n && ac_sum_is_exactly(P->data + j, n, n, 1.0))
+        j++;
+    if (j < n) {
+        res->cert.stage = AC_STAGE_EXACT;
+        res->cert.prec = 0;
+        snprintf(res->cert.method, sizeof res->cert.method,
+                 "column %zu of P does not sum to exactly 1 (exact sum): dist > 0 "
+                 "(doc/mathematics.md §3.6)", j + 1);
+    } else if (res->exact == AC_REFUTED) {
+        res->cert.stage = res->exact_stage;
+        res->cert.prec = res->exact_prec;
+        snprintf(res->cert.method, sizeof res->cert.method,
+                 "P is not exactly representable, and at tol = 0 the representable P are "
+                 "closed: dist > 0 (doc/mathematics.md §3.4)");
+    } else {
+        return;
+    }
+    res->cert.verdict = AC_REFUTED;
+}
+
+/* The verdict: dist <= tol with dist in [dist_lo, dist_hi]; with P (not
+ * NULL) at tol = 0 also refute_exact_zero. */
+static void decide_verdict(ac_t1_result *res, const ac_t1_basis *b, const ac_mat *P, double tol,
+                           double t_start)
 {
     double lo = res->dist_lo, hi = res->dist_hi;
     int by_weights = res->weights_cert.hi <= hi && res->weights_cert.stage != AC_STAGE_NONE;
@@ -62,8 +97,10 @@ static void decide_verdict(ac_t1_result *res, const ac_t1_basis *b, double tol, 
     if (res->cert.verdict == AC_PROVED && by_weights && res->route != AC_T1_ROUTE_CONSTRUCT) {
         res->cert.stage = res->weights_cert.stage;
         res->cert.prec = res->weights_cert.prec;
+        char fb[AC_FMT_BOUND_BUFSIZE];
         snprintf(res->cert.method, sizeof res->cert.method,
-                 "constructed weights, certified max|Softmax - P| <= %.3g", hi);
+                 "%s (the written weights), certified max|Softmax - P| <= %s",
+                 res->weights_head, ac_str_hi(fb, ".3g", hi));
     }
     if (res->cert.verdict == AC_REFUTED && res->refute_stage != AC_STAGE_NONE) {
         /* refuted by a lower bound > tol: the certificate names the one of
@@ -72,6 +109,8 @@ static void decide_verdict(ac_t1_result *res, const ac_t1_basis *b, double tol, 
         res->cert.prec = res->refute_prec;
         snprintf(res->cert.method, sizeof res->cert.method, "%s", res->refute_method);
     }
+    if (res->cert.verdict == AC_UNDECIDED && tol == 0 && P)
+        refute_exact_zero(res, P);
     res->verdict = res->cert.verdict;
     res->cert.seconds = ac_seconds() - t_start;
 }
@@ -122,6 +161,7 @@ static int unscale_weights(ac_t1_result *res, const ac_mat *X, const ac_mat *P, 
 static void final_upper_bound(ac_t1_result *res)
 {
     double h = INFINITY;
+    ac_t1_name_weights(res);
     if (res->weights_cert.stage != AC_STAGE_NONE)
         h = res->weights_cert.hi;
     if (res->exact == AC_PROVED && res->norm_gap < h)
@@ -189,7 +229,7 @@ static int check_masked(ac_t1_result *res, const ac_mat *X, const ac_mat *P, con
     int st = ac_t1_route_masked(res, &basis, X, P, o, err);
     ac_blas_set_threads(threads);
     if (!st)
-        decide_verdict(res, &basis, o->tol, t_start);
+        decide_verdict(res, &basis, NULL, o->tol, t_start); /* no tol = 0 rule (§3.4 is unmasked) */
     return st;
 }
 
@@ -253,7 +293,7 @@ int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1
     st = check_scaled(res, &basis, X, Xs.data ? &Xs : X, P, o, err);
     ac_blas_set_threads(threads);
     if (!st)
-        decide_verdict(res, &basis, o->tol, t_start);
+        decide_verdict(res, &basis, P, o->tol, t_start);
     ac_mat_free(&Xs);
     return st;
 }

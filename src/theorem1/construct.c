@@ -27,6 +27,7 @@
 #endif
 
 #include "attncheck/interval.h"
+#include "attncheck/json.h"
 #include "attncheck/linalg.h"
 #include "attncheck/theorem1.h"
 #include "attention/head_impl.h"
@@ -509,10 +510,11 @@ int ac_t1_route_construct(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X
             res->dist_hi = res->weights_cert.hi;
     }
 out_summary:
+    char fb[AC_FMT_BOUND_BUFSIZE];
     snprintf(res->summary, sizeof res->summary,
              "rank X = n = %zu <= dk = %zu: Theorem 1 applies, P is exactly representable "
-             "(up to its column normalisation, %.2g)",
-             n, dk, res->norm_gap);
+             "(up to its column normalisation, %s)",
+             n, dk, ac_str_hi(fb, ".2g", res->norm_gap));
 out:
     ac_mat_free(&Wt);
     return st;

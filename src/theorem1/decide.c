@@ -28,6 +28,7 @@
 #include <mpfr.h>
 
 #include "attncheck/interval.h"
+#include "attncheck/json.h"
 #include "attncheck/linalg.h"
 #include "attncheck/theorem1.h"
 #include "core/ac_arb.h"
@@ -266,12 +267,14 @@ static int certify_rho(ac_t1_result *res, ac_t1_basis *basis, double *obstructio
         *obstruction = rc.lo;
         basis->stage = rc.stage;
         basis->prec = rc.prec;
+        char fb[AC_FMT_BOUND_BUFSIZE];
         if (rc.stage == AC_STAGE_DOUBLE)
             snprintf(basis->method, sizeof basis->method,
-                     "log-domain residual rho >= %.3g (stage 0, double)", rc.lo);
+                     "log-domain residual rho >= %s (stage 0, double)", ac_str_lo(fb, ".3g", rc.lo));
         else
             snprintf(basis->method, sizeof basis->method,
-                     "log-domain residual rho >= %.3g (Arb, %ld bits)", rc.lo, rc.prec);
+                     "log-domain residual rho >= %s (Arb, %ld bits)", ac_str_lo(fb, ".3g", rc.lo),
+                     rc.prec);
     }
     return AC_OK;
 }
@@ -308,8 +311,9 @@ static int certify_lowrank(ac_t1_result *res, ac_t1_basis *basis, double *obstru
         *obstruction = lc.lo;
         basis->stage = lc.stage;
         basis->prec = lc.prec;
+        char fb[AC_FMT_BOUND_BUFSIZE];
         snprintf(basis->method, sizeof basis->method,
-                 "rank obstruction sigma_{dk+1} >= %.3g (%s)", lc.lo,
+                 "rank obstruction sigma_{dk+1} >= %s (%s)", ac_str_lo(fb, ".3g", lc.lo),
                  lc.stage == AC_STAGE_DOUBLE ? "stage 0, double" : "Arb");
     }
     return AC_OK;
@@ -418,6 +422,14 @@ static void decide_threshold(ac_t1_result *res, const decide_ctx *c, int rho_pos
     size_t n = c->n, r = c->r;
     ac_t1_threshold t = {-1, -1, 0, 0, 0, ""};
     long lo = c->famrank_lo > 1 ? c->famrank_lo : 1;
+    /* why lo: k singular values certified positive (k >= 1), or only the
+     * smallest head size, 1 (K Pi log(P) Pi may be 0: n = 1, equal columns) */
+    char why[40];
+    if (c->famrank_lo >= 1)
+        snprintf(why, sizeof why, "sigma_%ld(%s) > 0", (long)(c->famrank_lo % 1000000000),
+                 r == n ? "K log P" : "K Pi log(P) Pi");
+    else
+        snprintf(why, sizeof why, "1, the smallest head size");
     if (c->pow2 && c->pow2_rho_zero) {
         t.lo = t.hi = c->pow2_famrank > 1 ? c->pow2_famrank : 1;
         t.exact = 1;
@@ -431,17 +443,14 @@ static void decide_threshold(ac_t1_result *res, const decide_ctx *c, int rho_pos
         t.lo = lo;
         t.hi = c->famrank_hi >= 1 ? c->famrank_hi : 1;
         t.exact = t.lo == t.hi;
-        snprintf(t.method, sizeof t.method,
-                 "lo: %s; hi: rank(K log P) <= %s (rank X = n, doc/mathematics.md §3.5)",
-                 c->famrank_lo >= 0 ? "certified sigma_k(K log P) > 0" : "not computed",
-                 c->famrank_why ? c->famrank_why : "n - 1");
+        snprintf(t.method, sizeof t.method, "lo: %s; hi: rank(K log P) <= %s (rank X = n, §3.5)",
+                 why, c->famrank_why ? c->famrank_why : "n - 1");
     } else {
         t.lo = lo;
         t.hi = c->one_in_row == 1 ? (r > 1 ? (long)r - 1 : 1) : (long)r;
         t.if_any = 1;
         snprintf(t.method, sizeof t.method,
-                 "lo: %s; hi: %s, if P is representable at all (rho = 0 is not decided)",
-                 c->famrank_lo >= 0 ? "certified sigma_k(K Pi log(P) Pi) > 0" : "not computed",
+                 "lo: %s; hi: %s, if P is representable at all (rho = 0 is not decided)", why,
                  c->one_in_row == 1 ? "rank X - 1 (1 in the row space of X)" : "rank X");
     }
     res->threshold = t;

@@ -1,7 +1,8 @@
 /* dist_lower.c — certified lower bounds on dist = inf over heads of size dk of
  * max|Softmax((Wk X)'(Wq X)/sqrt(dk)) - P| (doc/mathematics.md §3.6).  Each
  * bound holds for every head; the largest becomes dist_lo:
- *   - column sums: a softmax column sums to 1, so dist >= |1 - s_j| / n;
+ *   - column sums: a softmax column sums to 1, so dist >= |1 - s_j| / n
+ *     (s_j summed exactly);
  *   - a zero column x_j forces a uniform softmax column j:
  *     dist >= max_i |P_ij - 1/n| (exact when it is the worst column);
  *   - equal columns x_j = x_k force equal softmax columns and rows j, k:
@@ -32,10 +33,12 @@
 #include <mpfr.h>
 
 #include "attncheck/interval.h"
+#include "attncheck/json.h"
 #include "attncheck/linalg.h"
 #include "attncheck/theorem1.h"
 #include "core/ac_arb.h"
 #include "core/ball.h"
+#include "core/sum_exact.h"
 #include "theorem1/t1_dist.h"
 #include "theorem1/t1_impl.h"
 #include "theorem1/t1_stage0.h"
@@ -92,16 +95,15 @@ static size_t visible_keys(const unsigned char *om, size_t n, size_t j)
 }
 
 /* max_j |1 - sum_i P_ij| / m_j, rounded down, m_j the keys query j sees (a
- * softmax column sums to 1 over them). */
+ * softmax column sums to 1 over them); the sums exact (core/sum_exact.h:
+ * the deviation is rounded toward zero once), so that a column one ulp off
+ * 1 still gives a bound > 0 unless dev / m_j underflows. */
 double ac_t1_lb_colsum(const ac_mat *P, const unsigned char *om, size_t *col)
 {
     size_t n = P->rows;
     double best = 0;
     for (size_t j = 0; j < n; j++) {
-        double lo, hi;
-        if (!ac_sum_enclose(P->data + j, n, n, &lo, &hi))
-            continue;
-        double dev = fmax(ac_sub_dn(lo, 1.0), ac_sub_dn(1.0, hi));
+        double dev = ac_sum_dev_rz(P->data + j, n, n, 1.0);
         double b = dev > 0 ? ac_div_dn(dev, (double)visible_keys(om, n, j)) : 0;
         if (b > best) {
             best = b;
@@ -600,16 +602,19 @@ int ac_t1_lower_bounds(ac_t1_result *res, const ac_mat *X, const ac_mat *P, doub
         m = res->rho_lo, ms = res->rho_stage, mp = res->rho_prec;
     if (!isnan(res->lowrank_lo) && res->lowrank_lo > m)
         m = res->lowrank_lo, ms = res->lowrank_stage, mp = res->lowrank_prec;
+    char fb[AC_FMT_BOUND_BUFSIZE];
     if (m > 0 && res->route == AC_T1_ROUTE_DECIDE && n <= ENTRYWISE_MAX_N)
         lb_offer(&b, ac_t1_t_certified(P->data, n * n, m), ms, mp,
-                 "log-domain obstruction m >= %.3g entry by entry: ||-log(1 - t/P)||_F < m", m);
+                 "log-domain obstruction m >= %s entry by entry: ||-log(1 - t/P)||_F < m",
+                 ac_str_lo(fb, ".3g", m));
     if (res->route == AC_T1_ROUTE_DECIDE && res->rank == (long)X->rows && X->rows + 2 <= n) {
         size_t rj = 0, ra = 0;
         double rrho = 0;
         double t = ac_t1_lb_resid(X, P, &rj, &ra, &rrho);
         lb_offer(&b, t, AC_STAGE_DOUBLE, 53,
                  "residual on column %zu, its %zu largest entries: "
-                 "dist(log P_Ij, range X_I' + span 1) >= %.4g, entry by entry", rj + 1, ra, rrho);
+                 "dist(log P_Ij, range X_I' + span 1) >= %s, entry by entry", rj + 1, ra,
+                 ac_str_lo(fb, ".4g", rrho));
     }
     if (res->route == AC_T1_ROUTE_DECIDE && res->rank > 0) {
         size_t r = (size_t)res->rank, k = res->dk < r ? res->dk : r, si = 0, sj = 0;

@@ -26,7 +26,8 @@
 
 /* Take (Wk, Wq) with certificate c as the written weights if it is certified
  * lower than the current ones; the matrices are moved (emptied) then. */
-static void offer(ac_t1_result *res, ac_mat *Wk, ac_mat *Wq, const ac_cert *c, const char *name)
+static void offer(ac_t1_result *res, ac_mat *Wk, ac_mat *Wq, const ac_cert *c, const char *name,
+                  const char *head)
 {
     if (c->stage == AC_STAGE_NONE || !(c->hi < res->weights_cert.hi))
         return;
@@ -38,6 +39,17 @@ static void offer(ac_t1_result *res, ac_mat *Wk, ac_mat *Wq, const ac_cert *c, c
     Wk->rows = Wk->cols = Wq->rows = Wq->cols = 0;
     res->weights_cert = *c;
     snprintf(res->upper_method, sizeof res->upper_method, "%s", name);
+    snprintf(res->weights_head, sizeof res->weights_head, "%s", head);
+    ac_t1_name_weights(res);
+}
+
+void ac_t1_name_weights(ac_t1_result *res)
+{
+    if (res->weights_head[0] == '\0')
+        snprintf(res->weights_head, sizeof res->weights_head, "the constructed head");
+    if (res->weights_cert.stage != AC_STAGE_NONE)
+        snprintf(res->weights_cert.quantity, sizeof res->weights_cert.quantity,
+                 "max|Softmax - P| of %s (the written weights)", res->weights_head);
 }
 
 /* The user's head: both dk x d, finite. */
@@ -67,12 +79,14 @@ static int candidate_user(ac_t1_result *res, const ac_mat *X, const ac_mat *P,
     if ((st = ac_mat_copy(&Wk, o->user_wk, err)) || (st = ac_mat_copy(&Wq, o->user_wq, err)) ||
         (st = ac_t1_certify_weights(&res->user_cert, X, &Wk, &Wq, P, NULL, o, err)))
         goto out;
+    snprintf(res->user_cert.quantity, sizeof res->user_cert.quantity,
+             "max|Softmax - P| of the given head (%.24s, %.24s)", nk, nq);
     ac_t1_add_step(res, "the given head (Wk, Wq)", "max|Softmax - P|", res->user_cert.lo,
                    res->user_cert.hi, res->user_cert.stage, res->user_cert.prec,
                    "dist is at most this");
     char name[160];
     snprintf(name, sizeof name, "the given head (%s, %s)", nk, nq);
-    offer(res, &Wk, &Wq, &res->user_cert, name);
+    offer(res, &Wk, &Wq, &res->user_cert, name, "the given head");
 out:
     ac_mat_free(&Wk);
     ac_mat_free(&Wq);
@@ -90,7 +104,7 @@ static int candidate_zero(ac_t1_result *res, const ac_mat *X, const ac_mat *P,
         (st = ac_mat_init(&Wq, res->dk, res->d, err)) ||
         (st = ac_t1_certify_weights(&c, X, &Wk, &Wq, P, NULL, o, err)))
         goto out;
-    offer(res, &Wk, &Wq, &c, "the zero head (uniform softmax columns)");
+    offer(res, &Wk, &Wq, &c, "the zero head (uniform softmax columns)", "the zero head");
 out:
     ac_mat_free(&Wk);
     ac_mat_free(&Wq);
@@ -115,7 +129,7 @@ static int candidate_d1(ac_t1_result *res, const ac_mat *X, const ac_mat *P, dou
         goto out;
     char name[160];
     snprintf(name, sizeof name, "d = 1: logit weight a = %.17g from the branch and bound", a);
-    offer(res, &Wk, &Wq, &c, name);
+    offer(res, &Wk, &Wq, &c, name, "the d = 1 head");
 out:
     ac_mat_free(&Wk);
     ac_mat_free(&Wq);

@@ -28,8 +28,19 @@
  * matrix 2^e M: Pi depends only on M), into balls at prec.  For X whose
  * entries span so many binades that the ball Cholesky cannot separate its
  * Gram matrix from singular (e.g. columns scaled by 2^+-1000).  Returns 0
- * beyond the size budget. */
-#define AC_T1_EXACT_PI_MAX_N 64
+ * beyond the budget.
+ *
+ * The budget (doc/mathematics.md §3.4): the rational route costs about
+ * n^4 w bit operations for M with entries of w bits (Pi's denominator
+ * det(MM') has about r (2w + log2 n) bits, and the products with Pi are n^3
+ * of them).  Measured for ac_t1_pow2_decide on one loaded core: w = 60
+ * (Gaussian X) n = 64 2.3 s, n = 96 12.5 s; w = 3 (small integers) n = 128
+ * 1.1 s, n = 192 4.4 s: about 1 s per 10^9 of n^4 w.  It runs for every
+ * n <= 64 (as before) and beyond that while n^4 w <= AC_T1_EXACT_WORK
+ * (about 4 s), up to n = AC_T1_EXACT_PI_MAX_N. */
+#define AC_T1_EXACT_PI_MAX_N 1024
+#define AC_T1_EXACT_PI_FREE_N 64
+#define AC_T1_EXACT_WORK 4e9
 #define AC_T1_EXACT_PI_MAX_BITS 8192
 /* Q = Pi in rationals (Q initialised n x n); 0 beyond the budget. */
 static int pi_rational(fmpq_mat_t Q, const ac_mat *X, const size_t *piv, size_t rr)
@@ -47,6 +58,11 @@ static int pi_rational(fmpq_mat_t Q, const ac_mat *X, const size_t *piv, size_t 
     int ok = ac_xmat_from_d(&B, rows, (size_t)r, (size_t)n, (size_t)n, 0,
                             AC_T1_EXACT_PI_MAX_BITS) == AC_XMAT_OK;
     free(rows);
+    double w = ok ? (double)ac_xmat_bits(&B) : 0, nn = (double)n;
+    if (ok && n > AC_T1_EXACT_PI_FREE_N && nn * nn * nn * nn * w > AC_T1_EXACT_WORK) {
+        ac_xmat_clear(&B);
+        return 0;
+    }
     if (!ok)
         return 0;
     fmpz_mat_t Bt, G;

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attncheck/json.h"
 #include "attncheck/linalg.h"
 #include "attncheck/theorem1.h"
 #include "core/linalg_lu.h"
@@ -133,8 +134,9 @@ static int rank_left_inverse(ac_t1_result *res, ac_mat *Y, ac_imat *YX, const ac
         res->rank_stage = AC_STAGE_DOUBLE;
         res->rank_prec = 53;
         res->sigma_lo = slo;
+        char fb[AC_FMT_BOUND_BUFSIZE];
         snprintf(res->rank_method, sizeof res->rank_method,
-                 "left inverse, ||YX - I||_F <= %.3g < 1 (stage 0)", qhi);
+                 "left inverse, ||YX - I||_F <= %s < 1 (stage 0)", ac_str_hi(fb, ".3g", qhi));
     }
 out:
     ac_mat_free(&Xt);

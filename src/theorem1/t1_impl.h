@@ -87,6 +87,10 @@ typedef struct {
 void ac_t1_add_step(ac_t1_result *res, const char *name, const char *quantity, double lo,
                     double hi, int stage, long prec, const char *note);
 
+/* weights_cert.quantity names the head the written weights are
+ * (res->weights_head; "the constructed head" when empty) (upper.c). */
+void ac_t1_name_weights(ac_t1_result *res);
+
 /* Certified max_ij |P_ij - P_ij / s_j|, s_j the column sums (instance.c). */
 double ac_t1_normalisation_gap(const ac_mat *P);
 

@@ -500,14 +500,16 @@ static void audit_v2(ac_t2_audit *a, const ac_mh *W, const ac_mh *V)
     for (size_t i = 0; i < W->h && a->v2null != AC_PROVED; i++)
         audit_v2_head(a, &U, W, V, i);
     ac_xmat_clear(&U);
+    char fb[AC_FMT_BOUND_BUFSIZE];
     if (a->v2null == AC_PROVED)
         snprintf(a->v2_note, sizeof a->v2_note,
                  "head %zu: a v1 in the %zu-dimensional null space of Wv_i (U - Wk_i'Wq_i) with "
                  "|U v1| = |Wk_i'Wq_i v1| (a root, by the intermediate value theorem), "
-                 "||M_i v1|| >= %.3g ||v1||, U v1, Wk_i'Wq_i v1 nonzero and not positively "
+                 "||M_i v1|| >= %s ||v1||, U v1, Wk_i'Wq_i v1 nonzero and not positively "
                  "parallel (the signs hold), so Wv_i v2~ = 0 exactly and head %zu's part does "
                  "not grow like alpha (at v1 rounded to double: ||Wv_i v2~|| = %.2g)",
-                 a->v2_head, a->v2_dim, a->v2_mnorm, a->v2_head, a->v2_rounded);
+                 a->v2_head, a->v2_dim, ac_str_lo(fb, ".3g", a->v2_mnorm), a->v2_head,
+                 a->v2_rounded);
     else
         snprintf(a->v2_note, sizeof a->v2_note,
                  "no v1 certified with Wv_i v2~ = 0, M_i v1 != 0 and the right signs (tried "

@@ -200,6 +200,9 @@ const char *ac_t2_construction_name(int c)
     case AC_T2_CON_2: return "X = v e_1' (case 2)";
     case AC_T2_CON_3: return "X = [v1, alpha v2~, 0, ...] (case 3)";
     case AC_T2_CON_OPT: return "multimin on the relative gap";
+    case AC_T2_CON_TIE: return "a near-tie of two logits at the scale that resolves it";
+    case AC_T2_CON_BASIS: return "the basis vector e_k as the first token";
+    case AC_T2_CON_SCALE: return "a Gaussian X at one head's logit scale";
     default: return "none";
     }
 }

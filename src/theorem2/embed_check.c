@@ -200,7 +200,7 @@ static int embed_combine(ac_t2_embed_result *r, const embed_acc *acc, const ac_q
 static void embed_summary(ac_t2_embed_result *r, const ac_schedule *sched)
 {
     size_t samples = r->samples;
-    char tb[32];
+    char tb[32], b1[AC_FMT_BOUND_BUFSIZE], b2[AC_FMT_BOUND_BUFSIZE];
     snprintf(tb, sizeof tb, "%.3g", r->tol);
     if (r->verdict == AC_PROVED && r->exact && r->params_identical != 1 &&
         r->equal_functions == 1)
@@ -217,22 +217,24 @@ static void embed_summary(ac_t2_embed_result *r, const ac_schedule *sched)
                                           : "are not identical head by head");
     else if (r->verdict == AC_PROVED)
         snprintf(r->summary, sizeof r->summary,
-                 "||g_V(X) - f_W(X)||_F <= %.3g ||f_W(X)||_F on all %zu sample inputs "
+                 "||g_V(X) - f_W(X)||_F <= %s ||f_W(X)||_F on all %zu sample inputs "
                  "(certified; tol = %s), %zu of them equal exactly; not exact: the parameters "
                  "are %s head by head (e.g. the double V rounds the rescaled query s Wq)",
-                 r->rel_hi, samples, tb, r->equal_samples,
+                 ac_str_hi(b1, ".3g", r->rel_hi), samples, tb, r->equal_samples,
                  r->params_identical == 0 ? "not equal" : "not known to be equal");
     else if (r->verdict == AC_REFUTED)
         snprintf(r->summary, sizeof r->summary,
                  "the relative deviation ||g_V(X) - f_W(X)||_F / ||f_W(X)||_F exceeds tol = %s "
-                 "(certified; max over the samples >= %.3g, first beyond tol: sample %zu); this "
+                 "(certified; max over the samples >= %s, first beyond tol: sample %zu); this "
                  "says only that the deviation is above tol, which may be the rounding of the "
-                 "weights, not that g_V fails to embed f_W", tb, r->cert.lo, r->refuted_sample);
+                 "weights, not that g_V fails to embed f_W", tb, ac_str_lo(b1, ".3g", r->cert.lo),
+                 r->refuted_sample);
     else
         snprintf(r->summary, sizeof r->summary,
                  "%zu of %zu samples proved within tol = %s; sample %zu could neither be proved "
-                 "within nor beyond it (relative deviation in [%.3g, %.3g]%s)", r->within_samples,
-                 samples, tb, r->undecided_sample, r->rel_lo, r->rel_hi,
+                 "within nor beyond it (relative deviation in [%s, %s]%s)", r->within_samples,
+                 samples, tb, r->undecided_sample, ac_str_lo(b1, ".3g", r->rel_lo),
+                 ac_str_hi(b2, ".3g", r->rel_hi),
                  isinf(r->rel_hi) ? ": ||f_W(X)||_F is not certified positive, so no relative "
                                     "bound"
                  : sched && sched->n ? "" : "; no ball stage allowed");
@@ -261,7 +263,7 @@ static int embed_check(ac_t2_embed_result *r, const ac_mh *W, const ac_mh *V, si
     /* equal as functions (the class-sum criterion, e.g. heads in another
      * order): every sample is then exactly equal */
     char note[240];
-    if (t2_equal_functions(&r->equal_functions, W, V, n, note, sizeof note))
+    if (t2_equal_functions(&r->equal_functions, W, V, n, note, sizeof note, NULL))
         return ac_err_set(err, AC_EINTERNAL, "out of memory");
     ac_quantity q = {"||g_V(X) - f_W(X)||_F / ||f_W(X)||_F", t2_dev_stage0, t2_dev_ball, NULL, NULL,
                      "interval products in double (gamma_k bound) + rigorous softmax, directed "

@@ -124,8 +124,9 @@ static int hyp_sv_rank_weyl(ac_t2_hyp *hyp, const ac_mh *V, ac_err *err)
         !(st = ac_sv_enclose(&Si, lo, hi, NULL, err)) && lo[d - 1] > 0) {
         hyp->sv_rank = AC_PROVED;
         hyp->sv_rank_value = (long)d;
-        snprintf(hyp->sv_method, sizeof hyp->sv_method,
-                 "Weyl bound: sigma_min(S_V) >= %.3g > 0", lo[d - 1]);
+        char fb[AC_FMT_BOUND_BUFSIZE];
+        snprintf(hyp->sv_method, sizeof hyp->sv_method, "Weyl bound: sigma_min(S_V) >= %s > 0",
+                 ac_str_lo(fb, ".3g", lo[d - 1]));
     } else if (!st) {
         snprintf(hyp->sv_method, sizeof hyp->sv_method,
                  "not decided (entries too wide for exact rank, sigma_min not separated "

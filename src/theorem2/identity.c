@@ -58,20 +58,23 @@ static int same_logits(const id_head *a, const id_head *b)
 
 /* The classes of equal logits; returns the number of classes whose signed
  * sum of value paths is not 0 (0 = equal as functions). */
-static size_t class_sums(id_head *H, size_t nh, size_t *nclasses)
+static size_t class_sums(id_head *H, size_t nh, size_t *nclasses, int *balanced)
 {
     size_t bad = 0;
     *nclasses = 0;
+    *balanced = 1;
     for (size_t i = 0; i < nh; i++) {
         if (H[i].cls >= 0)
             continue;
         H[i].cls = (int)*nclasses;
         ac_xmat sum, t;
+        long heads = 0; /* f_W's heads minus g_V's in the class */
         ac_xmat_init_zero(&sum, ac_xmat_rows(&H[i].O), ac_xmat_cols(&H[i].O));
         for (size_t j = i; j < nh; j++) {
             if (j > i && (H[j].cls >= 0 || !same_logits(&H[i], &H[j])))
                 continue;
             H[j].cls = (int)*nclasses;
+            heads += H[j].sign;
             if (H[j].sign > 0)
                 ac_xmat_add(&t, &sum, &H[j].O);
             else
@@ -81,6 +84,8 @@ static size_t class_sums(id_head *H, size_t nh, size_t *nclasses)
         }
         if (!ac_xmat_is_zero(&sum))
             bad++;
+        if (heads != 0)
+            *balanced = 0;
         ac_xmat_clear(&sum);
         (*nclasses)++;
     }
@@ -107,9 +112,12 @@ static int equal_one_token(int *same, const ac_mh *W, const ac_mh *V, char *note
 }
 
 int t2_equal_functions(int *same, const ac_mh *W, const ac_mh *V, size_t n, char *note,
-                       size_t len)
+                       size_t len, int *logits_pair)
 {
     size_t nh = 0, nzero = 0, ncls = 0;
+    int balanced = 0;
+    if (logits_pair)
+        *logits_pair = -1;
     snprintf(note, len, "entries too wide to compare exactly");
     if (n == 1)
         return equal_one_token(same, W, V, note, len);
@@ -118,8 +126,10 @@ int t2_equal_functions(int *same, const ac_mh *W, const ac_mh *V, size_t n, char
     if (!H)
         return -1;
     if (load_heads(H, &nh, W, +1, &nzero) == 0 && load_heads(H, &nh, V, -1, &nzero) == 0) {
-        size_t bad = class_sums(H, nh, &ncls);
+        size_t bad = class_sums(H, nh, &ncls, &balanced);
         *same = bad == 0;
+        if (logits_pair)
+            *logits_pair = balanced;
         if (bad == 0)
             snprintf(note, len, "equal as functions: the %zu heads with a nonzero value path "
                      "fall into %zu classes of equal logit matrices, and in each the value "

@@ -6,6 +6,9 @@
  *   search_case_full       the case's own construction through the ball stages
  *   search_multimin        BFGS on the relative gap from the best X so far
  *   search_full_precision  the best estimates through the ball stages
+ *   search_reach           what double estimates cannot see: near-ties at
+ *                          saturating scales, heads' own scales, basis
+ *                          vectors, through the ball stages (reach.c)
  *   search_conclude        the verdict and the certified X
  * and, when asked, the trace of the case's construction and the audit;
  * write_summary says what was shown. */
@@ -287,7 +290,47 @@ static int search_full_precision(t2_search *s, ac_err *err)
     return AC_OK;
 }
 
-/* 6. PROVED with the best certified X; without one, the certificate of the
+/* 6. nothing certified yet: the candidates the double estimates cannot see
+ *    (reach.c), each certified through the ball stages, in their fixed
+ *    order and by groups (the ties, then the basis vectors and scales): the
+ *    best of the first group that certifies one */
+static int search_reach(t2_search *s, ac_err *err)
+{
+    t2_reach_list rl;
+    int st = t2_reach_build(&rl, s->W, s->V, s->n, s->o->seed, err);
+    for (size_t k = 0; st == AC_OK && k < rl.n; k++) {
+        if (s->best && k > 0 && (rl.v[k].kind != AC_T2_CON_TIE || rl.v[k - 1].kind != AC_T2_CON_TIE))
+            break; /* a group proved one: done */
+        ac_t2_sep *c = cand_push(&s->L);
+        if (!c) {
+            st = ac_err_set(err, AC_EINTERNAL, "out of memory");
+            break;
+        }
+        c->construction = rl.v[k].kind;
+        c->head = rl.v[k].head;
+        c->index = (size_t)rl.v[k].which;
+        c->X = rl.v[k].X;
+        rl.v[k].X.data = NULL;
+        c->est_rel = c->est_gap = NAN; /* not estimated: doubles cannot see it */
+        s->res->ncand++;
+        s->res->nreach++;
+        if ((st = ac_t2_certify(c, s->W, s->V, &s->o->sched, s->o->tol, err)))
+            break;
+        if (c->cert.verdict == AC_PROVED) {
+            s->res->ncert++;
+            s->best = NULL; /* the list may have moved: found again below */
+        } else {
+            c->est_gap = 0; /* every stage tried */
+        }
+        for (size_t i = 0; i < s->L.n; i++)
+            if (better(&s->L.v[i], s->best))
+                s->best = &s->L.v[i];
+    }
+    t2_reach_free(&rl);
+    return st;
+}
+
+/* 7. PROVED with the best certified X; without one, the certificate of the
  *    most promising attempt, and REFUTED only for an exact identity */
 static int search_conclude(t2_search *s, ac_err *err)
 {
@@ -313,7 +356,7 @@ static int search_conclude(t2_search *s, ac_err *err)
     return AC_OK;
 }
 
-/* The search proper: steps 1 to 6. */
+/* The search proper: steps 1 to 7. */
 static int search_run(t2_search *s, ac_err *err)
 {
     int st;
@@ -321,6 +364,8 @@ static int search_run(t2_search *s, ac_err *err)
         (st = search_case_full(s, err)) || (st = search_multimin(s, err)))
         return st;
     if (!s->best && (st = search_full_precision(s, err)))
+        return st;
+    if (!s->best && (st = search_reach(s, err)))
         return st;
     return search_conclude(s, err);
 }
@@ -375,26 +420,13 @@ static void failing_hypotheses(char *buf, size_t n, const ac_t2_hyp *hy)
                                   verdict_word(v[i]) );
 }
 
-/* x to 3 significant digits, rounded down (a printed lower bound never
- * exceeds the bound: 0.99996 prints as 0.999, not 1) */
-static void fmt_lo(char *buf, size_t n, double x)
-{
-    snprintf(buf, n, "%.3g", x);
-    if (!(x > 0) || !isfinite(x) || strtod(buf, NULL) <= x)
-        return;
-    double e = pow(10.0, floor(log10(x)) - 2);
-    snprintf(buf, n, "%.3g", floor(x / e) * e);
-    if (strtod(buf, NULL) > x) /* one more step down, for the rounding of x / e */
-        snprintf(buf, n, "%.3g", (floor(x / e) - 1) * e);
-}
-
 /* res->summary: what the verdict means for Theorem 2, given its hypotheses */
 static void write_summary(ac_t2_result *res, double tol)
 {
-    char fails[200], b1[32], b2[32], bt[32];
+    char fails[200], b1[AC_FMT_BOUND_BUFSIZE], b2[AC_FMT_BOUND_BUFSIZE], bt[32];
     failing_hypotheses(fails, sizeof fails, &res->hyp);
-    fmt_lo(b1, sizeof b1, res->best.gap_lo);
-    fmt_lo(b2, sizeof b2, res->best.cert.lo);
+    ac_str_lo(b1, ".3g", res->best.gap_lo);
+    ac_str_lo(b2, ".3g", res->best.cert.lo);
     snprintf(bt, sizeof bt, "%.3g", tol);
     if (res->verdict == AC_PROVED && res->hyp.applies == AC_PROVED)
         snprintf(res->summary, sizeof res->summary,
@@ -421,6 +453,12 @@ static void write_summary(ac_t2_result *res, double tol)
                  "the %zu candidates was certified with ||f_W(X) - g_V(X)||_F > tol "
                  "||f_W(X)||_F, tol = %s (the differences may all be below tol, or below what "
                  "the precision schedule resolves)", res->ncand, bt);
+    else if (res->logits_pair == 1 && res->identical == 0)
+        snprintf(res->summary, sizeof res->summary,
+                 "no X certified with r(X) > tol = %s among %zu candidates: the logit "
+                 "matrices pair up exactly, so the layers differ only in value paths and r(X) "
+                 "stays of their size unless f_W's heads cancel at X; none found, and no bound "
+                 "over all X is proved (doc/mathematics.md §4.10)", bt, res->ncand);
     else
         snprintf(res->summary, sizeof res->summary,
                  "no X was certified with ||f_W(X) - g_V(X)||_F > tol ||f_W(X)||_F (tol = %s) "
@@ -490,6 +528,7 @@ static void result_init(ac_t2_result *res)
     memset(res, 0, sizeof *res);
     res->verdict = AC_UNDECIDED;
     res->identical = -1;
+    res->logits_pair = -1;
     res->opt_from = res->opt_to = NAN;
     res->best.cert.verdict = res->by_case.cert.verdict = AC_UNDECIDED;
     res->best.cert.stage = res->by_case.cert.stage = AC_STAGE_NONE;
@@ -514,7 +553,7 @@ static int decide_exactly(ac_t2_result *res, const ac_mh *W, const ac_mh *V, siz
         (st = ac_t2_classify(&res->cls, W, V, err)))
         return st;
     if (t2_equal_functions(&res->identical, W, V, n, res->identity_note,
-                           sizeof res->identity_note))
+                           sizeof res->identity_note, &res->logits_pair))
         return ac_err_set(err, AC_EINTERNAL, "out of memory");
     return AC_OK;
 }

@@ -19,6 +19,9 @@
  *   certify.c     double gap estimates, the certificate ||f_W(X) - g_V(X)||_F > 0
  *   multimin.c    BFGS maximisation of the relative gap
  *   search.c      ac_t2_separate: candidates, certification, summary
+ *   reach.c       the candidates double estimates cannot see: near-ties of
+ *                 logits at saturating scales, heads' own scales, basis
+ *                 vectors (doc/mathematics.md §4.10, "Within reach")
  *   trace.c       the proof's steps with certified values (trace_case1/2/3)
  *   audit.c       the three gaps of the paper's proof (audit_dependence,
  *                 audit_parallel, audit_v2)
@@ -43,6 +46,7 @@
 #include "core/ac_arb.h"
 #include "core/dyadic.h"
 #include "attncheck/interval.h"
+#include "attncheck/json.h"
 #include "attncheck/multihead.h"
 #include "attncheck/theorem2.h"
 
@@ -52,7 +56,8 @@ enum {
     T2_STREAM_W = 2,       /* f_W generator */
     T2_STREAM_WCASE = 3,   /* f_W built for case 2 / 3 */
     T2_STREAM_CON = 200,   /* construction c uses 200 + c */
-    T2_STREAM_SAMPLE = 301 /* sample inputs of the embedding check */
+    T2_STREAM_SAMPLE = 301, /* sample inputs of the embedding check */
+    T2_STREAM_REACH = 401   /* candidates within reach (reach.c) */
 };
 
 /* Precision (bits) of the trace's Arb values. */
@@ -86,9 +91,12 @@ int t2_x_pair(ac_xmat *a, ac_xmat *b, t2_x_part part, const ac_mh *W, const ac_m
  * compare the sums of the value paths in every class (exactly); for n = 1,
  * S_W = S_V.  *same = 1: equal for every X (proved); 0: the criterion fails
  * (for n = 1 this proves f_W != g_V; for n >= 2 see §4.9); -1 never with
- * finite input (T2_X_BITS).  note (>= 160 bytes) says how. */
+ * finite input (T2_X_BITS).  note (>= 160 bytes) says how.  *logits_pair
+ * (may be NULL; n >= 2) = 1 when every class holds as many heads of f_W as
+ * of g_V, i.e. the logit matrices pair up and the layers can differ only in
+ * value paths; 0 otherwise; -1 not decided (n = 1). */
 int t2_equal_functions(int *same, const ac_mh *W, const ac_mh *V, size_t n, char *note,
-                       size_t len);
+                       size_t len, int *logits_pair);
 
 /* ---- random vectors (construct.c) ---------------------------------------- */
 
@@ -168,6 +176,29 @@ void t2_arb_pair(arb_mat_t Xa, arb_mat_t F, arb_mat_t G, const ac_mh *W, const a
  * nothing was done; *evals receives the number of evaluations. */
 double t2_maximise_gap(ac_mat *Xout, const ac_mh *W, const ac_mh *V, const ac_mat *X0,
                        int iters, int threads, long *evals, ac_err *err);
+
+/* Candidates within reach (reach.c; doc/mathematics.md §4.10): near-ties
+ * of logits resolved at a saturating scale, the scales of heads beyond the
+ * reach of X of order one, basis vectors as tokens.  Certified by the
+ * search through the ball stages, not estimated in double. */
+#define T2_REACH_BASIS 16  /* basis vectors e_1 .. e_16 at most */
+#define T2_REACH_SCALES 8  /* distinct head scales at most */
+#define T2_REACH_QUANT 8   /* head scales in steps of 2^8, beyond |b| > 8 */
+typedef struct {
+    ac_mat X;
+    int kind;    /* AC_T2_CON_TIE, AC_T2_CON_BASIS, AC_T2_CON_SCALE */
+    size_t head; /* ties: the head (1-based); basis: k of e_k */
+    int which;   /* ties: 0 a head of f_W, 1 of g_V */
+} t2_reach_cand;
+typedef struct {
+    t2_reach_cand *v;
+    size_t n, cap;
+} t2_reach_list;
+/* Every candidate, in the order they are certified (the list zeroed
+ * here; on error it is left for t2_reach_free). */
+int t2_reach_build(t2_reach_list *l, const ac_mh *W, const ac_mh *V, size_t n, uint64_t seed,
+                   ac_err *err);
+void t2_reach_free(t2_reach_list *l);
 
 /* The proof's steps for the case res->cls.kase at the candidate cand, into
  * res->steps (trace.c). */

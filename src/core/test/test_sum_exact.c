@@ -10,6 +10,7 @@
 #include <float.h>
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <mpfr.h>
 
@@ -37,6 +38,25 @@ static int mpfr_sum_is(const double *x, size_t n, double t)
     free(v);
     free(tab);
     return one;
+}
+
+/* |sum x_i - t| rounded toward zero to a double, by MPFR (exact sum at
+ * 4200 bits, which hold any sum of 300 doubles, then one rounding). */
+static double mpfr_dev_rz(const double *x, size_t n, size_t stride, double t)
+{
+    mpfr_t s, v;
+    mpfr_init2(s, 4200);
+    mpfr_init2(v, 53);
+    mpfr_set_d(s, -t, MPFR_RNDN);
+    for (size_t i = 0; i < n; i++) {
+        mpfr_set_d(v, x[i * stride], MPFR_RNDN);
+        mpfr_add(s, s, v, MPFR_RNDN); /* exact at 4200 bits */
+    }
+    mpfr_abs(s, s, MPFR_RNDN);
+    double d = mpfr_get_d(s, MPFR_RNDZ);
+    mpfr_clear(s);
+    mpfr_clear(v);
+    return d;
 }
 
 static int mpfr_sum_is_strided(const double *x, size_t n, double t)
@@ -79,6 +99,13 @@ START_TEST(test_sum_exact)
         }
         double t = kind == 4 ? 0.0 : 1.0;
         ck_assert_int_eq(ac_sum_is_exactly(x, n, 1, t), mpfr_sum_is(x, n, t));
+        /* the deviation rounded toward zero, bit for bit; 0 iff exact */
+        for (size_t st = 1; st <= 2; st++) {
+            double a = ac_sum_dev_rz(x, n / st, st, t), b = mpfr_dev_rz(x, n / st, st, t);
+            ck_assert_msg(memcmp(&a, &b, sizeof a) == 0, "dev_rz %a vs MPFR %a (kind %d, seed %lu)",
+                          a, b, kind, (unsigned long)test_seed_value);
+            ck_assert_int_eq(a == 0, ac_sum_is_exactly(x, n / st, st, t));
+        }
         /* strided, and the largest finite doubles */
         ck_assert_int_eq(ac_sum_is_exactly(x, n / 2, 2, t), mpfr_sum_is_strided(x, n / 2, t));
         /* by columns, row by row: x as (n/2) x 2 and as (n/3) x 3 (ld 3, 2 columns) */
@@ -96,7 +123,18 @@ START_TEST(test_sum_exact)
     ck_assert(ac_sum_is_exactly(sub, 2, 1, 0x1p-1073));
     ck_assert(!ac_sum_is_exactly(sub, 2, 1, 0x1p-1074));
     ck_assert(ac_sum_is_exactly(sub, 0, 1, 0.0));
+    /* the deviation at the ends of the range: subnormal, tiny against 1,
+     * beyond DBL_MAX, negative, NaN */
+    ck_assert(ac_sum_dev_rz(sub, 2, 1, 0x1p-1074) == 0x1p-1074);
+    ck_assert(ac_sum_dev_rz(sub, 2, 1, 1.0) == 1.0 - 0x1p-1073 - 0x1p-53);
+    double one_eps[3] = {0.5, 0.5, 0x1p-1074};
+    ck_assert(ac_sum_dev_rz(one_eps, 3, 1, 1.0) == 0x1p-1074);
+    ck_assert(ac_sum_dev_rz(one_eps, 2, 1, 1.0) == 0.0);
+    ck_assert(ac_sum_dev_rz(big, 2, 1, -DBL_MAX) == DBL_MAX);
+    ck_assert(ac_sum_dev_rz(big, 3, 1, 0.0) == DBL_MAX);
+    ck_assert(ac_sum_dev_rz(big + 2, 1, 1, 0.0) == DBL_MAX);
     sub[1] = NAN;
+    ck_assert(isnan(ac_sum_dev_rz(sub, 2, 1, 0.0)));
     ck_assert(!ac_sum_is_exactly(sub, 2, 1, 0x1p-1073));
     int o2[2];
     ck_assert(ac_sum_is_exactly_cols(sub, 1, 2, 2, 0x1p-1074, o2) && o2[0] == 1 && o2[1] == 0);

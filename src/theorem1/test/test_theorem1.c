@@ -17,6 +17,7 @@
 #include "attncheck/linalg.h"
 #include "attncheck/rng.h"
 #include "attncheck/theorem1.h"
+#include "core/sum_exact.h"
 #include "testutil.h"
 
 static void opts(ac_t1_opts *o, size_t dk)
@@ -60,7 +61,13 @@ START_TEST(test_construction_proves)
         ck_assert_msg(e <= res.weights_cert.hi + 1e4 * (double)(d + n) * AC_U,
                       "double error %g above the certified %g", e, res.weights_cert.hi);
         ck_assert(res.weights_cert.hi < 1e-8);
-        ck_assert(res.dist_lo == 0 && res.dist_hi <= o.tol);
+        /* dist_lo: the column-sum bound, 0 exactly when every column of P
+         * sums to exactly 1 (summed exactly, doc/mathematics.md §3.6) */
+        int ones = 1;
+        for (size_t j = 0; j < n; j++)
+            ones &= ac_sum_is_exactly(P.data + j, n, n, 1.0);
+        ck_assert((res.dist_lo == 0) == ones);
+        ck_assert(res.dist_lo <= 4 * AC_U && res.dist_lo <= res.dist_hi && res.dist_hi <= o.tol);
         /* the trace has the four steps of section 1.1 */
         int seen = 0;
         for (size_t s = 0; s < res.nsteps; s++)
