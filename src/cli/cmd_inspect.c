@@ -41,7 +41,7 @@ static const char *short_class(const ac_inspect_head *hd, int rope)
 
 static void print_layer(const ac_inspect_layer *ly, double tol)
 {
-    char a[32], b[32], c[32], t[48];
+    char a[AC_FMT_BOUND_BUFSIZE], b[AC_FMT_BOUND_BUFSIZE], c[32], t[AC_FMT_BOUND_BUFSIZE];
     int rope = ly->nheads && strstr(ly->heads[0].klass, "RoPE") != NULL;
     printf("\n%s\n", ly->describe);
     if (ly->nheads)
@@ -60,8 +60,8 @@ static void print_layer(const ac_inspect_layer *ly, double tol)
         for (size_t j = 0; j < hd->ndist; j++) {
             const ac_inspect_dist *ds = &hd->dist[j];
             char cell[64];
-            snprintf(cell, sizeof cell, "[%s, %s] (%s)", ac_num3_bound(a, sizeof a, ds->lo, 0),
-                     ac_num3_bound(b, sizeof b, ds->hi, 1),
+            snprintf(cell, sizeof cell, "[%s, %s] (%s)", ac_str_lo(a, ".3g", ds->lo),
+                     ac_str_hi(b, ".3g", ds->hi),
                      isfinite(ds->decades) ? (snprintf(c, sizeof c, "%.1f", ds->decades), c)
                                            : "inf");
             printf(" %-32s", cell);
@@ -72,16 +72,16 @@ static void print_layer(const ac_inspect_layer *ly, double tol)
         snprintf(ov, sizeof ov, hd->ov.rank_lo == hd->ov.rank_hi ? "%ld" : "[%ld, %ld]",
                  hd->ov.rank_lo, hd->ov.rank_hi);
         printf(" %-9s %-9s %-9s %s\n", ac_verdict_name(hd->self.verdict), qk, ov,
-               ac_num3_bound(a, sizeof a, hd->pmin, 0));
+               ac_str_lo(a, ".3g", hd->pmin));
     }
     printf("  thr@tol: the smallest head size whose C(%g) is PROVED with the next smaller "
            "REFUTED (a range: sizes left undecided)\n", tol);
     char e[32], f[32], g[32];
     printf("  kappa [A_1 ... A_h] (%zu x %zu, as computed) = %s in [%s, %s], full rank %s; "
            "Gaussian prediction: median %s (5-95%%: %s .. %s)\n",
-           ly->n, ly->h * ly->dk, ac_num3_bound(t, sizeof t, ly->kappa.kappa, 1),
-           ac_num3_bound(a, sizeof a, ly->kappa.kappa_lo, 0),
-           ac_num3_bound(b, sizeof b, ly->kappa.kappa_hi, 1),
+           ly->n, ly->h * ly->dk, ac_str_hi(t, ".3g", ly->kappa.kappa),
+           ac_str_lo(a, ".3g", ly->kappa.kappa_lo),
+           ac_str_hi(b, ".3g", ly->kappa.kappa_hi),
            ac_verdict_name(ly->kappa_full_rank), cli_num(e, sizeof e, ly->pred_median),
            cli_num(f, sizeof f, ly->pred_q05), cli_num(g, sizeof g, ly->pred_q95));
     printf("  Theorem 2 hypotheses: %s\n", ly->t2_line);
