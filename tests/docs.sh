@@ -161,7 +161,7 @@ if [ -f "$mdoc" ]; then
         # proposition, a proof's ∎) is cited in the register, and every lemma
         # it names ("*Lemma X.*") is listed by name
         body=$(sed '/^## 9 Claims register/,$d' "$mdoc")
-        for s in $(printf '%s\n' "$body" | awk '/^### [0-9]/ { sec = $2 }
+        for s in $(printf '%s\n' "$body" | awk '/^## / { sec = "" } /^### [0-9]/ { sec = $2 }
                 /Lemma [A-Z]|Proposition|∎|\*Proof/ { if (sec != "") print sec }' | sort -u); do
             printf '%s\n' "$reg" | grep -q "§$s\([^0-9]\|\$\)" ||
                 err "doc/mathematics.md §$s proves something but the claims register (§9) does not cite §$s"
