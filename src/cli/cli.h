@@ -150,16 +150,9 @@ int cli_exit_of(ac_verdict v);
 /* Format a double for tables: %.3g, "inf", "-inf", "nan". */
 const char *cli_num(char *buf, size_t n, double x);
 
-/* Certificate as JSON: {"verdict", "quantity", "relation", "tau", "lo", "hi",
- * "stage", "precision_bits", "method", "seconds"}. */
-void cli_json_cert(ac_json *j, const ac_cert *c);
-/* "stage 0 (double)", "stage 2 (256-bit balls)", "exact" */
-const char *cli_stage_name(char *buf, size_t n, int stage, long prec);
-
-/* The proof steps of --trace: as text (numbered, indented) and as a JSON
- * array of {step, quantity, lo, hi, stage, note}. */
+/* The proof steps of --trace as text (numbered, indented; their JSON is the
+ * library's ac_json_steps, stage names ac_stage_name). */
 void cli_print_steps(const ac_step *steps, size_t n);
-void cli_json_steps(ac_json *j, const ac_step *steps, size_t n);
 
 /* Open stdout for --json output (one JSON object) */
 ac_json *cli_json_stdout(void);

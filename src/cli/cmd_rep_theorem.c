@@ -69,11 +69,11 @@ static void print_text(const ac_rt_request *q, const char *instance, const ac_t1
     if (!isnan(r->rho_lo))
         printf("residual   rho in [%s, %s]  (log-domain, min over c), %s\n",
                ac_str_lo(b1, ".3g", r->rho_lo), ac_str_hi(b2, ".3g", r->rho_hi),
-               cli_stage_name(sb, sizeof sb, r->rho_stage, r->rho_prec));
+               ac_stage_name(sb, sizeof sb, r->rho_stage, r->rho_prec));
     if (!isnan(r->lowrank_lo))
         printf("rank cond. sigma_{dk+1} in [%s, %s], %s\n", ac_str_lo(b1, ".3g", r->lowrank_lo),
                ac_str_hi(b2, ".3g", r->lowrank_hi),
-               cli_stage_name(sb, sizeof sb, r->lowrank_stage, r->lowrank_prec));
+               ac_stage_name(sb, sizeof sb, r->lowrank_stage, r->lowrank_prec));
     char thr[128];
     format_threshold(thr, sizeof thr, &r->threshold, r->n);
     printf("exact      %s (%s)\n",
@@ -88,7 +88,7 @@ static void print_text(const ac_rt_request *q, const char *instance, const ac_t1
     else
         printf("weights    max|Softmax - P| in [%s, %s], %s\n",
                ac_str_lo(b1, ".3g", r->weights_cert.lo), ac_str_hi(b2, ".3g", r->weights_cert.hi),
-               cli_stage_name(sb, sizeof sb, r->weights_cert.stage, r->weights_cert.prec));
+               ac_stage_name(sb, sizeof sb, r->weights_cert.stage, r->weights_cert.prec));
     printf("distance   inf over heads of max|Softmax - P| in [%s, %s]\n",
            ac_str_lo(b1, ".3g", r->dist_lo), ac_str_hi(b2, ".3g", r->dist_hi));
     printf("  lower    %s\n", r->lower_method[0] ? r->lower_method : "none");

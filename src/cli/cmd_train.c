@@ -131,7 +131,7 @@ static void print_text(const ac_train_request *q, const ac_train_result *res)
         printf("verdict    %s: max|Softmax - P| <= %s for the learned weights; certified "
                "[%s, %s], %s\n", ac_verdict_name(c->verdict), cli_num(b1, sizeof b1, q->tol),
                ac_str_lo(b2, ".3g", c->lo), ac_str_hi(b3, ".3g", c->hi),
-               cli_stage_name(sb, sizeof sb, c->stage, c->prec));
+               ac_stage_name(sb, sizeof sb, c->stage, c->prec));
     }
 }
 

@@ -309,7 +309,7 @@ static void print_time_verdict(const ac_condition_request *q, const ac_condition
         printf("verdict    %s: not every block has full rank: rank A <= h min(N, E, d) = %zu < "
                "min(N, D) = %zu at h = %zu  [%s]\n",
                ac_verdict_name(cert->verdict), low->rank_bound, low->m, low->h,
-               cli_stage_name(sb, sizeof sb, cert->stage, cert->prec));
+               ac_stage_name(sb, sizeof sb, cert->stage, cert->prec));
     else
         printf("verdict    %s: dev = max |kappa/kappa~ - 1| in [%s, %s] %s rtol = %s, every "
                "block full rank  [%s]\n",
@@ -318,7 +318,7 @@ static void print_time_verdict(const ac_condition_request *q, const ac_condition
                cert->verdict == AC_PROVED    ? "<="
                : cert->verdict == AC_REFUTED ? "not <="
                                              : "vs",
-               fg(b[2], 40, q->rtol), cli_stage_name(sb, sizeof sb, cert->stage, cert->prec));
+               fg(b[2], 40, q->rtol), ac_stage_name(sb, sizeof sb, cert->stage, cert->prec));
     printf("meaning    PROVED asserts claim C: every sampled block (%s) has full rank and every "
            "reported kappa is within rtol of its exact kappa; it does not prove Theorem 3.2's "
            "prediction, which the tables above compare as estimates\n",

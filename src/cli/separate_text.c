@@ -29,7 +29,7 @@ static void print_sep(const char *label, const ac_t2_sep *s)
            NUM_HI(b2, s->gap_hi));
     printf("ratio to ||f_W(X)||_F in [%s, %s]  (%s)\n", NUM_LO(b1, s->cert.lo),
            NUM_HI(b2, s->cert.hi),
-           cli_stage_name(sb, sizeof sb, s->cert.stage, s->cert.prec));
+           ac_stage_name(sb, sizeof sb, s->cert.stage, s->cert.prec));
 }
 
 static void print_hypotheses(const ac_t2_hyp *hyp)
@@ -129,7 +129,7 @@ static void print_verdict(const ac_t2_result *r)
     if (r->verdict == AC_PROVED && c)
         printf("verdict    PROVED: separated at X: ||f_W(X) - g_V(X)||_F >= %s ||f_W(X)||_F > "
                "tol ||f_W(X)||_F, tol = %s  [%s, %s, %.3g s]\n", NUM_LO(b1, c->lo),
-               b2, c->method, cli_stage_name(sb, sizeof sb, c->stage, c->prec), r->seconds);
+               b2, c->method, ac_stage_name(sb, sizeof sb, c->stage, c->prec), r->seconds);
     else if (r->verdict == AC_REFUTED)
         printf("verdict    REFUTED: no X separates f_W from g_V (f_W = g_V as functions, "
                "exact)  [%.3g s]\n", r->seconds);
@@ -170,7 +170,7 @@ static void print_embed_verdict(const ac_sep_result *res)
         printf("verdict    REFUTED: max over the samples of ||g - f||_F / ||f||_F >= %s > tol "
                "(first beyond tol: sample %zu); only this is claimed, not that g_V is no "
                "embedding of f_W  [%s]\n", NUM_LO(b1, e->cert.lo), e->refuted_sample,
-               cli_stage_name(sb, sizeof sb, e->cert.stage, e->cert.prec));
+               ac_stage_name(sb, sizeof sb, e->cert.stage, e->cert.prec));
     else
         printf("verdict    UNDECIDED: sample %zu is neither proved within tol nor beyond it\n",
                e->undecided_sample);
@@ -201,7 +201,7 @@ void sep_print_embed(const ac_sep_request *q, const ac_sep_result *res)
     else
         printf("deviation  max ||g - f||_F / ||f||_F in [%s, %s]  (%s)\n",
                NUM_LO(b1, e->rel_lo), NUM_HI(b2, e->rel_hi),
-               cli_stage_name(sb, sizeof sb, e->cert.stage, e->cert.prec));
+               ac_stage_name(sb, sizeof sb, e->cert.stage, e->cert.prec));
     printf("summary    %s\n", e->summary);
     print_embed_verdict(res);
 }

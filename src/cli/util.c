@@ -402,37 +402,6 @@ const char *cli_num(char *buf, size_t n, double x)
     return buf;
 }
 
-const char *cli_stage_name(char *buf, size_t n, int stage, long prec)
-{
-    if (stage == AC_STAGE_DOUBLE)
-        snprintf(buf, n, "stage 0 (double)");
-    else if (stage == AC_STAGE_EXACT)
-        snprintf(buf, n, "exact");
-    else if (stage == AC_STAGE_NONE)
-        snprintf(buf, n, "not computed");
-    else
-        snprintf(buf, n, "stage %d (%ld-bit balls)", stage, prec);
-    return buf;
-}
-
-void cli_json_cert(ac_json *j, const ac_cert *c)
-{
-    char sb[64];
-    ac_json_begin_object(j);
-    ac_json_kv_string(j, "verdict", ac_verdict_name(c->verdict));
-    ac_json_kv_string(j, "quantity", c->quantity);
-    ac_json_kv_string(j, "relation", ac_relation_name(c->rel));
-    ac_json_kv_number(j, "tau", c->tau);
-    ac_json_kv_number(j, "lo", c->lo);
-    ac_json_kv_number(j, "hi", c->hi);
-    ac_json_kv_int(j, "stage", c->stage);
-    ac_json_kv_string(j, "stage_name", cli_stage_name(sb, sizeof sb, c->stage, c->prec));
-    ac_json_kv_int(j, "precision_bits", c->prec);
-    ac_json_kv_string(j, "method", c->method);
-    ac_json_kv_number(j, "seconds", c->seconds);
-    ac_json_end_object(j);
-}
-
 void cli_print_steps(const ac_step *steps, size_t n)
 {
     char b1[AC_FMT_BOUND_BUFSIZE], b2[AC_FMT_BOUND_BUFSIZE], sb[64];
@@ -440,28 +409,10 @@ void cli_print_steps(const ac_step *steps, size_t n)
         const ac_step *s = &steps[i];
         printf("  %zu. %s\n     %s in [%s, %s]  %s\n", i + 1, s->name, s->quantity,
                ac_str_lo(b1, ".3g", s->lo), ac_str_hi(b2, ".3g", s->hi),
-               cli_stage_name(sb, sizeof sb, s->stage, s->prec));
+               ac_stage_name(sb, sizeof sb, s->stage, s->prec));
         if (s->note[0])
             printf("     %s\n", s->note);
     }
-}
-
-void cli_json_steps(ac_json *j, const ac_step *steps, size_t n)
-{
-    char sb[64];
-    ac_json_begin_array(j);
-    for (size_t i = 0; i < n; i++) {
-        const ac_step *s = &steps[i];
-        ac_json_begin_object(j);
-        ac_json_kv_string(j, "step", s->name);
-        ac_json_kv_string(j, "quantity", s->quantity);
-        ac_json_kv_number(j, "lo", s->lo);
-        ac_json_kv_number(j, "hi", s->hi);
-        ac_json_kv_string(j, "stage", cli_stage_name(sb, sizeof sb, s->stage, s->prec));
-        ac_json_kv_string(j, "note", s->note);
-        ac_json_end_object(j);
-    }
-    ac_json_end_array(j);
 }
 
 ac_json *cli_json_stdout(void)
