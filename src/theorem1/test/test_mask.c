@@ -335,10 +335,12 @@ START_TEST(test_dyadic_exact)
 END_TEST
 
 /* Under a mask the representable set is not closed (doc/mathematics.md
- * §3.8): causal n = 3, column 2 = (0.3, 0.7), column 3 = (1/4, 1/4, 1/2) has
+ * §3.8): causal n = 3, column 2 = (1/4, 3/4), column 3 = (1/4, 1/4, 1/2) has
  * least rank 2 exactly (the intersection K L({1,2},{3}) is 0), yet moving
  * P_13 makes it 1, so dist at dk = 1 is 0: exact REFUTED, C(0) never
- * REFUTED. */
+ * REFUTED.  The entries are dyadic, so every column of the stored P sums to
+ * 1 exactly (with 0.3 and 0.7 the stored column sums to 1 - 5.6e-17, and the
+ * exact column-sum bound of §3.6 rightly gives dist >= 2.8e-17). */
 START_TEST(test_not_closed)
 {
     size_t n = 3;
@@ -350,7 +352,7 @@ START_TEST(test_not_closed)
     ac_mat_init(&P, n, n, NULL);
     for (size_t i = 0; i < n; i++)
         AC_MAT(&X, i, i) = 1.0;
-    double p[9] = {1, 0.3, 0.25, 0, 0.7, 0.25, 0, 0, 0.5};
+    double p[9] = {1, 0.25, 0.25, 0, 0.75, 0.25, 0, 0, 0.5};
     memcpy(P.data, p, sizeof p);
     ac_t1_opts o;
     ac_t1_result res;
