@@ -333,6 +333,11 @@ ac_report_row *ac_report_add(ac_report *r);
  * spelled as its option: "--" + the field with '_' as '-', or as flags maps
  * it (pairs {field, option}, ending with NULL; may be NULL). */
 void ac_report_fail(ac_report_row *row, int st, const ac_err *err, const char *const *flags);
+/* err's message into buf with every parameter it names (err->fields), at its
+ * first whole-word occurrence after the previous one, spelled as an option:
+ * flags maps fields to options (pairs {field, option}, NULL-terminated;
+ * NULL: none), any other field is "--" and the field with '_' as '-'. */
+const char *ac_err_spell(char *buf, size_t n, const ac_err *err, const char *const *flags);
 /* The row's numeric bounds: quantity lies in [lo, hi]. */
 void ac_report_bounds(ac_report_row *row, const char *quantity, double lo, double hi);
 void ac_report_free(ac_report *r);

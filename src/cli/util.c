@@ -57,64 +57,18 @@ void cli_set_flags(const cli_flag *map)
     cli_flag_map = map;
 }
 
-static void flag_of(char *buf, size_t n, const char *field)
-{
-    for (const cli_flag *f = cli_flag_map; f && f->field; f++)
-        if (strcmp(f->field, field) == 0) {
-            snprintf(buf, n, "%s", f->flag);
-            return;
-        }
-    snprintf(buf, n, "--%s", field);
-    for (char *p = buf; *p; p++)
-        if (*p == '_')
-            *p = '-';
-}
-
-static int word_char(char c)
-{
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '_' || c == '-';
-}
-
-/* s[0 .. len-1] stands alone as a word: not part of a longer word, nor of a
- * path or file name ("vocab/ck", "ck/vocab", "vocab.npy"); a full stop
- * that ends the sentence is fine. */
-static int whole_word(const char *msg, const char *s, size_t len)
-{
-    char before = s > msg ? s[-1] : ' ', after = s[len];
-    if (word_char(before) || before == '/' || before == '.')
-        return 0;
-    if (word_char(after) || after == '/')
-        return 0;
-    return !(after == '.' && word_char(s[len + 1]));
-}
-
 const char *cli_err_message(char *buf, size_t n, const ac_err *err)
 {
-    const char *msg = err->msg[0] ? err->msg : "internal error";
-    const char *p = msg, *fields = err->fields;
-    size_t len = 0;
-    buf[0] = '\0';
-    while (*fields) {
-        char field[AC_ERR_FIELDS_MAX], flag[96];
-        size_t fl = strcspn(fields, ",");
-        snprintf(field, sizeof field, "%.*s", (int)fl, fields);
-        fields += fl + (fields[fl] == ',');
-        /* the first whole-word occurrence of the field from p on */
-        const char *hit = p;
-        while ((hit = strstr(hit, field)) && !whole_word(msg, hit, fl))
-            hit++;
-        if (!hit || !fl)
-            continue;
-        flag_of(flag, sizeof flag, field);
-        len += (size_t)snprintf(buf + len, len < n ? n - len : 0, "%.*s%s", (int)(hit - p), p,
-                                flag);
-        if (len >= n)
-            return buf;
-        p = hit + fl;
+    /* the command's table as the library's pairs {field, option} */
+    const char *pairs[2 * 64 + 1];
+    size_t k = 0;
+    for (const cli_flag *f = cli_flag_map; f && f->field && k + 2 < sizeof pairs / sizeof *pairs;
+         f++) {
+        pairs[k++] = f->field;
+        pairs[k++] = f->flag;
     }
-    snprintf(buf + len, len < n ? n - len : 0, "%s", p);
-    return buf;
+    pairs[k] = NULL;
+    return ac_err_spell(buf, n, err, pairs);
 }
 
 /* msg with the staging directory of the output directory replaced by the

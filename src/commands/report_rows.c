@@ -78,16 +78,17 @@ static void flag_of(char *buf, size_t n, const char *field, const char *const *f
             *p = '-';
 }
 
-void ac_report_fail(ac_report_row *row, int st, const ac_err *err, const char *const *flags)
+const char *ac_err_spell(char *buf, size_t n, const ac_err *err, const char *const *flags)
 {
-    /* the message with the first whole-word occurrence of each field, in
-     * order, spelled as its option */
+    /* the message with the first whole-word occurrence of each field from
+     * the previous one on, in order, spelled as its option */
     const char *msg = err->msg[0] ? err->msg : "internal error", *p = msg;
     const char *fields = err->fields;
-    char out[sizeof row->detail];
     size_t len = 0;
-    out[0] = 0;
-    while (*fields && len < sizeof out) {
+    if (!n)
+        return buf;
+    buf[0] = '\0';
+    while (*fields) {
         char field[AC_ERR_FIELDS_MAX], flag[96];
         size_t fl = strcspn(fields, ",");
         snprintf(field, sizeof field, "%.*s", (int)fl, fields);
@@ -98,14 +99,21 @@ void ac_report_fail(ac_report_row *row, int st, const ac_err *err, const char *c
         if (!hit || !fl)
             continue;
         flag_of(flag, sizeof flag, field, flags);
-        len += (size_t)snprintf(out + len, sizeof out - len, "%.*s%s", (int)(hit - p), p, flag);
+        len += (size_t)snprintf(buf + len, len < n ? n - len : 0, "%.*s%s", (int)(hit - p), p,
+                                flag);
+        if (len >= n)
+            return buf;
         p = hit + fl;
     }
-    if (len < sizeof out)
-        snprintf(out + len, sizeof out - len, "%s", p);
+    snprintf(buf + len, len < n ? n - len : 0, "%s", p);
+    return buf;
+}
+
+void ac_report_fail(ac_report_row *row, int st, const ac_err *err, const char *const *flags)
+{
     row->error = st;
     row->verdict = AC_UNDECIDED;
-    snprintf(row->detail, sizeof row->detail, "%.255s", out);
+    ac_err_spell(row->detail, sizeof row->detail, err, flags);
 }
 
 const char *ac_cmd_num3(char *buf, size_t n, double x)
