@@ -136,7 +136,7 @@ static const ac_opt train_opts[] = {
     {.name = "head-dim", .kind = AC_OPT_SIZE, F(head_dim),
      S(have_head_dim), .min = 1, .max = 65536, .arg = "DP",
      .help = "head size of fixed heads (default C/H); with DP >= C the layer runs merged heads "
-             "(same function and checkpoints; fewer products only when batch x seq > width)"},
+             "(same function and checkpoints), for each batch whose flop count it lowers"},
     {.name = "ffn-mult", .kind = AC_OPT_SIZE, F(ffn_mult),
      S(have_ffn_mult), .min = 1, .max = 64, .arg = "M",
      .help = "feed-forward width M x C (default 4)"},

@@ -405,7 +405,7 @@ int ac_learn_kappa_trainer(ac_learn_kappa_result *r, ac_trainer *tr,
     /* the blocks measured are the heads' outputs (atty) of the unmerged
      * layer; merged heads (attn_merged.c) would leave their sums there */
     int merged = m->w->merge;
-    nn_merge_set(m, 0);
+    nn_merge_set(m, NN_MERGE_OFF);
     r->cfg = *c;
     r->step = tr->step;
     r->nparams = m->nparams;

@@ -41,9 +41,23 @@ int nn_merge_eligible(const ac_nn_model *m)
            m->S >= m->cfg.width;
 }
 
-void nn_merge_set(ac_nn_model *m, int on)
+void nn_merge_set(ac_nn_model *m, int mode)
 {
-    m->w->merge = on && nn_merge_eligible(m) && m->w->mrg != NULL;
+    m->w->merge = nn_merge_eligible(m) && m->w->mrg != NULL ? mode : NN_MERGE_OFF;
+}
+
+/* §6.7 (iii), per head and forward pass: unmerged 8NCS + 4BT^2 S, merged
+ * 4NC^2 + 4BT^2 C + 4C^2 S (forming Mq, Mv); the backward pass multiplies
+ * twice the per-row products of each form and the merged one 8C^2 S more
+ * (the chain rule of nn_merged_param_grads), so a training step compares
+ * the same two numbers times 3.  Counted in double: no overflow. */
+int nn_merge_pays(const ac_nn_model *m, size_t B, size_t T)
+{
+    double C = (double)m->cfg.width, S = (double)m->S, N = (double)B * (double)T;
+    double att = (double)B * (double)T * (double)T;
+    double unmerged = 8 * N * C * S + 4 * att * S;
+    double merged = 4 * N * C * C + 4 * att * C + 4 * C * C * S;
+    return merged < unmerged;
 }
 
 /* The merged weights of layer l: Mq (C, HC), Mv (C, HC), uq (HC), be (C). */

@@ -188,14 +188,14 @@ static void tf_head_backward_chunk(ac_nn_model *m, size_t b0, size_t nb)
 
 /* The attention block of layer l on one chunk (res = xres + block(xin)):
  * gxin (=, or += if accumulate) the gradient of xin given gres; merged heads
- * when w->merge (attn_merged.c), else the projection, the attention and qkv. */
+ * when w->merge_pass (attn_merged.c), else the projection, the attention and qkv. */
 static void attn_block_backward(const ac_nn_model *m, size_t l, double *gxin, int accumulate,
                                 const double *gres, double *gatty, double *gqkv, double *scr,
                                 const double *qkv, const double *att, size_t nb)
 {
     const ac_nn_config *c = &m->cfg;
     size_t T = m->w->T, C = c->width, D = m->D, H = c->heads, S = m->S, nr = nb * T;
-    if (m->w->merge) {
+    if (m->w->merge_pass) {
         nn_merged_block_backward(m, l, gxin, accumulate, gres, gatty, gqkv, scr, qkv, att, nb);
         return;
     }
@@ -264,7 +264,7 @@ static void tf_layer_backward_chunk(ac_nn_model *m, size_t l, size_t chunk, size
     /* the biases of the two products and the attention's qkv */
     col_sums(bp + bs.fc, gf, nr, F);
     col_sums(bp + bs.proj, gres2, nr, C);
-    col_sums(bp + bs.qkv, gqkv, nr, w->merge ? 3 * H * C : 3 * D);
+    col_sums(bp + bs.qkv, gqkv, nr, w->merge_pass ? 3 * H * C : 3 * D);
 #undef LP
 }
 
@@ -277,7 +277,7 @@ static void push_attn(ac_nn_model *m, task_list *L, double *dwproj, double *dwqk
 {
     ac_nn_work *w = m->w;
     size_t N = w->B * w->T, C = m->cfg.width, D = m->D;
-    if (w->merge) {
+    if (w->merge_pass) {
         size_t HC = m->cfg.heads * C;
         memset(w->mrg_grad, 0, 3 * HC * C * sizeof *w->mrg_grad);
         push_linear_rows(L, w->mrg_grad, NULL, w->gqkv, xin, N, C, 3 * HC, 0, HC);
@@ -320,7 +320,7 @@ static void tf_layer_tasks(ac_nn_model *m, size_t l, task_list *L)
     size_t len[5] = {C, F, C, 3 * D, 0};
     double *db[5] = {LG(L_FCPB), LG(L_FCB), LG(L_PROJB), LG(L_QKVB), NULL};
     int nk = 4;
-    if (w->merge) {
+    if (w->merge_pass) {
         /* the gradients of uq (the Q' columns' bias) and of be (= this pass's
          * projection-bias gradient), for nn_merged_param_grads */
         size_t HC = c->heads * C;
@@ -375,7 +375,7 @@ static void tf_backward(ac_nn_model *m)
         }
         tf_layer_tasks(m, l, &L);
         run_tasks(m, &L);
-        if (w->merge)
+        if (w->merge_pass)
             nn_merged_param_grads(m, l);
         double *t = w->gout;
         w->gout = w->gx;

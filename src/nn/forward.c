@@ -10,14 +10,14 @@
 #include "nn/nn_impl.h"
 
 /* res2 (nr,C) = xres + the attention block of layer l on xin (merged heads
- * when w->merge: attn_merged.c). */
+ * when w->merge_pass: attn_merged.c). */
 static void attn_block_forward(const ac_nn_model *m, size_t l, double *res2, double *qkv,
                                double *atty, double *att, const double *xin, const double *xres,
                                size_t nb, const size_t *klen)
 {
     const ac_nn_config *c = &m->cfg;
     size_t T = m->w->T, C = c->width, D = m->D, H = c->heads, S = m->S, nr = nb * T;
-    if (m->w->merge) {
+    if (m->w->merge_pass) {
         nn_merged_block_forward(m, l, res2, qkv, atty, att, xin, xres, nb, klen);
         return;
     }
@@ -271,7 +271,9 @@ int ac_nn_forward(ac_nn_model *m, const ac_nn_batch *b, ac_nn_stats *st, ac_err 
     w->spc = seqs_per_chunk(T);
     size_t spc = w->spc, nch = (B + spc - 1) / spc;
     int bt = blas_single();
-    if (c->arch == AC_NN_ARCH_TRANSFORMER && w->merge)
+    w->merge_pass = c->arch == AC_NN_ARCH_TRANSFORMER &&
+                    (w->merge == NN_MERGE_ON || (w->merge == NN_MERGE_AUTO && nn_merge_pays(m, B, T)));
+    if (w->merge_pass)
         nn_merged_prepare(m);
 #pragma omp parallel for schedule(dynamic, 1) if (nch > 1)
     for (size_t ch = 0; ch < nch; ch++) {

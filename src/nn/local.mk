@@ -29,6 +29,7 @@ src_libattncheck_la_SOURCES += \
 # (its source: NAME.c; its libraries: LDADD, Makefile.am, "tests")
 NN_TESTS = \
 	src/nn/test/test_nn \
+	src/nn/test/test_adamw \
 	src/nn/test/test_nn_attn \
 	src/nn/test/test_nn_tgemm \
 	src/nn/test/test_train \
@@ -36,6 +37,7 @@ NN_TESTS = \
 check_PROGRAMS += $(NN_TESTS)
 UNIT_TESTS += $(NN_TESTS)
 src_nn_test_test_nn_CFLAGS = $(TEST_CFLAGS)
+src_nn_test_test_adamw_CFLAGS = $(TEST_CFLAGS)
 src_nn_test_test_nn_attn_CFLAGS = $(TEST_CFLAGS)
 src_nn_test_test_nn_tgemm_CFLAGS = $(TEST_CFLAGS)
 src_nn_test_test_train_CFLAGS = $(TEST_CFLAGS)

@@ -360,7 +360,7 @@ static int alloc_acts(ac_nn_model *m, ac_err *err)
         w->mrg_grad = malloc((3 * HC * C + HC + C) * sizeof *w->mrg_grad);
         if (!w->mrg || !w->mrg_grad)
             return ac_err_set(err, AC_EINTERNAL, "out of memory");
-        w->merge = 1;
+        w->merge = NN_MERGE_AUTO;
     }
     return AC_OK;
 }

@@ -29,7 +29,9 @@
  *   nn_impl.h           this header;
  *   test/               the unit tests, one Check program per file:
  *     test_nn.c         layers and models against finite differences, thread
- *                       independence, merged heads, AdamW, ac_nn_exp;
+ *                       independence, merged heads and their choice by the
+ *                       flop count, ac_nn_exp;
+ *     test_adamw.c      the AdamW step against its formula;
  *     test_nn_attn.c    the attention kernels against their naive twins;
  *     test_nn_tgemm.c   nn_tgemm against its twin, bit for bit;
  *     test_train.c      tasks, schedule, checkpoints and resume;
@@ -214,10 +216,11 @@ struct ac_nn_work {
     nn_task *tasks;
     size_t ntasks_cap;
     /* merged heads (attn_merged.c; transformer with head size >= width):
-     * merge on/off, per layer Mq (C,HC), Mv (C,HC), uq (HC), be (C), and
-     * one layer's gradients of them: dMq^T, dMv^T as rows [0,HC) and
-     * [2HC,3HC) of a (3HC, C) block, then duq (HC), dbe (C) */
-    int merge;
+     * the mode (NN_MERGE_*), whether this forward pass (and the backward
+     * pass after it) runs merged, per layer Mq (C,HC), Mv (C,HC), uq (HC),
+     * be (C), and one layer's gradients of them: dMq^T, dMv^T as rows
+     * [0,HC) and [2HC,3HC) of a (3HC, C) block, then duq (HC), dbe (C) */
+    int merge, merge_pass;
     double *mrg, *mrg_grad;
 };
 
@@ -275,9 +278,13 @@ void nn_attention_forward_len(double *out, double *att, const double *qkv, size_
 
 /* ---- merged heads (attn_merged.c; doc/mathematics.md §6.7) ----
  * nn_merge_eligible: a transformer whose head size is at least its width;
- * nn_merge_set: use the merged block (on: if eligible; it is on by default
- *   after ac_nn_model_init) or the unmerged one, whose per-head outputs
- *   (atty) some callers read (src/learned/kappa.c);
+ * nn_merge_set: NN_MERGE_AUTO (the default after ac_nn_model_init, if
+ *   eligible): each forward pass runs merged when nn_merge_pays for its
+ *   batch; NN_MERGE_OFF: the unmerged block, whose per-head outputs (atty)
+ *   some callers read (src/learned/kappa.c); NN_MERGE_ON: merged whatever
+ *   the batch (tests compare the two forms on small batches);
+ * nn_merge_pays: the merged block multiplies fewer flops than the unmerged
+ *   one on a batch of B sequences of T tokens (the count of §6.7 (iii));
  * nn_merged_prepare: the merged weights of every layer, from the
  *   parameters (at the start of each forward pass);
  * nn_merged_block_forward: res (N,C) = xres + attention block of xin, with
@@ -286,8 +293,10 @@ void nn_attention_forward_len(double *out, double *att, const double *qkv, size_
  *   xin given gres; gatty, gqkv, scratch as in the unmerged layer;
  * nn_merged_param_grads: after the phase-2 tiles have filled w->mrg_grad
  *   for layer l, add the gradients of Wqkv, bqkv, Wproj. */
+enum { NN_MERGE_OFF = 0, NN_MERGE_AUTO = 1, NN_MERGE_ON = 2 };
 int nn_merge_eligible(const ac_nn_model *m);
-void nn_merge_set(ac_nn_model *m, int on);
+void nn_merge_set(ac_nn_model *m, int mode);
+int nn_merge_pays(const ac_nn_model *m, size_t B, size_t T);
 void nn_merged_prepare(ac_nn_model *m);
 void nn_merged_block_forward(const ac_nn_model *m, size_t l, double *res, double *qkv,
                              double *atty, double *att, const double *xin, const double *xres,

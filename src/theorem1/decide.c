@@ -469,6 +469,10 @@ static int decide_weights(ac_t1_result *res, const ac_mat *X, const ac_mat *P, s
     if (fam_ok && res->weights_cert.verdict == AC_PROVED) {
         snprintf(res->refine_stop, sizeof res->refine_stop,
                  "not needed: the weights of K Pi log(P) Pi prove C(tol)");
+        /* a tighter upper end: the P-weighted truncation, kept only if its
+         * certified error is smaller (optional: a failure keeps the family's) */
+        if (ac_t1_weighted_upper(res, X, P, r, o, err) != AC_OK)
+            ac_err_clear(err);
         return AC_OK;
     }
     if (!fam_ok) {

@@ -194,6 +194,14 @@ int ac_t1_pow2_decide(const ac_mat *X, const size_t *piv, size_t r, const ac_mat
 int ac_t1_best_weights(ac_t1_result *res, const ac_mat *X, const ac_mat *P, size_t r,
                        const ac_t1_opts *o, ac_err *err);
 
+/* The P-weighted truncation (refine.c, EM from the written weights
+ * res->Wk, res->Wq, through X^+ of rank r): certified, and kept as the
+ * written weights when its certified error is smaller.  For the head that
+ * already proves C(tol): a tighter upper end of dist (doc/mathematics.md
+ * §3.6, Limits).  A failure of the optional step keeps what was there. */
+int ac_t1_weighted_upper(ac_t1_result *res, const ac_mat *X, const ac_mat *P, size_t r,
+                         const ac_t1_opts *o, ac_err *err);
+
 /* The same refinement (BFGS on the squared error, then p-norms) for a
  * masked head (doc/mathematics.md §3.8): the softmax of each column over
  * its visible keys (mask n x n, row = key); the budget of route DECIDE.

@@ -11,7 +11,10 @@
  *     (Richardson-extrapolated), for each layer and for whole small models of
  *     every architecture, head, LayerNorm placement and attention kind;
  *   - determinism: bit-identical loss and gradients for 1, 2 and 3 threads;
- *   - merged heads (attn_merged.c) against the unmerged block.
+ *   - merged heads (attn_merged.c) against the unmerged block, and the
+ *     choice between them by the flop count.
+ *
+ * AdamW: test_adamw.c.
  *
  * Finite differences.  For f evaluated with absolute rounding error at most
  * e_f, D(h) = (f(x+h) - f(x-h)) / (2h) has error h^2 |f'''|/6 + e_f/h; the
@@ -757,7 +760,8 @@ START_TEST(test_merged_vs_unmerged)
             ac_nn_model_free(&m);
             continue;
         }
-        ck_assert_msg(m.w->merge, "%s: merged heads are off by default", mc[k].name);
+        ck_assert_msg(m.w->merge == NN_MERGE_AUTO, "%s: merged heads are not chosen by the count",
+                      mc[k].name);
         ac_nn_model_init_weights(&m, test_seed_value + k, 0.4);
         test_rng r;
         test_rng_init(&r, 300 + k);
@@ -767,10 +771,10 @@ START_TEST(test_merged_vs_unmerged)
         make_batch(&b, &mc[k].c, mc[k].B, mc[k].T, test_seed_value + k);
         double loss[2], *g[2];
         for (int merged = 1; merged >= 0; merged--) {
-            nn_merge_set(&m, merged);
-            ck_assert_int_eq(m.w->merge, merged);
+            nn_merge_set(&m, merged ? NN_MERGE_ON : NN_MERGE_OFF);
             ac_nn_stats st;
             ck_assert(ac_nn_forward(&m, &b, &st, &err) == AC_OK);
+            ck_assert_int_eq(m.w->merge_pass, merged);
             ac_nn_zero_grad(&m);
             ac_nn_backward(&m);
             loss[merged] = st.loss;
@@ -817,93 +821,6 @@ START_TEST(test_merged_vs_unmerged)
         ac_nn_model_free(&m);
     }
     ck_assert_uint_ge(checked, 43);
-}
-END_TEST
-
-START_TEST(test_adamw)
-{
-    ac_nn_config c;
-    memset(&c, 0, sizeof c);
-    c.arch = AC_NN_ARCH_SCORES;
-    c.width = 2;
-    c.heads = 1;
-    c.kind = AC_NN_ATTN_FIXED;
-    c.head_dim = 1;
-    c.max_seq = 2;
-    c.head = AC_NN_HEAD_SCORES;
-    ac_nn_model m;
-    ck_assert(ac_nn_model_init(&m, &c, 1, 2, NULL) == AC_OK);
-    ck_assert_uint_eq(m.nparams, 4);
-    double p0[4] = {1, -2, 0.5, 3}, g[4] = {0.1, -0.2, 0, 4};
-    memcpy(m.params, p0, sizeof p0);
-    memcpy(m.grads, g, sizeof g);
-    ac_nn_adamw o = {0.01, 0.9, 0.999, 1e-8, 0.1};
-    ac_nn_adamw_step(&m, &o, 1, 0.5);
-    /* step 1: m = 0.1 g', v = 0.001 g'^2, mhat = g', vhat = g'^2:
-     * p = p (1 - lr wd) - lr g' / (|g'| + eps), g' = 0.5 g */
-    for (int i = 0; i < 4; i++) {
-        double gg = 0.5 * g[i];
-        double want = p0[i] * (1 - 0.01 * 0.1) - 0.01 * gg / (fabs(gg) + 1e-8);
-        ck_assert_msg(fabs(m.params[i] - want) <= 8 * U * fabs(want), "p[%d] = %.17g, want %.17g",
-                      i, m.params[i], want);
-    }
-    ac_nn_model_free(&m);
-}
-END_TEST
-
-/* The AdamW step against its scalar formula, bit for bit, on tensors of
- * odd sizes (vector body and scalar tail), over several steps, with decay
- * on some tensors and clipping; with 1 and 3 threads where OpenMP is on. */
-START_TEST(test_adamw_vector)
-{
-    ac_nn_config c = base_tf();
-    c.vocab = 13;
-    c.width = 90; /* about 1.6e5 parameters: above the threshold of the parallel loop */
-    c.ffn = 271;
-    c.max_seq = 9;
-    test_rng r;
-    test_rng_init(&r, 41);
-    for (int th = 1; th <= 3; th += 2) {
-#ifdef _OPENMP
-        int saved = omp_get_max_threads();
-        omp_set_num_threads(th);
-#endif
-        ac_nn_model m;
-        ck_assert(ac_nn_model_init(&m, &c, 1, 9, NULL) == AC_OK);
-        size_t n = m.nparams;
-        ck_assert(n > 65536);
-        double *p = vec(n), *mm = vec(n), *vv = vec(n);
-        gauss(&r, m.params, n, 1);
-        memcpy(p, m.params, n * sizeof *p);
-        memset(mm, 0, n * sizeof *mm);
-        memset(vv, 0, n * sizeof *vv);
-        ac_nn_adamw o = {3e-3, 0.9, 0.999, 1e-8, 0.05};
-        for (long t = 1; t <= 3; t++) {
-            gauss(&r, m.grads, n, t == 2 ? 1e-6 : 1.0);
-            double gs = t == 3 ? 0.25 : 1.0;
-            ac_nn_adamw_step(&m, &o, t, gs);
-            double c1 = 1.0 - pow(o.beta1, (double)t), c2 = 1.0 - pow(o.beta2, (double)t);
-            for (size_t k = 0; k < m.ntensors; k++) {
-                const ac_nn_tensor *T = &m.tensors[k];
-                double decay = T->decay ? 1.0 - o.lr * o.weight_decay : 1.0;
-                for (size_t i = T->offset; i < T->offset + T->size; i++) {
-                    double gi = m.grads[i] * gs;
-                    mm[i] = o.beta1 * mm[i] + (1.0 - o.beta1) * gi;
-                    vv[i] = o.beta2 * vv[i] + (1.0 - o.beta2) * gi * gi;
-                    p[i] = p[i] * decay - o.lr * (mm[i] / c1) / (sqrt(vv[i] / c2) + o.eps);
-                }
-            }
-            ck_assert_msg(memcmp(p, m.params, n * sizeof *p) == 0 &&
-                              memcmp(mm, m.m, n * sizeof *mm) == 0 &&
-                              memcmp(vv, m.v, n * sizeof *vv) == 0,
-                          "AdamW step %ld differs from its formula (%d threads)", t, th);
-        }
-        free(p), free(mm), free(vv);
-        ac_nn_model_free(&m);
-#ifdef _OPENMP
-        omp_set_num_threads(saved);
-#endif
-    }
 }
 END_TEST
 
@@ -975,6 +892,55 @@ START_TEST(test_tensor_table)
 }
 END_TEST
 
+/* The merge is chosen per batch by the flop count of §6.7 (iii): for S = C
+ * exactly when N = B T > C; and a forward pass reports the form it ran. */
+START_TEST(test_merge_by_count)
+{
+    static const size_t widths[] = {4, 8, 16};
+    size_t checked = 0;
+    for (size_t iw = 0; iw < 3; iw++)
+        for (size_t dp = 0; dp <= 1; dp++) {
+            ac_nn_config c = base_tf();
+            c.width = widths[iw];
+            c.heads = 1;
+            c.max_seq = 40;
+            if (dp) {
+                c.kind = AC_NN_ATTN_FIXED;
+                c.head_dim = 2 * c.width; /* S = 2C */
+            }
+            ac_nn_model m;
+            ac_err err;
+            ck_assert(ac_nn_model_init(&m, &c, 4, 40, &err) == AC_OK);
+            ck_assert(nn_merge_eligible(&m));
+            ac_nn_model_init_weights(&m, 7, 0.4);
+            for (size_t B = 1; B <= 4; B++)
+                for (size_t T = 1; T <= 40; T += 3) {
+                    double C = (double)c.width, S = (double)m.S, N = (double)(B * T),
+                           bt2 = (double)(B * T * T);
+                    int want = 4 * N * C * C + 4 * bt2 * C + 4 * C * C * S <
+                               8 * N * C * S + 4 * bt2 * S;
+                    if (!dp)
+                        ck_assert_int_eq(want, B * T > c.width); /* §6.7: N > C for S = C */
+                    ck_assert_int_eq(nn_merge_pays(&m, B, T), want);
+                    ac_nn_batch b;
+                    make_batch(&b, &c, B, T, 11 + B * T);
+                    ac_nn_stats st;
+                    ck_assert(ac_nn_forward(&m, &b, &st, &err) == AC_OK);
+                    ck_assert_msg(m.w->merge_pass == want, "C = %zu, S = %zu, B = %zu, T = %zu",
+                                  c.width, m.S, B, T);
+                    nn_merge_set(&m, NN_MERGE_OFF);
+                    ck_assert(ac_nn_forward(&m, &b, &st, &err) == AC_OK);
+                    ck_assert(!m.w->merge_pass);
+                    nn_merge_set(&m, NN_MERGE_AUTO);
+                    free_batch(&b);
+                    checked++;
+                }
+            ac_nn_model_free(&m);
+        }
+    ck_assert_uint_eq(checked, 3 * 2 * 4 * 14);
+}
+END_TEST
+
 int main(void)
 {
     test_seed_init();
@@ -997,8 +963,7 @@ int main(void)
     tcase_add_test(tm, test_fd_models);
     tcase_add_test(tm, test_threads_deterministic);
     tcase_add_test(tm, test_merged_vs_unmerged);
-    tcase_add_test(tm, test_adamw);
-    tcase_add_test(tm, test_adamw_vector);
+    tcase_add_test(tm, test_merge_by_count);
     tcase_add_test(tm, test_errors);
     tcase_add_test(tm, test_tensor_table);
     suite_add_tcase(s, tm);
