@@ -10,6 +10,7 @@ src_libattncheck_la_SOURCES += \
 	src/theorem2/multimin.c \
 	src/theorem2/search.c \
 	src/theorem2/reach.c \
+	src/theorem2/bound.c \
 	src/theorem2/trace.c \
 	src/theorem2/audit.c \
 	src/theorem2/embed.c \
