@@ -18,7 +18,7 @@ src_libattncheck_la_SOURCES += \
 	src/theorem2/identity.c \
 	src/theorem2/headcount.c
 
-# The hostile classes of Theorem 2 in full (~60 instances re-checked with
+# The hostile classes of Theorem 2 in full (~140 instances re-checked with
 # fractions and mpmath; `make check` runs the smoke subset of
 # tests/t2_hostile.sh).
 check-t2-hostile: attncheck
