@@ -21,7 +21,10 @@
  *           computed exactly (Arb, from the doubles of X), and X is scaled by
  *           the power of two 2^k that maximises |s(4^k delta_f) -
  *           s(4^k delta_g)|, s the logistic function: the share of key 2 in
- *           column 0 once the softmax saturates;
+ *           column 0 once the softmax saturates; two more per head with w
+ *           along D x_0, D the difference of the two logit matrices (x_0
+ *           Gaussian, and x_0 the top right singular vector of D), which
+ *           moves g_V's logit most against f_W's tie;
  *   basis   the basis vector e_k (k = 1 .. min(d, T2_REACH_BASIS)) as the
  *           first token, the others 0: the value paths read column by column
  *           (a difference that larger paths of other heads hide in a generic
@@ -31,7 +34,7 @@
  *           is beyond |b| > T2_REACH_QUANT: a Gaussian X times 2^(-b/2),
  *           which brings that head's logits to order one, and the basis
  *           vectors at that scale.
- * The count is fixed by the sizes (at most 2h + (1 + T2_REACH_SCALES)
+ * The count is fixed by the sizes (at most 4h + (1 + T2_REACH_SCALES)
  * (1 + T2_REACH_BASIS) candidates), never by timing. */
 #include <config.h>
 
