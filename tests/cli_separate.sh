@@ -143,7 +143,9 @@ expect 0 "PROVED: separated at X" --w-dir "$work/s2" --v-dir "$work/s2" --optimi
 grep -q "best X     a near-tie of two logits" "$work/out" || err "the sqrt 2 pair is not separated at a near-tie"
 expect 1 "REFUTED: max over the samples" --embed --w-dir "$work/s2" --v-dir "$work/s2" --tol 0
 expect 0 "PROVED: separated at X" --w-dir "$work/s2" --v-dir "$work/s2" --optimize 5 --tol 0
-# the output projection one ulp apart: the logits pair up, no bound over all X
+# the output projection one ulp apart: r(X) <= ||(Vo - Wo) Wo^+||_F at every X
+# (doc/mathematics.md §4.10), far below tol: REFUTED by the bound; the value
+# matrices one ulp apart: the logits pair up, no bound over all X, UNDECIDED
 if [ "$have_py" = 1 ]; then
     "$PYTHON3" - "$work/s2" "$work/wo" <<'EOF'
 import os, sys, numpy as np
@@ -154,8 +156,19 @@ for p in "qkvo":
     np.save(os.path.join(dst, "W%s.npy" % p), W)
     np.save(os.path.join(dst, "V%s.npy" % p), np.nextafter(W, np.inf) if p == "o" else W)
 EOF
-    expect 2 "UNDECIDED: no X certified with" --w-dir "$work/wo" --v-dir "$work/wo" --optimize 5
-    grep -q "the logit matrices pair up exactly" "$work/out" || err "Wo one ulp apart: no reason given"
+    expect 1 "REFUTED: no X separates f_W from g_V beyond tol" --w-dir "$work/wo" --v-dir "$work/wo" --optimize 5
+    grep -q "differ only in the output projection" "$work/out" || err "Wo one ulp apart: no reason given"
+    "$PYTHON3" - "$work/s2" "$work/wv" <<'EOF'
+import os, sys, numpy as np
+src, dst = sys.argv[1:3]
+os.makedirs(dst, exist_ok=True)
+for p in "qkvo":
+    W = np.load(os.path.join(src, "W%s.npy" % p))
+    np.save(os.path.join(dst, "W%s.npy" % p), W)
+    np.save(os.path.join(dst, "V%s.npy" % p), np.nextafter(W, np.inf) if p == "v" else W)
+EOF
+    expect 2 "UNDECIDED: no X certified with" --w-dir "$work/wv" --v-dir "$work/wv" --optimize 5
+    grep -q "the logit matrices pair up exactly" "$work/out" || err "Wv one ulp apart: no reason given"
 fi
 
 # ---- usage errors (64) ----------------------------------------------------------

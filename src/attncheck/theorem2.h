@@ -179,7 +179,8 @@ typedef struct {
 
 typedef struct {
     ac_verdict verdict;      /* PROVED: separated at best.X; REFUTED: f_W = g_V identically
-                                (exact, head-wise); UNDECIDED otherwise */
+                                (exact, head-wise), or r(X) <= value_bound <= tol at every
+                                X; UNDECIDED otherwise */
     ac_t2_hyp hyp;
     ac_t2_class cls;
     int identical;           /* f_W = g_V for every X with n tokens: 1 proved (n = 1: S_W =
@@ -197,6 +198,10 @@ typedef struct {
                                 balls, not estimated: doc/mathematics.md §4.10) */
     int logits_pair;         /* 1: the logit matrices of the two layers pair up exactly
                                 (they differ only in value paths); 0 no; -1 not decided */
+    double value_bound;      /* layers that differ only in Wo (Wq, Wk, Wv equal): a certified
+                                B >= r(X) for every X (doc/mathematics.md §4.10, "Within tol
+                                at every X"); B <= tol gives REFUTED; NAN otherwise */
+    long value_bound_prec;   /* bits of the Arb balls that certified it */
     double opt_from, opt_to; /* relative gap (estimate) before and after multimin; NAN if none */
     long opt_evals;          /* evaluations of the two layers by the multimin (each a forward
                                 pass of both, with or without their backward passes) */

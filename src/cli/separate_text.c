@@ -83,7 +83,9 @@ static void print_trace(const ac_t2_result *r)
     if (!r->nsteps)
         printf("  no steps: %s\n",
                r->verdict == AC_REFUTED
-                   ? "f_W = g_V as functions, so no construction was tried"
+                   ? (r->identical == 1 ? "f_W = g_V as functions, so no construction was tried"
+                                        : "r(X) <= tol at every X (a bound), so no construction "
+                                          "was tried")
                    : (r->cls.kase >= AC_T2_CASE_1 && r->cls.kase <= AC_T2_CASE_3)
                          ? "no candidate of the case's construction"
                          : "the instance is in none of the paper's three cases");
@@ -130,6 +132,11 @@ static void print_verdict(const ac_t2_result *r)
         printf("verdict    PROVED: separated at X: ||f_W(X) - g_V(X)||_F >= %s ||f_W(X)||_F > "
                "tol ||f_W(X)||_F, tol = %s  [%s, %s, %.3g s]\n", NUM_LO(b1, c->lo),
                b2, c->method, ac_stage_name(sb, sizeof sb, c->stage, c->prec), r->seconds);
+    else if (r->verdict == AC_REFUTED && r->identical != 1)
+        printf("verdict    REFUTED: no X separates f_W from g_V beyond tol = %s: "
+               "||f_W(X) - g_V(X)||_F <= %s ||f_W(X)||_F at every X  [%s, %s, %.3g s]\n", b2,
+               NUM_HI(b1, r->best.cert.hi), r->best.cert.method,
+               ac_stage_name(sb, sizeof sb, r->best.cert.stage, r->best.cert.prec), r->seconds);
     else if (r->verdict == AC_REFUTED)
         printf("verdict    REFUTED: no X separates f_W from g_V (f_W = g_V as functions, "
                "exact)  [%.3g s]\n", r->seconds);

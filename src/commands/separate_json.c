@@ -105,6 +105,7 @@ static void json_search(ac_json *j, const ac_t2_result *r)
     ac_json_kv_int(j, "candidates", (long long)r->ncand);
     ac_json_kv_int(j, "certified", (long long)r->ncert);
     ac_json_kv_int(j, "within_reach", (long long)r->nreach);
+    ac_json_kv_number(j, "value_bound", r->value_bound);
     ac_json_kv_number(j, "multimin_from", r->opt_from);
     ac_json_kv_number(j, "multimin_to", r->opt_to);
     ac_json_kv_int(j, "multimin_evaluations", r->opt_evals);

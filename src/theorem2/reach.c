@@ -21,7 +21,10 @@
  *           computed exactly (Arb, from the doubles of X), and X is scaled by
  *           the power of two 2^k that maximises |s(4^k delta_f) -
  *           s(4^k delta_g)|, s the logistic function: the share of key 2 in
- *           column 0 once the softmax saturates;
+ *           column 0 once the softmax saturates; two more per head with w
+ *           along D x_0, D the difference of the two logit matrices (x_0
+ *           Gaussian, and x_0 the top right singular vector of D), which
+ *           moves g_V's logit most against f_W's tie;
  *   basis   the basis vector e_k (k = 1 .. min(d, T2_REACH_BASIS)) as the
  *           first token, the others 0: the value paths read column by column
  *           (a difference that larger paths of other heads hide in a generic
@@ -31,7 +34,7 @@
  *           is beyond |b| > T2_REACH_QUANT: a Gaussian X times 2^(-b/2),
  *           which brings that head's logits to order one, and the basis
  *           vectors at that scale.
- * The count is fixed by the sizes (at most 2h + (1 + T2_REACH_SCALES)
+ * The count is fixed by the sizes (at most 4h + (1 + T2_REACH_SCALES)
  * (1 + T2_REACH_BASIS) candidates), never by timing. */
 #include <config.h>
 
@@ -132,6 +135,91 @@ static void tie_gap(arb_t delta, const ac_mh *L, size_t i, const ac_mat *X, size
     arb_clear(xv);
 }
 
+/* Bits of the products of diff_apply: the difference of the two logit
+ * matrices is of the size of a rounding (2^-53 relative) and must be known
+ * to many bits beyond it. */
+#define DIFF_PREC 320
+
+/* out = D x or D' x in double (rounded), D = L_i^f - L_i^g the difference of
+ * head i's logit matrices (L = Wk_i' Wq_i / sqrt(hs)), computed in Arb at
+ * DIFF_PREC from the doubles: a direction, not a certified value. */
+static void diff_apply(double *out, const ac_mh *W, const ac_mh *V, size_t i, const double *x,
+                       int transpose)
+{
+    size_t d = W->d;
+    arb_ptr acc = _arb_vec_init((slong)d), q = _arb_vec_init((slong)(W->hs > V->hs ? W->hs : V->hs));
+    arb_t u, xv, rs;
+    arb_init(u);
+    arb_init(xv);
+    arb_init(rs);
+    for (int which = 0; which < 2; which++) {
+        const ac_mh *L = which ? V : W;
+        size_t hs = L->hs;
+        /* L x = Wk' (Wq x) / sqrt(hs); L' x = Wq' (Wk x) / sqrt(hs) */
+        const double *a = L->wq + i * hs * d, *b = L->wk + i * hs * d;
+        if (transpose) {
+            const double *t = a;
+            a = b;
+            b = t;
+        }
+        arb_set_ui(rs, (ulong)hs);
+        arb_rsqrt(rs, rs, DIFF_PREC);
+        if (which)
+            arb_neg(rs, rs);
+        for (size_t r = 0; r < hs; r++) {
+            arb_zero(q + r);
+            for (size_t c = 0; c < d; c++) {
+                arb_set_d(u, a[r * d + c]);
+                arb_set_d(xv, x[c]);
+                arb_addmul(q + r, u, xv, DIFF_PREC);
+            }
+            arb_mul(q + r, q + r, rs, DIFF_PREC);
+        }
+        for (size_t c = 0; c < d; c++)
+            for (size_t r = 0; r < hs; r++) {
+                arb_set_d(u, b[r * d + c]);
+                arb_addmul(acc + c, u, q + r, DIFF_PREC);
+            }
+    }
+    for (size_t c = 0; c < d; c++)
+        out[c] = arf_get_d(arb_midref(acc + c), ARF_RND_NEAR);
+    _arb_vec_clear(acc, (slong)d);
+    _arb_vec_clear(q, (slong)(W->hs > V->hs ? W->hs : V->hs));
+    arb_clear(u);
+    arb_clear(xv);
+    arb_clear(rs);
+}
+
+/* v / max|v| in place; 0 when v is 0 or not finite */
+static int normalise(double *v, size_t d)
+{
+    double m = 0;
+    for (size_t c = 0; c < d; c++)
+        m = fmax(m, fabs(v[c]));
+    if (!(m > 0) || !isfinite(m))
+        return 0;
+    for (size_t c = 0; c < d; c++)
+        v[c] /= m;
+    return 1;
+}
+
+/* x <- the top right singular vector of D (head i), by DIFF_POWER steps of
+ * the power iteration x <- D'D x from x; 0 when D x vanishes (the heads'
+ * logit matrices are equal). */
+#define DIFF_POWER 8
+static int diff_top(double *x, double *t, const ac_mh *W, const ac_mh *V, size_t i)
+{
+    for (int k = 0; k < DIFF_POWER; k++) {
+        diff_apply(t, W, V, i, x, 0);
+        if (!normalise(t, W->d))
+            return 0;
+        diff_apply(x, W, V, i, t, 1);
+        if (!normalise(x, W->d))
+            return 0;
+    }
+    return 1;
+}
+
 /* 1/(1 + e^-z), z possibly infinite */
 static double logistic(double z)
 {
@@ -195,11 +283,16 @@ static int scale_exact(ac_mat *X, long k)
     return 1;
 }
 
-/* The near-tie for head i of layer L (which = 0: f_W, 1: g_V). */
+/* The near-tie for head i: which = 0 (of f_W) and 1 (of g_V) with a
+ * Gaussian query x_0 and a Gaussian w; which = 2 with the query x_0 of
+ * which = 0 and which = 3 with x_0 the top right singular vector of the
+ * difference D of the two logit matrices, both with w = D x_0 (the key
+ * offset that moves the logit of g_V most against f_W's), made orthogonal to
+ * f_W's y = L x_0 (doc/mathematics.md §4.10, "Within reach"). */
 static int tie_candidate(t2_reach_list *l, const ac_mh *W, const ac_mh *V, int which, size_t i,
                          size_t n, uint64_t seed, ac_err *err)
 {
-    const ac_mh *L = which ? V : W;
+    const ac_mh *L = which == 1 ? V : W;
     size_t d = L->d, hs = L->hs > W->hs ? L->hs : W->hs;
     hs = hs > V->hs ? hs : V->hs;
     ac_mat X = {0};
@@ -214,16 +307,25 @@ static int tie_candidate(t2_reach_list *l, const ac_mh *W, const ac_mh *V, int w
         return ac_err_set(err, AC_EINTERNAL, "out of memory");
     }
     double *y = x + d, *w = x + 2 * d;
-    uint64_t stream = T2_STREAM_REACH, idx = 2 * (uint64_t)i + (uint64_t)which;
+    uint64_t stream = T2_STREAM_REACH, idx = 2 * (uint64_t)i + (uint64_t)(which == 1);
     t2_rng_vec(x, d, seed, stream, 4 * idx);
     t2_rng_vec(w, d, seed, stream, 4 * idx + 1);
+    int ok = 1;
+    if (which >= 2) { /* along the difference of the logit matrices */
+        if (which == 3)
+            ok = diff_top(x, y, W, V, i);
+        if (ok) {
+            diff_apply(w, W, V, i, x, 0);
+            ok = normalise(w, d);
+        }
+    }
     logit_dir(y, L, i, x, q);
     double yy = 0, wy = 0, xx = 0;
     for (size_t c = 0; c < d; c++) {
         yy += y[c] * y[c];
         xx += x[c] * x[c];
     }
-    int ok = yy > 0 && isfinite(yy);
+    ok = ok && yy > 0 && isfinite(yy);
     size_t a = n == 2 ? 0 : 1, b = n == 2 ? 1 : 2;
     if (ok) {
         double cy = 3 * sqrt(xx / yy); /* |x_a| = 3 |x_0| along y */
@@ -300,7 +402,7 @@ int t2_reach_build(t2_reach_list *l, const ac_mh *W, const ac_mh *V, size_t n, u
     memset(l, 0, sizeof *l);
     /* ties: head i of f_W, then of g_V */
     for (size_t i = 0; n >= 2 && i < W->h; i++)
-        for (int which = 0; which < 2; which++)
+        for (int which = 0; which < 4; which++)
             if ((st = tie_candidate(l, W, V, which, i, n, seed, err)))
                 return st;
     if ((st = basis_candidates(l, d, n, 0, err)))

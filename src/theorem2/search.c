@@ -424,7 +424,9 @@ static void failing_hypotheses(char *buf, size_t n, const ac_t2_hyp *hy)
 static void write_summary(ac_t2_result *res, double tol)
 {
     char fails[200], b1[AC_FMT_BOUND_BUFSIZE], b2[AC_FMT_BOUND_BUFSIZE], bt[32];
+    char bb[AC_FMT_BOUND_BUFSIZE];
     failing_hypotheses(fails, sizeof fails, &res->hyp);
+    ac_str_hi(bb, ".3g", res->value_bound);
     ac_str_lo(b1, ".3g", res->best.gap_lo);
     ac_str_lo(b2, ".3g", res->best.cert.lo);
     snprintf(bt, sizeof bt, "%.3g", tol);
@@ -441,6 +443,12 @@ static void write_summary(ac_t2_result *res, double tol)
                  "||f_W(X)||_F > tol ||f_W(X)||_F, tol = %s): a fact about these two layers; "
                  "Theorem 2 itself says nothing here, because its hypotheses are not all "
                  "proved (%.90s)", b2, bt, fails);
+    else if (res->verdict == AC_REFUTED && res->identical != 1)
+        snprintf(res->summary, sizeof res->summary,
+                 "no X separates f_W from g_V beyond tol = %s: they differ only in the output "
+                 "projection (Wq, Wk, Wv equal), and r(X) = ||f_W(X) - g_V(X)||_F / "
+                 "||f_W(X)||_F <= ||(Vo - Wo) Wo^+||_F <= %s at every X (doc/mathematics.md "
+                 "§4.10); they are not the same function (%.200s)", bt, bb, res->identity_note);
     else if (res->verdict == AC_REFUTED)
         snprintf(res->summary, sizeof res->summary,
                  "no X separates f_W from g_V: they are the same function (%.320s); %s",
@@ -457,8 +465,10 @@ static void write_summary(ac_t2_result *res, double tol)
         snprintf(res->summary, sizeof res->summary,
                  "no X certified with r(X) > tol = %s among %zu candidates: the logit "
                  "matrices pair up exactly, so the layers differ only in value paths and r(X) "
-                 "stays of their size unless f_W's heads cancel at X; none found, and no bound "
-                 "over all X is proved (doc/mathematics.md §4.10)", bt, res->ncand);
+                 "stays of their size unless f_W's heads cancel at X; none found, and %s "
+                 "(doc/mathematics.md §4.10)", bt, res->ncand,
+                 isnan(res->value_bound) ? "no bound over all X is proved"
+                                         : "the bound over all X proved is above tol");
     else
         snprintf(res->summary, sizeof res->summary,
                  "no X was certified with ||f_W(X) - g_V(X)||_F > tol ||f_W(X)||_F (tol = %s) "
@@ -529,6 +539,7 @@ static void result_init(ac_t2_result *res)
     res->verdict = AC_UNDECIDED;
     res->identical = -1;
     res->logits_pair = -1;
+    res->value_bound = NAN;
     res->opt_from = res->opt_to = NAN;
     res->best.cert.verdict = res->by_case.cert.verdict = AC_UNDECIDED;
     res->best.cert.stage = res->by_case.cert.stage = AC_STAGE_NONE;
@@ -555,6 +566,8 @@ static int decide_exactly(ac_t2_result *res, const ac_mh *W, const ac_mh *V, siz
     if (t2_equal_functions(&res->identical, W, V, n, res->identity_note,
                            sizeof res->identity_note, &res->logits_pair))
         return ac_err_set(err, AC_EINTERNAL, "out of memory");
+    if (res->identical == 0)
+        res->value_bound = t2_wo_bound(W, V, &res->value_bound_prec);
     return AC_OK;
 }
 
@@ -581,8 +594,8 @@ static int separate(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
     s.o = opts;
     s.threads = threads;
     s.kase = (int)res->cls.kase;
-    if (res->identical == 1 && !opts->search_if_identical) {
-        res->verdict = AC_REFUTED;
+    if ((res->identical == 1 || res->value_bound <= opts->tol) && !opts->search_if_identical) {
+        res->verdict = AC_REFUTED; /* no X can be certified: nothing to search */
     } else {
         if ((st = estimate_scale(&scaled, &Ws, &Vs, W, V, err)))
             goto out;
@@ -596,7 +609,19 @@ static int separate(ac_t2_result *res, const ac_mh *W, const ac_mh *V, size_t n,
         if ((st = search_run(&s, err)))
             goto out;
     }
-    if (res->verdict == AC_REFUTED)
+    if (res->verdict == AC_PROVED && !(res->best.cert.lo <= res->value_bound) &&
+        !isnan(res->value_bound)) {
+        st = ac_err_set(err, AC_EINTERNAL,
+                        "separation: r(X) >= %g certified above the bound %g over all X "
+                        "(a bug: doc/mathematics.md §4.10)", res->best.cert.lo, res->value_bound);
+        goto out;
+    }
+    if (res->verdict == AC_REFUTED && res->identical != 1)
+        ac_cert_set(&res->best.cert, "sup over X of ||f_W(X) - g_V(X)||_F / ||f_W(X)||_F",
+                    AC_GT, opts->tol, 1, res->value_bound_prec, 0.0, res->value_bound,
+                    "bound over all X: ||(Vo - Wo) Wo^+||_F in Arb balls from the exact "
+                    "doubles (Wq, Wk, Wv equal)");
+    else if (res->verdict == AC_REFUTED)
         ac_cert_set(&res->best.cert, "||f_W(X) - g_V(X)||_F / ||f_W(X)||_F for every X",
                     AC_GT, opts->tol,
                     AC_STAGE_EXACT, 0, 0.0, 0.0,

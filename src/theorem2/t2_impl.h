@@ -22,6 +22,8 @@
  *   reach.c       the candidates double estimates cannot see: near-ties of
  *                 logits at saturating scales, heads' own scales, basis
  *                 vectors (doc/mathematics.md §4.10, "Within reach")
+ *   bound.c       a bound on r(X) over every X when the layers differ only
+ *                 in Wo (doc/mathematics.md §4.10, "Within tol at every X")
  *   trace.c       the proof's steps with certified values (trace_case1/2/3)
  *   audit.c       the three gaps of the paper's proof (audit_dependence,
  *                 audit_parallel, audit_v2)
@@ -199,6 +201,15 @@ typedef struct {
 int t2_reach_build(t2_reach_list *l, const ac_mh *W, const ac_mh *V, size_t n, uint64_t seed,
                    ac_err *err);
 void t2_reach_free(t2_reach_list *l);
+
+/* Layers that differ only in their output projections (same sizes, Wq,
+ * Wk, Wv equal entry by entry) with Wo_cat of f_W of full column rank
+ * (h hs <= d): a certified upper bound B on ||Delta A^+||_F, A = Wo_cat of
+ * f_W, Delta = Vo_cat - A, so that r(X) <= B at every X (bound.c;
+ * doc/mathematics.md §4.10).  NAN when the layers are not of this kind or
+ * the bound was not certified (A'A not proved invertible at 512 bits);
+ * *prec receives the bits of the balls that certified it. */
+double t2_wo_bound(const ac_mh *W, const ac_mh *V, long *prec);
 
 /* The proof's steps for the case res->cls.kase at the candidate cand, into
  * res->steps (trace.c). */

@@ -116,8 +116,10 @@ END_TEST
  * embedding is within the default tol on the embedding's samples, and yet
  * separated beyond it at a near-tie of two logits that fl(sqrt 2) breaks,
  * resolved at a saturating scale (doc/mathematics.md §4.10, "Within
- * reach"); at tol 0 at a generic X.  Layers whose logits pair up and whose
- * Wo differ by one rounding stay UNDECIDED, with the reason recorded. */
+ * reach"); at tol 0 at a generic X.  Layers that differ only in Wo by one
+ * rounding are REFUTED by the bound over every X, r(X) <= ||(Vo - Wo) Wo^+||_F
+ * (§4.10, "Within tol at every X"); rounded to float32, the bound is above
+ * tol and a separation below it is found. */
 START_TEST(test_separation_tolerance)
 {
     ac_mh W, V;
@@ -142,9 +144,29 @@ START_TEST(test_separation_tolerance)
         for (size_t k = 0; k < Vo.d * Vo.h * Vo.hs; k++)
             Vo.wo[k] = nextafter(Vo.wo[k], INFINITY);
         ck_assert(ac_t2_separate(&r, &W, &Vo, 3, &o, NULL) == AC_OK);
-        ck_assert_int_eq(r.verdict, AC_UNDECIDED);
+        /* only Wo differs: r(X) <= ||(Vo - Wo) Wo^+||_F at every X, a few ulps */
+        ck_assert_int_eq(r.verdict, AC_REFUTED);
         ck_assert_int_eq(r.logits_pair, 1);
-        ck_assert(strstr(r.summary, "logit matrices pair up") != NULL);
+        ck_assert_int_eq(r.identical, 0);
+        ck_assert(r.value_bound > 0 && r.value_bound < 1e3 * DBL_EPSILON);
+        ck_assert(r.best.cert.hi == r.value_bound && r.best.cert.verdict == AC_REFUTED);
+        ck_assert(strstr(r.summary, "differ only in the output projection") != NULL);
+        ac_t2_result_free(&r);
+        /* the same pair at tol 0: the bound does not decide; f_W(X) != g_V(X) at a
+           generic X (certified) */
+        o.tol = 0;
+        ck_assert(ac_t2_separate(&r, &W, &Vo, 3, &o, NULL) == AC_OK);
+        ck_assert_int_ne(r.verdict, AC_REFUTED);
+        ck_assert(r.verdict != AC_PROVED || r.best.cert.lo <= r.value_bound);
+        ac_t2_result_free(&r);
+        o.tol = AC_T2_TOL_DEFAULT;
+        /* Wo rounded to float32 (2^-24 relative): the bound is above tol and the
+           separation is found at a generic X, below the bound */
+        for (size_t k = 0; k < Vo.d * Vo.h * Vo.hs; k++)
+            Vo.wo[k] = (double)(float)W.wo[k];
+        ck_assert(ac_t2_separate(&r, &W, &Vo, 3, &o, NULL) == AC_OK);
+        ck_assert_int_eq(r.verdict, AC_PROVED);
+        ck_assert(r.value_bound > AC_T2_TOL_DEFAULT && r.best.cert.lo <= r.value_bound);
         ac_t2_result_free(&r);
         ac_mh_free(&Vo);
     }
