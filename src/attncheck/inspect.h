@@ -77,7 +77,10 @@ typedef struct {
     size_t nsv;               /* dk values kept (the largest) */
     double *lo, *hi;          /* nsv each */
     long rank_lo, rank_hi;    /* certified rank range */
-    double eps;               /* Weyl's radius of the enclosure */
+    double eps;               /* the absolute part of the enclosure's radius (Weyl's) */
+    int route;                /* 0 the d x d product, 1 the rank-dk core, 2 both
+                                 intersected (doc/mathematics.md §6.9) */
+    double e_core;            /* the core's orthogonality defect max(e_A, e_B) */
 } ac_inspect_circuit;
 
 typedef struct {
