@@ -16,8 +16,9 @@
  *     tol (ac_head_certify / ac_head_certify_masked; a REFUTED self-check is a
  *     bug in the reading);
  *   - the circuits QK = Wq_i' Wk_g (d x d) and OV = Wo_i Wv_g (d x d):
- *     certified enclosures of their singular values (ac_sv_enclose on an
- *     interval enclosure of the product) and the certified range of rank
+ *     certified enclosures of their singular values (on the rank-dk core
+ *     of two Cholesky factors, or ac_sv_enclose on an interval enclosure
+ *     of the whole product; doc/mathematics.md §6.9) and the certified range of rank
  *     [#(sigma_lo > 0), min(dk, #(sigma_hi > 0))];
  * and per layer
  *   - kappa of the block [A_1 ... A_h], A_i = P_i V_i (n x dk), as computed in
