@@ -16,8 +16,9 @@
  *     tol (ac_head_certify / ac_head_certify_masked; a REFUTED self-check is a
  *     bug in the reading);
  *   - the circuits QK = Wq_i' Wk_g (d x d) and OV = Wo_i Wv_g (d x d):
- *     certified enclosures of their singular values (ac_sv_enclose on an
- *     interval enclosure of the product) and the certified range of rank
+ *     certified enclosures of their singular values (on the rank-dk core
+ *     of two Cholesky factors, or ac_sv_enclose on an interval enclosure
+ *     of the whole product; doc/mathematics.md §6.9) and the certified range of rank
  *     [#(sigma_lo > 0), min(dk, #(sigma_hi > 0))];
  * and per layer
  *   - kappa of the block [A_1 ... A_h], A_i = P_i V_i (n x dk), as computed in
@@ -77,7 +78,10 @@ typedef struct {
     size_t nsv;               /* dk values kept (the largest) */
     double *lo, *hi;          /* nsv each */
     long rank_lo, rank_hi;    /* certified rank range */
-    double eps;               /* Weyl's radius of the enclosure */
+    double eps;               /* the absolute part of the enclosure's radius (Weyl's) */
+    int route;                /* 0 the d x d product, 1 the rank-dk core, 2 both
+                                 intersected (doc/mathematics.md §6.9) */
+    double e_core;            /* the core's orthogonality defect max(e_A, e_B) */
 } ac_inspect_circuit;
 
 typedef struct {

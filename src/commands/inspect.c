@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "attncheck/inspect.h"
+#include "attncheck/interval.h"
 #include "commands/cmd_impl.h"
 
 #define F(f) AC_OPT_FIELD(ac_inspect_request, f)
@@ -347,11 +348,13 @@ static void json_circuit(ac_json *j, const char *key, const ac_inspect_circuit *
     for (size_t i = 0; i < c->nsv; i++)
         ac_json_number(j, c->hi[i]);
     ac_json_end_array(j);
-    /* the certified gaps sigma_i - sigma_{i+1} >= lo_i - hi_{i+1} */
+    /* the certified gaps sigma_i - sigma_{i+1} >= lo_i - hi_{i+1}, rounded down */
     ac_json_key(j, "gap_lo");
     ac_json_begin_array(j);
-    for (size_t i = 0; i + 1 < c->nsv; i++)
-        ac_json_number(j, c->lo[i] - c->hi[i + 1] > 0 ? c->lo[i] - c->hi[i + 1] : 0);
+    for (size_t i = 0; i + 1 < c->nsv; i++) {
+        double g = ac_sub_dn(c->lo[i], c->hi[i + 1]);
+        ac_json_number(j, g > 0 ? g : 0);
+    }
     ac_json_end_array(j);
     ac_json_end_object(j);
 }

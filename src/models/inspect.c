@@ -34,13 +34,6 @@ void ac_inspect_opts_default(ac_inspect_opts *o)
     o->optimize = 0;
 }
 
-static void circuit_free(ac_inspect_circuit *c)
-{
-    free(c->lo);
-    free(c->hi);
-    memset(c, 0, sizeof *c);
-}
-
 void ac_inspect_layer_free(ac_inspect_layer *res)
 {
     if (!res)
@@ -51,8 +44,8 @@ void ac_inspect_layer_free(ac_inspect_layer *res)
             ac_mat_free(&hd->dist[j].Wq);
             ac_mat_free(&hd->dist[j].Wk);
         }
-        circuit_free(&hd->qk);
-        circuit_free(&hd->ov);
+        md_circuit_free(&hd->qk);
+        md_circuit_free(&hd->ov);
     }
     free(res->heads);
     ac_array_free(&res->patterns);
@@ -74,49 +67,7 @@ ac_verdict ac_inspect_verdict(const ac_inspect_layer *ly, size_t nlayers)
 
 /* ---- circuits ------------------------------------------------------------------ */
 
-/* Certified singular values of A B (A d x dk, B dk x d): the product enclosed
- * by interval arithmetic, Weyl around its SVD (ac_sv_enclose, doc §2.5); the
- * rank is at most dk exactly (a product through dk dimensions). */
-static int circuit(ac_inspect_circuit *c, const ac_mat *A, const ac_mat *B, size_t dk,
-                   ac_err *err)
-{
-    ac_imat C = {0};
-    ac_imat Ai = ac_imat_view(A), Bi = ac_imat_view(B);
-    size_t d = A->rows, m = d < B->cols ? d : B->cols;
-    double *lo = malloc((m ? m : 1) * sizeof *lo), *hi = malloc((m ? m : 1) * sizeof *hi);
-    int st;
-    if (!lo || !hi) {
-        st = ac_err_set(err, AC_EINTERNAL, "out of memory (circuit of %zu x %zu)", d, B->cols);
-        goto out;
-    }
-    if ((st = ac_imat_init(&C, d, B->cols, 1, err)) ||
-        (st = ac_imat_mul(&C, AC_NOTRANS, &Ai, AC_NOTRANS, &Bi, err)))
-        goto out;
-    if (!ac_imat_finite(&C)) {
-        for (size_t i = 0; i < m; i++)
-            lo[i] = 0, hi[i] = INFINITY;
-        c->eps = INFINITY;
-    } else if ((st = ac_sv_enclose(&C, lo, hi, &c->eps, err))) {
-        goto out;
-    }
-    c->nsv = dk < m ? dk : m;
-    c->rank_lo = 0;
-    long nz = 0;
-    for (size_t i = 0; i < m; i++) {
-        c->rank_lo += lo[i] > 0;
-        nz += hi[i] > 0;
-    }
-    c->rank_hi = nz < (long)dk ? nz : (long)dk;
-    c->lo = lo;
-    c->hi = hi;
-    lo = hi = NULL;
-out:
-    free(lo);
-    free(hi);
-    ac_imat_free(&C);
-    return st;
-}
-
+/* The QK and OV circuits of head i (md_circuit, doc §6.9). */
 static int head_circuits(ac_inspect_head *hd, const ac_attn_layer *L, ac_err *err)
 {
     size_t d = L->d, dk = L->dk, i = hd->head, g = hd->kv_head;
@@ -132,7 +83,7 @@ static int head_circuits(ac_inspect_head *hd, const ac_attn_layer *L, ac_err *er
             AC_MAT(&Wv, r, c) = L->wv[(g * dk + r) * d + c];
             AC_MAT(&Wo, c, r) = L->wo[c * (L->h * dk) + i * dk + r];
         }
-    if ((st = circuit(&hd->qk, &WqT, &Wk, dk, err)) || (st = circuit(&hd->ov, &Wo, &Wv, dk, err)))
+    if ((st = md_circuit(&hd->qk, &WqT, &Wk, err)) || (st = md_circuit(&hd->ov, &Wo, &Wv, err)))
         goto out;
 out:
     ac_mat_free(&WqT);

@@ -11,12 +11,15 @@ src_libattncheck_la_SOURCES += \
 	src/models/families.c \
 	src/models/pattern.c \
 	src/models/run.c \
+	src/models/circuit.c \
 	src/models/inspect.c
 
 # unit tests of this module: src/models/test/, one Check program per file
 # (its source: NAME.c; its libraries: LDADD, Makefile.am, "tests")
 MODELS_TESTS = \
-	src/models/test/test_models
+	src/models/test/test_models \
+	src/models/test/test_circuit
 check_PROGRAMS += $(MODELS_TESTS)
 UNIT_TESTS += $(MODELS_TESTS)
 src_models_test_test_models_CFLAGS = $(TEST_CFLAGS)
+src_models_test_test_circuit_CFLAGS = $(TEST_CFLAGS)

@@ -17,13 +17,17 @@
  *   pattern.c      the layer's input (its norm), RoPE, masks, the per-head
  *                  patterns, Theorem 1's form, the descriptions;
  *   run.c          ac_model_run: embeddings and blocks up to a layer;
+ *   circuit.c      certified singular values of a head's circuits: on the
+ *                  rank-dk core, or the whole d x d product;
  *   inspect.c      every check on one layer, head by head (attncheck/inspect.h:
  *                  Theorem 1's threshold and distances, the self-check,
  *                  the circuits, kappa of the block, Theorem 2's hypotheses);
  *   test/          the unit tests, one Check program per file:
  *     test_models.c  the readers, the families and the model API on the
  *                    fixtures of tests/models/ (written by
- *                    tests/models_fixtures.py).
+ *                    tests/models_fixtures.py);
+ *     test_circuit.c the circuits' core route against the full product and
+ *                    against exact structure, over classes of factors.
  *
  * Dimension letters as in attncheck/models.h: n tokens, d width, h heads, hkv
  * key/value heads, dk head size, F feed-forward width.
@@ -34,6 +38,7 @@
 #include <limits.h>
 #include <stdint.h>
 
+#include "attncheck/inspect.h"
 #include "attncheck/models.h"
 #include "io/jsonparse.h"
 
@@ -147,5 +152,21 @@ int md_norm_rows(double *out, const double *x, size_t n, size_t d, ac_norm_kind 
  * with P from ac_attn_patterns on X. */
 int md_attn_output(double *out, const ac_attn_layer *L, const ac_mat *X,
                    const unsigned char *keep, ac_err *err);
+
+/* ---------------------------------------------------------------- circuit.c */
+/* Certified singular values of A B (A d x dk, B dk x d), c zeroed on entry,
+ * d values in c->lo, c->hi (the largest dk kept: c->nsv), the certified rank
+ * range and c->route (doc/mathematics.md §6.9, "Circuits").  md_circuit:
+ * the rank-dk core, and the full product as well when the core cannot
+ * certify or is loose (then the intersection).  md_circuit_full: the d x d
+ * product only.  md_circuit_core: the core only; *ok = 0 and c empty when it
+ * cannot certify (dk >= d, an inexact power-of-two scaling, a failed
+ * Cholesky factor or certificate, a defect e >= 1).  Status codes:
+ * AC_EINTERNAL (memory, or disjoint enclosures: a bug), AC_EUSAGE (shapes). */
+int md_circuit(ac_inspect_circuit *c, const ac_mat *A, const ac_mat *B, ac_err *err);
+int md_circuit_full(ac_inspect_circuit *c, const ac_mat *A, const ac_mat *B, ac_err *err);
+int md_circuit_core(ac_inspect_circuit *c, int *ok, const ac_mat *A, const ac_mat *B,
+                    ac_err *err);
+void md_circuit_free(ac_inspect_circuit *c);
 
 #endif /* AC_MODELS_IMPL_H */

@@ -330,12 +330,17 @@ double ac_t1_t_estimate(const double *p, size_t cnt, double m)
 /* The largest t found with sqrt(sum_e phi(t/p_e)^2) < m certified: no head
  * with max|S - P| <= t exists when m lower-bounds a log-domain obstruction
  * whose distance is at most ||log S - log P||_F restricted to these entries
- * (doc/mathematics.md §3.6).  0 if none is certified. */
+ * (doc/mathematics.md §3.6).  0 if none is certified.  Each candidate t is
+ * tried with the bound in double first (a verified logarithm, one pass) and
+ * with MPFR's only when that one does not certify and the count is small
+ * enough: either bound certifies, and the MPFR one is the tighter, so the t
+ * returned is the one MPFR alone would return unless the double bound is
+ * ever below it. */
 double ac_t1_t_certified(const double *p, size_t cnt, double m)
 {
     double t = ac_t1_t_estimate(p, cnt, m) * (1 - 0x1p-30);
     for (int k = 0; k < 6 && t > 0; k++, t *= 1 - ldexp(1.0, -20 + 3 * k))
-        if ((cnt > PHI_MPFR_MAX ? phi_fro_up_d(p, cnt, t) : phi_fro_up(p, cnt, t)) < m)
+        if (phi_fro_up_d(p, cnt, t) < m || (cnt <= PHI_MPFR_MAX && phi_fro_up(p, cnt, t) < m))
             return t;
     return 0;
 }
