@@ -48,6 +48,7 @@ typedef struct {
     /* learned */
     size_t steps, max_steps, best_step;
     int stalled;               /* BFGS stopped: no further progress */
+    size_t start, starts;      /* the start kept (0-based: seed + start), starts trained */
     double dev, kl;            /* best iterate, in double */
     ac_cert learned;           /* max|Softmax - P| <= tol for its weights, certified */
     ac_mat Wq, Wk;             /* those weights (dk x d, or dk x (d + 1) with a bias) */
@@ -88,6 +89,9 @@ typedef struct {
     const ac_t1_mask *mask; /* NULL: the unmasked head; else trained, certified and
                                decided under this mask (doc/mathematics.md §3.8) */
     int bias;              /* heads with query/key biases (X with a row of ones) */
+    size_t starts;         /* heads trained per dk, from the seeds seed, seed + 1, ...,
+                              until one is certified within tol (0 or 1: one); the
+                              row keeps the one of least certified error */
     /* called after each head size (NULL: none) */
     void (*progress)(void *ctx, size_t done, size_t total);
     void *progress_ctx;

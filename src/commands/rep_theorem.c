@@ -311,6 +311,10 @@ static const ac_opt rt_opts[] = {
     {.name = "dk-range", .kind = AC_OPT_RANGE, F(dk_range),
      S(have_dk_range), .min = 1, .max = MAX_DIM, .arg = "A:B",
      .help = "head sizes for --learn (default 1:n+1)"},
+    {.name = "starts", .kind = AC_OPT_LONG, F(starts), S(have_starts), .min = 1, .max = 1000,
+     .arg = "N", .def = "1",
+     .help = "--learn: train up to N heads per dk, from the seeds S, S + 1, ..., until one is "
+             "certified within tol; the row keeps the head of least certified error"},
     {.name = "csv", .kind = AC_OPT_STRING, F(csv), .set_offset = NS, .arg = "FILE",
      .flags = AC_OPTF_PROGRAM, .help = "--learn: the table as CSV"},
     {.name = "plot", .kind = AC_OPT_STRING, F(plot), .set_offset = NS, .arg = "FILE",
@@ -366,6 +370,8 @@ static int rt_check(void *qv, ac_err *err)
             return ac_err_set(err, AC_EUSAGE, "--csv needs --learn");
         if (q->plot)
             return ac_err_set(err, AC_EUSAGE, "--plot needs --learn");
+        if (q->have_starts)
+            return ac_err_set(err, AC_EUSAGE, "--starts needs --learn");
         return AC_OK;
     }
     const char *conflict = q->have_dk ? "--dk" : q->trace ? "--trace" : q->have_d0 ? "--d0"
@@ -517,6 +523,7 @@ static int rt_run(void *rv, const void *qv, void *hooks, ac_err *err)
             .optimize = (int)q->optimize,
             .mask = q->have_mask ? &mask : NULL,
             .bias = q->bias,
+            .starts = (size_t)q->starts,
             .progress = pr ? pr->fn : NULL,
             .progress_ctx = pr ? pr->ctx : NULL,
         };
@@ -794,6 +801,8 @@ static void write_json_learn(ac_json *j, const ac_rt_request *q, const ac_rt_res
         ac_json_begin_object(j);
         ac_json_kv_int(j, "steps", (long long)w->steps);
         ac_json_kv_bool(j, "stalled", w->stalled);
+        ac_json_kv_uint(j, "start", w->start);
+        ac_json_kv_uint(j, "starts", w->starts);
         ac_json_kv_int(j, "best_step", (long long)w->best_step);
         ac_json_kv_number(j, "maxdev", w->dev);
         ac_json_kv_number(j, "kl", w->kl);

@@ -22,7 +22,7 @@
  * --wq --wk --mask/--bias runs (ac_head_certify_masked on Xu and omega,
  * every pair visible for a bias alone). */
 static int learn_head(const ac_mat *Xu, const ac_mat *P, const unsigned char *omega,
-                      int masked_class, size_t dk, const ac_learn_t1_opts *o,
+                      int masked_class, size_t dk, uint64_t seed, const ac_learn_t1_opts *o,
                       ac_learn_t1_row *row, ac_err *err)
 {
     ac_train_config c;
@@ -32,7 +32,7 @@ static int learn_head(const ac_mat *Xu, const ac_mat *P, const unsigned char *om
     ac_mat Xc = {0}, Pc = {0};
     ac_train_config_default(&c, AC_TASK_FIT_P);
     c.fitp_dk = dk;
-    c.seed = o->seed;
+    c.seed = seed;
     c.eval_every = 1;
     memset(&si, 0, sizeof si);
     int st = ac_trainer_init_fitp_masked(&tr, &c, Xu, NULL, P, NULL, omega, err);
@@ -97,16 +97,39 @@ int ac_learn_t1_row_run(ac_learn_t1_row *row, const ac_mat *X, const ac_mat *P, 
         row->thr_exact = r.threshold.exact && !r.threshold.none;
     }
     ac_t1_result_free(&r);
-    if (!st && masked_class && !(omega = malloc(n * n ? n * n : 1)))
+    if (!st && masked_class && !(omega = malloc(n > 0 ? n * n : 1)))
         st = ac_err_set(err, AC_EINTERNAL, "out of memory");
     if (!st && masked_class)
         st = ac_t1_mask_support(omega, n, lo->mask, err);
     if (!st && lo->bias)
         st = ac_t1_append_ones(&Xb, X, err);
+    /* the starts: seeds seed, seed + 1, ... until one is within tol; the row
+     * keeps the head of least certified error (any head is a valid witness,
+     * so choosing among them costs no soundness) */
     t0 = ac_seconds();
-    if (!st)
-        st = learn_head(lo->bias ? &Xb : X, P, lo->mask ? omega : NULL, masked_class, dk, lo,
-                        row, err);
+    size_t starts = lo->starts > 1 ? lo->starts : 1;
+    ac_learn_t1_row cand;
+    for (size_t k = 0; !st && k < starts && !(k > 0 && row->learned.verdict == AC_PROVED); k++) {
+        memset(&cand, 0, sizeof cand);
+        st = learn_head(lo->bias ? &Xb : X, P, lo->mask ? omega : NULL, masked_class, dk,
+                        lo->seed + k, lo, &cand, err);
+        if (!st && (k == 0 || cand.learned.hi < row->learned.hi)) {
+            ac_learn_t1_row_free(row);
+            row->steps = cand.steps;
+            row->max_steps = cand.max_steps;
+            row->best_step = cand.best_step;
+            row->stalled = cand.stalled;
+            row->dev = cand.dev;
+            row->kl = cand.kl;
+            row->learned = cand.learned;
+            row->Wq = cand.Wq;
+            row->Wk = cand.Wk;
+            row->start = k;
+        } else {
+            ac_learn_t1_row_free(&cand);
+        }
+        row->starts = k + 1;
+    }
     row->learn_seconds = ac_seconds() - t0;
     free(omega);
     ac_mat_free(&Xb);
