@@ -238,6 +238,11 @@ with tempfile.TemporaryDirectory() as t:
     rc, so, se = run(["--learn", "--n", "5", "--mask", "causal,window:0"])
     if rc != 64 or "--mask" not in se:
         fail("--learn with a bad --mask: exit %d, %r" % (rc, se))
+    np.save(os.path.join(t, "dense.npy"), np.full((5, 5), 0.2))
+    rc, so, se = run(["--learn", "--n", "5", "--p", os.path.join(t, "dense.npy"), "--mask",
+                      "causal"])
+    if rc != 65 or "dense.npy" not in se or len(se.strip().splitlines()) != 1:
+        fail("--learn --mask causal with a P positive off the mask: exit %d, %r" % (rc, se))
     np.save(os.path.join(t, "blind.npy"), np.zeros(5))
     rc, so, se = run(["--learn", "--n", "5", "--mask", os.path.join(t, "blind.npy")])
     if rc != 65 or "blind.npy" not in se:

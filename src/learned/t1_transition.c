@@ -256,8 +256,18 @@ int ac_learn_t1_transition(ac_learn_t1_result *res, const ac_mat *X, const char 
 {
     memset(res, 0, sizeof *res);
     int st = AC_OK;
-    if (!o->mask) /* a masked instance is validated on its support by the exact check */
+    if (!o->mask) {
         st = ac_t1_validate(X, xname, P, pname, NULL, 0, "D0", 1, err);
+    } else { /* on its support, the messages naming the files */
+        size_t n = X->cols;
+        unsigned char *om = malloc(n > 0 ? n * n : 1);
+        if (!om)
+            return ac_err_set(err, AC_EINTERNAL, "out of memory");
+        if (!(st = ac_t1_mask_support(om, n, o->mask, err)))
+            st = ac_t1_validate_masked(X, xname, P, pname, om,
+                                       o->mask->name ? o->mask->name : "mask", 1, err);
+        free(om);
+    }
     if (st)
         return st;
     if (o->dk_lo < 1 || o->dk_lo > o->dk_hi)
