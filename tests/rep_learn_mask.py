@@ -9,7 +9,7 @@ size r produces P up to rounding (the masked threshold at tol is <= r):
     (Wk X + bk 1')'(Wq X + bq 1'), so the biased class reaches P at dk = r;
 for every class of mask: causal, causal sliding window, padding (a vector of
 key flags), causal with padding, any boolean pattern (an n x n file), with
-and without bias.  Seeded (ATTNCHECK_SEED, printed with every failure).
+and without bias, and --bias without a mask.  Seeded (ATTNCHECK_SEED, printed with every failure).
 
 For every row of every table:
   1. soundness: the learned head's certified error is >= the certified lower
@@ -93,6 +93,8 @@ def numpy_maxdev(X, P, Wq, Wk, om):
 def support(kind, n, rng):
     """(om, spec parts, files to write): row = key i, column = query j"""
     i, j = np.indices((n, n))
+    if kind == "none":  # no mask: the biased class alone (--bias without --mask)
+        return np.ones((n, n), bool), None, {}
     if kind == "causal":
         return i <= j, "causal", {}
     if kind == "window":
@@ -124,8 +126,10 @@ def instance(kind, n, d, r, bias, rng):
 def check_table(t, name, X, P, om, spec, bias, r, dk_hi):
     tol = 1e-6
     out = os.path.join(t, "out_" + name)
-    args = ["--x", os.path.join(t, "X.npy"), "--p", os.path.join(t, "P.npy"), "--mask",
-            ",".join(os.path.join(t, s) if s.endswith(".npy") else s for s in spec.split(","))]
+    args = ["--x", os.path.join(t, "X.npy"), "--p", os.path.join(t, "P.npy")]
+    if spec is not None:
+        args += ["--mask", ",".join(os.path.join(t, s) if s.endswith(".npy") else s
+                                    for s in spec.split(","))]
     if bias:
         args.append("--bias")
     rc, so, se = run(["--learn", "--json", "--dk-range", "1:%d" % dk_hi, "--starts", "3",
@@ -139,7 +143,7 @@ def check_table(t, name, X, P, om, spec, bias, r, dk_hi):
         fail("%s: --json: %s" % (name, e))
         return
     counts["tables"] += 1
-    if j["verdict"] == "INCONSISTENT" or not j["instance"]["masked"] \
+    if j["verdict"] == "INCONSISTENT" or j["instance"]["masked"] != (spec is not None) \
             or j["instance"]["bias"] != bias:
         fail("%s: verdict %s, instance %s" % (name, j["verdict"], j["instance"]))
     cert_file = json.load(open(os.path.join(out, "certificate.json")))
@@ -200,7 +204,7 @@ def check_table(t, name, X, P, om, spec, bias, r, dk_hi):
                                   c["verdict"]))
 
 
-kinds = ["causal", "window", "padding", "causal+padding", "boolean"]
+kinds = ["causal", "window", "padding", "causal+padding", "boolean", "none"]
 configs = [(8, 8, 2, False), (8, 8, 3, True), (8, 3, 2, True)]  # n, d, r, bias
 seeds = [seed0]
 if tier == "full":
@@ -216,6 +220,8 @@ with tempfile.TemporaryDirectory() as t:
                 if tier != "full" and configs.index((n, d, r, bias)) != k % len(configs) \
                         and not (kind == "causal"):
                     continue
+                if kind == "none" and not bias:
+                    continue  # the unmasked head without bias: tests/cli_rep_learn.sh
                 X, P, om, spec, files = instance(kind, n, d, r, bias, rng)
                 np.save(os.path.join(t, "X.npy"), X)
                 np.save(os.path.join(t, "P.npy"), P)

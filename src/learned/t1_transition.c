@@ -15,7 +15,8 @@
 #include "attncheck/train.h"
 
 /* Train the head of size dk on Xu (X, or [X; 1'] with a bias) under the
- * mask omega (NULL: none), fit-p's defaults: BFGS, evaluated at every step
+ * mask omega of o->mask (every pair visible for a bias alone; NULL: the
+ * unmasked class), fit-p's defaults: BFGS, evaluated at every step
  * so that the best iterate is exact; keep its weights in row and certify
  * them: ac_head_certify for the unmasked head without bias (paper 1's
  * class), else the masked certification of given weights that rep-theorem
@@ -35,7 +36,8 @@ static int learn_head(const ac_mat *Xu, const ac_mat *P, const unsigned char *om
     c.seed = seed;
     c.eval_every = 1;
     memset(&si, 0, sizeof si);
-    int st = ac_trainer_init_fitp_masked(&tr, &c, Xu, NULL, P, NULL, omega, err);
+    /* trained under the mask; a bias alone trains the unmasked head on Xu */
+    int st = ac_trainer_init_fitp_masked(&tr, &c, Xu, NULL, P, NULL, o->mask ? omega : NULL, err);
     while (!st && tr.step < tr.cfg.steps && !si.done) {
         st = ac_trainer_step(&tr, &si, err);
         if (!st)
@@ -111,8 +113,8 @@ int ac_learn_t1_row_run(ac_learn_t1_row *row, const ac_mat *X, const ac_mat *P, 
     ac_learn_t1_row cand;
     for (size_t k = 0; !st && k < starts && !(k > 0 && row->learned.verdict == AC_PROVED); k++) {
         memset(&cand, 0, sizeof cand);
-        st = learn_head(lo->bias ? &Xb : X, P, lo->mask ? omega : NULL, masked_class, dk,
-                        lo->seed + k, lo, &cand, err);
+        st = learn_head(lo->bias ? &Xb : X, P, omega, masked_class, dk, lo->seed + k, lo, &cand,
+                        err);
         if (!st && (k == 0 || cand.learned.hi < row->learned.hi)) {
             ac_learn_t1_row_free(row);
             row->steps = cand.steps;
