@@ -46,9 +46,17 @@ expect 64 "$A" rep-theorem --learn --plot t.txt
 says ".svg, .png or .pdf"
 expect 64 "$A" rep-theorem --learn --dk 3
 says "dk-range"
-expect 64 "$A" rep-theorem --learn --out-dir o
 expect 64 "$A" rep-theorem --learn --trace
+expect 64 "$A" rep-theorem --starts 2
+says "needs --learn"
+expect 64 "$A" rep-theorem --learn --starts 0
 [ ! -e t.csv ] && [ ! -e o ] || err "a refused run wrote a file"
+# --out-dir with --learn: each row's head, as the JSON names it
+expect 0 "$A" rep-theorem --learn --n 4 --dk-range 2:3 --out-dir o --json
+for f in Wq_dk2 Wk_dk2 Wq_dk3 Wk_dk3; do
+    [ -f "o/$f.npy" ] || err "--learn --out-dir: o/$f.npy not written"
+done
+grep -q '"wq": "Wq_dk3"' o/certificate.json || err "--learn --out-dir: certificate.json lacks wq"
 # bad input files: one line naming the file (65, 66)
 expect 66 "$A" rep-theorem --learn --x missing.npy
 says "missing.npy"

@@ -5,7 +5,8 @@ checked from outside.
 1. Bad masks, one class at a time: a one-line error naming the file (or the
    option) and the documented exit status (64 usage, 65 bad data, 66 cannot
    open): wrong shapes, values not 0/1, NaN, a query that sees no key, P
-   positive off the mask, bad SPEC syntax, --learn with --mask or --bias.
+   positive off the mask, bad SPEC syntax (--learn with --mask or --bias:
+   tests/rep_learn_mask.py).
 2. One mask, many spellings: causal as the word, as an n x n file in P's
    layout, in PyTorch's layout with --rows (P and mask transposed), and a
    padding mask as a vector of key flags and as the equivalent n x n file
@@ -129,10 +130,6 @@ with tempfile.TemporaryDirectory() as t:
         rc, out, err = run(["--x", xf, "--p", pfile, "--mask", "causal"])
         if rc != code or len(err.strip().splitlines()) != 1 or os.path.basename(pfile) not in err:
             fail("%s: exit %d, stderr %r" % (what, rc, err))
-    for extra in (["--mask", "causal"], ["--bias"]):
-        rc, out, err = run(["--n", "4", "--learn"] + extra)
-        if rc != 64 or "--learn" not in err or extra[0] not in err:
-            fail("--learn %s: exit %d, stderr %r" % (extra[0], rc, err))
 
     # ---- 2. one mask, many spellings -----------------------------------------------------
     def key(j):

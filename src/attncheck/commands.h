@@ -392,6 +392,8 @@ typedef struct {
     int learn;
     size_t dk_range[2];
     int have_dk_range;
+    long starts;                /* --starts: trained heads per dk (seeds seed, seed + 1, ...) */
+    int have_starts;
     /* output (the program) */
     int trace, json;
     const char *out_dir, *csv, *plot;

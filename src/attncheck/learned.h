@@ -22,6 +22,7 @@
 #include "attncheck/json.h"
 #include "attncheck/multihead.h"
 #include "attncheck/rmt.h"
+#include "attncheck/theorem1.h"
 #include "attncheck/theorem2.h"
 #include "attncheck/train.h"
 #include "attncheck/verdict.h"
@@ -35,20 +36,32 @@ extern "C" {
 /* One head size dk: one head trained by fit-p (BFGS on KL(P || Softmax),
  * evaluated at every step, the best iterate kept), its weights certified at
  * tol; beside it the exact criterion of doc/mathematics.md §3.4 for the same
- * dk (ac_t1_check). */
+ * dk (ac_t1_check).  With a mask (doc/mathematics.md §3.8) the head is
+ * trained under the mask (the softmax of each query over its visible keys,
+ * the loss on the visible entries of P), certified by the masked
+ * certification of given weights (ac_head_certify_masked, as rep-theorem
+ * --wq --wk --mask), and the criterion is the masked one; with a bias the
+ * head is an unbiased head on X with a row of ones appended, its weights
+ * dk x (d + 1), the last column the bias. */
 typedef struct {
     size_t dk;
     /* learned */
     size_t steps, max_steps, best_step;
     int stalled;               /* BFGS stopped: no further progress */
+    size_t start, starts;      /* the start kept (0-based: seed + start), starts trained */
     double dev, kl;            /* best iterate, in double */
     ac_cert learned;           /* max|Softmax - P| <= tol for its weights, certified */
+    ac_mat Wq, Wk;             /* those weights (dk x d, or dk x (d + 1) with a bias) */
+    char wq_name[32], wk_name[32]; /* "Wq_dk3", "Wk_dk3": their names as arrays */
     double learn_seconds;
     /* the exact criterion */
     ac_verdict verdict;        /* C(tol) */
     ac_verdict exact;          /* exact representability */
     double dist_lo, dist_hi;
     long rank;
+    long thr_lo, thr_hi;       /* the threshold of exact representability (masked or
+                                  not), certified range; -1: unknown (hi) or none */
+    int thr_exact;
     double exact_seconds;
 } ac_learn_t1_row;
 
@@ -61,6 +74,9 @@ typedef struct {
     long inconsistent;   /* first dk with learned error < certified lower bound */
     long rank;           /* rank X (-1: not certified) */
     size_t n;
+    int masked, bias;    /* the head class: a mask, biases (§3.8) */
+    long thr_lo, thr_hi; /* the threshold of exact representability (the first row's) */
+    int thr_exact;
     ac_verdict outcome;  /* PROVED agree, REFUTED disagree, UNDECIDED */
 } ac_learn_t1_summary;
 
@@ -70,6 +86,12 @@ typedef struct {
     double tol;
     ac_schedule sched;     /* ball stages of the certificates and the exact check */
     int optimize;          /* BFGS iterations of the exact check's refinement */
+    const ac_t1_mask *mask; /* NULL: the unmasked head; else trained, certified and
+                               decided under this mask (doc/mathematics.md §3.8) */
+    int bias;              /* heads with query/key biases (X with a row of ones) */
+    size_t starts;         /* heads trained per dk, from the seeds seed, seed + 1, ...,
+                              until one is certified within tol (0 or 1: one); the
+                              row keeps the one of least certified error */
     /* called after each head size (NULL: none) */
     void (*progress)(void *ctx, size_t done, size_t total);
     void *progress_ctx;
@@ -82,10 +104,13 @@ typedef struct {
     double seconds;
 } ac_learn_t1_result;
 
-/* Train and certify the head of size dk and run the exact check. */
+/* Train and certify the head of size dk and run the exact check, with o's
+ * seed, tol, sched, optimize, mask and bias (dk_lo, dk_hi, progress
+ * unused).  The instance is validated by the exact check.  row is freed by
+ * ac_learn_t1_row_free in every case. */
 int ac_learn_t1_row_run(ac_learn_t1_row *row, const ac_mat *X, const ac_mat *P, size_t dk,
-                        uint64_t seed, double tol, const ac_schedule *sched, int optimize,
-                        ac_err *err);
+                        const ac_learn_t1_opts *o, ac_err *err);
+void ac_learn_t1_row_free(ac_learn_t1_row *row);
 void ac_learn_t1_summarise(ac_learn_t1_summary *s, const ac_learn_t1_row *rows, size_t nrows,
                            size_t n);
 /* The sentence of the comparison (text, JSON "summary"). */

@@ -293,7 +293,14 @@ enum { AC_NN_INIT_ZERO = 0, AC_NN_INIT_ONE = 1, AC_NN_INIT_NORMAL = 2 };
  * softmax runs over the real keys; with causal, over j <= min(t, len-1)),
  * and CLASSIFY pools row 0 (FIRST), row len-1 (LAST) or the mean of the
  * len real rows (MEAN).  Padded rows are still computed but reach neither
- * the loss nor any real row.  NULL: every position is real. */
+ * the loss nor any real row.  NULL: every position is real.
+ * keep (T x T, row t = query t, entry j = key j) or NULL: ARCH_SCORES only
+ * (AC_EUSAGE otherwise), the same mask for every sequence and head: the
+ * softmax of row t runs over the keys j with keep[t * T + j] != 0 (and
+ * j <= t when causal), the others get weight exactly 0, and the loss of
+ * the row sums over its visible keys only, so that a masked key reaches
+ * neither the loss nor the gradient (doc/mathematics.md §3.8, the masked
+ * head; every row must see a key: AC_EDATA). */
 typedef struct {
     size_t B, T;
     const int32_t *tokens;
@@ -301,6 +308,7 @@ typedef struct {
     const int32_t *targets;
     const double *y;
     const size_t *len;
+    const unsigned char *keep;
 } ac_nn_batch;
 
 typedef struct ac_nn_work ac_nn_work; /* private: activations, plans */

@@ -188,6 +188,11 @@ void ac_t1_result_free(ac_t1_result *res);
  * (its softmax is undefined: drop such queries, e.g. padding queries). */
 int ac_t1_mask_support(unsigned char *omega, size_t n, const ac_t1_mask *m, ac_err *err);
 
+/* Xb = [X; 1'] ((d + 1) x n, allocated): the biased head class on X is the
+ * unbiased class on Xb (doc/mathematics.md §3.8, Lemma B); weights on Xb
+ * are dk x (d + 1), the last column the bias. */
+int ac_t1_append_ones(ac_mat *Xb, const ac_mat *X, ac_err *err);
+
 /* Validate a masked instance: as ac_t1_validate, with P required to be
  * exactly 0 off omega and positive on it, its columns summing to 1 over the
  * visible keys within AC_T1_COLSUM_FACTOR * n * u.  mname names the mask. */

@@ -173,6 +173,18 @@ int ac_trainer_init(ac_trainer *tr, const ac_train_config *cfg, ac_err *err);
  * were read from (in checkpoints; a resumed run compares them). */
 int ac_trainer_init_fitp(ac_trainer *tr, const ac_train_config *cfg, const ac_mat *X,
                          const char *xname, const ac_mat *P, const char *pname, ac_err *err);
+/* fit-p for a masked head (doc/mathematics.md §3.8): as ac_trainer_init_fitp,
+ * with omega (n x n, row = key i, column = query j, as P; NULL: none) the
+ * keys each query sees: the softmax of a column runs over its visible keys
+ * (a hidden key gets weight exactly 0) and the loss over the visible
+ * entries of P, so hidden entries reach neither the loss nor the gradient
+ * (ac_nn_batch's keep).  A head with biases is fitted as an unbiased head
+ * on X with a row of ones appended (pass that X).  A checkpoint records no
+ * mask: `attncheck train --resume` cannot resume such a trainer (the
+ * instance's checksum includes the mask). */
+int ac_trainer_init_fitp_masked(ac_trainer *tr, const ac_train_config *cfg, const ac_mat *X,
+                                const char *xname, const ac_mat *P, const char *pname,
+                                const unsigned char *omega, ac_err *err);
 /* teacher with its layer in memory (a g_V built or loaded by the caller,
  * e.g. `separate --student`): as ac_trainer_init, with the generator mode's
  * layer copied from teacher instead of read from cfg's directory (cfg's

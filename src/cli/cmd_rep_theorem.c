@@ -142,6 +142,10 @@ int cmd_rep_theorem(int argc, char **argv)
     }
     const ac_rt_result *res = ac_request_result(r);
     if (res->learn) {
+        if (q->out_dir && (st = cli_write_outdir(r, q->out_dir))) {
+            rep_learn_files_abort(&files);
+            goto out;
+        }
         if ((st = rep_learn_write(q, res, &files)))
             goto out;
     } else {

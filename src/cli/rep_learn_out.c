@@ -42,11 +42,25 @@ static void print_text(const ac_rt_result *res)
     if (s->rank >= 0)
         printf("; rank X = %ld", s->rank);
     printf("\n");
+    if (s->masked)
+        printf("head       masked%s: the softmax of each query over its visible keys; trained, "
+               "certified and decided under the mask (doc/mathematics.md §3.8)\n",
+               s->bias ? ", with query/key biases (X with a row of ones appended)" : "");
+    else if (s->bias)
+        printf("head       with query/key biases: an unbiased head on X with a row of ones "
+               "appended (doc/mathematics.md §3.8)\n");
     printf("learning   one head per dk: fit-p (BFGS on KL(P || Softmax), at most %zu steps, "
            "best iterate), its weights certified at tol = %s\n",
            r->nrows ? r->rows[0].max_steps : 0, cli_num(b1, sizeof b1, res->tol));
-    printf("exact      the criterion of doc/mathematics.md §3.4-3.6 for the same dk: a "
-           "certified lower bound on the distance, C(tol)\n\n");
+    printf("exact      the criterion of doc/mathematics.md %s for the same dk: a "
+           "certified lower bound on the distance, C(tol)\n", s->masked || s->bias
+           ? "§3.8" : "§3.4-3.6");
+    if ((s->masked || s->bias) && s->thr_exact)
+        printf("threshold  exact representability from dk = %ld (certified)\n", s->thr_lo);
+    else if ((s->masked || s->bias) && s->thr_hi >= 0)
+        printf("threshold  exact representability from some dk in [%ld, %ld] (certified)\n",
+               s->thr_lo < 0 ? 0 : s->thr_lo, s->thr_hi);
+    printf("\n");
     printf("%5s %6s  %-10s %-10s %-9s | %-10s %-10s %-9s %-9s\n", "dk", "steps", "learned",
            "KL(P||S)", "learned", "dist >=", "dist <=", "C(tol)", "exact");
     printf("%5s %6s  %-10s %-10s %-9s | %-10s %-10s %-9s %-9s\n", "", "", "max|S-P|", "",

@@ -293,7 +293,8 @@ static const ac_opt rt_opts[] = {
     {.name = "out-dir", .kind = AC_OPT_STRING, F(out_dir), .set_offset = NS,
      .arg = "DIR", .flags = AC_OPTF_PROGRAM,
      .help = "write Wq.npy, Wk.npy (dk x d), certificate.json, and the X.npy, P.npy that were "
-             "checked if generated or changed"},
+             "checked if generated or changed (with --learn: Wq_dkK.npy, Wk_dkK.npy for each "
+             "head size K, the learned heads the rows certify)"},
     {.name = "threads", .kind = AC_OPT_LONG, F(threads), .set_offset = NS, .min = 1,
      .max = 1024, .arg = "N",
      .help = "number of BLAS threads (the check itself runs BLAS single-threaded: results are "
@@ -303,10 +304,17 @@ static const ac_opt rt_opts[] = {
      .help = "for each dk of --dk-range: train one head (BFGS on KL(P || Softmax), the best "
              "iterate), certify it at --tol (default 1e-6 here), and run the exact check beside "
              "it; print the table and whether the learned transition is where the exact "
-             "criterion puts it"},
+             "criterion puts it.  With --mask and/or --bias the heads are trained under the "
+             "mask (softmax over each query's visible keys, loss on the visible entries of P) "
+             "or on X with a row of ones, certified as --wq --wk would be, and the criterion "
+             "is the masked one (§3.8); --out-dir writes each head as Wq_dkK.npy, Wk_dkK.npy"},
     {.name = "dk-range", .kind = AC_OPT_RANGE, F(dk_range),
      S(have_dk_range), .min = 1, .max = MAX_DIM, .arg = "A:B",
      .help = "head sizes for --learn (default 1:n+1)"},
+    {.name = "starts", .kind = AC_OPT_LONG, F(starts), S(have_starts), .min = 1, .max = 1000,
+     .arg = "N", .def = "1",
+     .help = "--learn: train up to N heads per dk, from the seeds S, S + 1, ..., until one is "
+             "certified within tol; the row keeps the head of least certified error"},
     {.name = "csv", .kind = AC_OPT_STRING, F(csv), .set_offset = NS, .arg = "FILE",
      .flags = AC_OPTF_PROGRAM, .help = "--learn: the table as CSV"},
     {.name = "plot", .kind = AC_OPT_STRING, F(plot), .set_offset = NS, .arg = "FILE",
@@ -362,14 +370,12 @@ static int rt_check(void *qv, ac_err *err)
             return ac_err_set(err, AC_EUSAGE, "--csv needs --learn");
         if (q->plot)
             return ac_err_set(err, AC_EUSAGE, "--plot needs --learn");
+        if (q->have_starts)
+            return ac_err_set(err, AC_EUSAGE, "--starts needs --learn");
         return AC_OK;
     }
-    if (q->have_mask || q->bias)
-        return ac_err_set(err, AC_EUSAGE, "--learn cannot be combined with %s: the training of "
-                          "--learn fits heads without masks or biases (check the masked or "
-                          "biased head without --learn)", q->have_mask ? "--mask" : "--bias");
-    const char *conflict = q->have_dk ? "--dk" : q->out_dir ? "--out-dir" : q->trace ? "--trace"
-                           : q->have_d0 ? "--d0" : NULL;
+    const char *conflict = q->have_dk ? "--dk" : q->trace ? "--trace" : q->have_d0 ? "--d0"
+                           : q->have_wq ? "--wq" : NULL;
     if (conflict)
         return ac_err_set(err, AC_EUSAGE, "--learn cannot be combined with %s%s", conflict,
                           strcmp(conflict, "--dk") == 0 ? " (use --dk-range A:B)" : "");
@@ -515,6 +521,9 @@ static int rt_run(void *rv, const void *qv, void *hooks, ac_err *err)
             .tol = q->have_tol ? q->tol : 1e-6,
             .sched = sched,
             .optimize = (int)q->optimize,
+            .mask = q->have_mask ? &mask : NULL,
+            .bias = q->bias,
+            .starts = (size_t)q->starts,
             .progress = pr ? pr->fn : NULL,
             .progress_ctx = pr ? pr->ctx : NULL,
         };
@@ -749,6 +758,12 @@ static void write_json_learn(ac_json *j, const ac_rt_request *q, const ac_rt_res
     ac_json_parameters_begin(j, q->seed);
     ac_json_kv_bool(j, "learn", 1);
     ac_json_kv_number(j, "tol", res->tol);
+    ac_json_key(j, "mask");
+    if (q->have_mask)
+        ac_json_string(j, ac_cmd_input_name(q->mask, &q->mask_mem, "mask"));
+    else
+        ac_json_null(j);
+    ac_json_kv_bool(j, "bias", q->bias);
     ac_json_parameters_end(j);
     ac_json_kv_string(j, "mode", "learn");
     ac_json_kv_string(j, "claim", "learned heads reach max|Softmax - P| <= tol exactly at the "
@@ -762,6 +777,15 @@ static void write_json_learn(ac_json *j, const ac_rt_request *q, const ac_rt_res
     if (s->rank >= 0)
         ac_json_kv_int(j, "rank", s->rank);
     ac_json_kv_uint(j, "seed", q->seed);
+    ac_json_kv_bool(j, "masked", s->masked);
+    ac_json_kv_bool(j, "bias", s->bias);
+    ac_json_end_object(j);
+    /* the threshold of exact representability (§3.5; §3.8 with a mask or bias) */
+    ac_json_key(j, "exact_threshold");
+    ac_json_begin_object(j);
+    json_dk(j, "lo", s->thr_lo);
+    json_dk(j, "hi", s->thr_hi);
+    ac_json_kv_bool(j, "exact", s->thr_exact);
     ac_json_end_object(j);
     json_dk(j, "learned_transition", s->learned_from);
     json_dk(j, "criterion_transition", s->criterion_from);
@@ -777,12 +801,16 @@ static void write_json_learn(ac_json *j, const ac_rt_request *q, const ac_rt_res
         ac_json_begin_object(j);
         ac_json_kv_int(j, "steps", (long long)w->steps);
         ac_json_kv_bool(j, "stalled", w->stalled);
+        ac_json_kv_uint(j, "start", w->start);
+        ac_json_kv_uint(j, "starts", w->starts);
         ac_json_kv_int(j, "best_step", (long long)w->best_step);
         ac_json_kv_number(j, "maxdev", w->dev);
         ac_json_kv_number(j, "kl", w->kl);
         ac_json_kv_string(j, "verdict", ac_verdict_name(w->learned.verdict));
-        ac_json_key(j, "certificate");
+        ac_json_key(j, "certificate"); /* about the arrays wq, wk (--out-dir: wq.npy, wk.npy) */
         ac_json_cert(j, &w->learned);
+        ac_json_kv_string(j, "wq", w->wq_name);
+        ac_json_kv_string(j, "wk", w->wk_name);
         ac_json_kv_number(j, "seconds", w->learn_seconds);
         ac_json_end_object(j);
         ac_json_key(j, "exact");
@@ -808,16 +836,22 @@ static void rt_write_json(ac_json *j, const void *qv, const void *rv)
         write_json_check(j, qv, res);
 }
 
-/* --out-dir and Python: Wq, Wk (when written), X and P (when generated or
- * changed) */
+/* --out-dir and Python: Wq, Wk (when written; with --learn Wq_dkK, Wk_dkK for
+ * every head size K, the learned weights each row certifies), X and P (when
+ * generated or changed) */
 static size_t rt_arrays(const void *qv, const void *rv, ac_out_array *out, size_t max)
 {
     const ac_rt_result *res = rv;
     size_t k = 0;
     (void)qv;
-    if (res->learn)
-        return 0;
-    if (res->t1.Wq.data) {
+    for (size_t i = 0; res->learn && i < res->lt.nrows; i++) { /* each learned head */
+        const ac_learn_t1_row *w = &res->lt.rows[i];
+        if (w->Wq.data) {
+            k = ac_cmd_out_mat(out, k, max, w->wq_name, &w->Wq);
+            k = ac_cmd_out_mat(out, k, max, w->wk_name, &w->Wk);
+        }
+    }
+    if (!res->learn && res->t1.Wq.data) {
         k = ac_cmd_out_mat(out, k, max, "Wq", &res->t1.Wq);
         k = ac_cmd_out_mat(out, k, max, "Wk", &res->t1.Wk);
     }

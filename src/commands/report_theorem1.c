@@ -124,10 +124,11 @@ void ac_report_rows_learn(ac_report *rep)
     ac_err_clear(&err);
     double t0 = ac_seconds();
     ac_schedule sched = ac_schedule_upto(512);
+    ac_learn_t1_opts lo = {.seed = rep->seed, .tol = tol, .sched = sched, .optimize = 200};
+    memset(rows, 0, sizeof rows);
     int st = ac_t1_generate(&X, &P, n, n, rep->seed, &err);
     for (size_t i = 0; !st && i < 2; i++)
-        st = ac_learn_t1_row_run(&rows[i], &X, &P, n - 2 + i, rep->seed, tol, &sched, 200,
-                                 &err);
+        st = ac_learn_t1_row_run(&rows[i], &X, &P, n - 2 + i, &lo, &err);
     row->seconds = ac_seconds() - t0;
     if (st) {
         ac_report_fail(row, st, &err, NULL);
@@ -147,6 +148,8 @@ void ac_report_rows_learn(ac_report *rep)
                  ac_str_hi(c3, ".3g", rows[1].learned.hi),
                  ac_verdict_name(rows[1].learned.verdict), tol);
     }
+    ac_learn_t1_row_free(&rows[0]);
+    ac_learn_t1_row_free(&rows[1]);
     ac_mat_free(&X);
     ac_mat_free(&P);
 }

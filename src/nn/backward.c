@@ -436,15 +436,20 @@ static void scores_backward(ac_nn_model *m)
         size_t b0 = ch * spc, nb = b0 + spc <= B ? spc : B - b0, r0 = b0 * T;
         double *dp = w->pre + b0 * H * T * T;
         const double *att = w->att + b0 * H * T * T, *y = w->y + b0 * H * T * T;
-        /* forward: loss_row = sum_j y_j (lse - pre_j), so
-         * d pre_j = (att_j sum_i y_i - y_j) / (B H T) */
+        /* forward: loss_row = sum_{j visible} y_j (lse - pre_j), lse over the
+         * visible keys, so d pre_j = (att_j sum_{i visible} y_i - y_j) / (B H T)
+         * for visible j and 0 for a masked key (it reaches neither the loss
+         * nor the softmax) */
         for (size_t r = 0; r < nb * H * T; r++) {
             size_t t = r % T, len = c->causal ? t + 1 : T;
             double sy = 0;
             for (size_t j = 0; j < len; j++)
-                sy += y[r * T + j];
+                if (nn_visible(w, t, j))
+                    sy += y[r * T + j];
             for (size_t j = 0; j < T; j++)
-                dp[r * T + j] = j < len ? (att[r * T + j] * sy - y[r * T + j]) * sc : 0.0;
+                dp[r * T + j] = j < len && nn_visible(w, t, j)
+                                    ? (att[r * T + j] * sy - y[r * T + j]) * sc
+                                    : 0.0;
         }
         ac_nn_scores_backward(w->gqkv + r0 * 2 * D, 2 * D, dp, w->qkv + r0 * 2 * D, 2 * D, nb, T,
                               H, S);

@@ -254,7 +254,8 @@ static int write_tensors(const char *tmp, const save_ctx *sc, uint64_t *sums, ac
 
 /* A dump's batch (tokens and targets as float64, or x and y, in the row
  * layout of nn.h; batch.len.npy, the real tokens of each sequence, when
- * the batch has padding) and its loss (0-d). */
+ * the batch has padding; batch.keep.npy, T x T, when it has a mask) and its
+ * loss (0-d). */
 static int write_batch(const char *tmp, const save_ctx *sc, ac_err *err)
 {
     const ac_nn_batch *b = sc->batch;
@@ -286,6 +287,17 @@ static int write_batch(const char *tmp, const save_ctx *sc, ac_err *err)
         st = write_array(tmp, "batch.len.npy", buf, 1, sh, err);
     }
     free(buf);
+    if (!st && b->keep) { /* the mask of a masked head, 1 = visible, row = query */
+        size_t TT = b->T * b->T;
+        double *kb = malloc((TT ? TT : 1) * sizeof *kb);
+        if (!kb)
+            return ac_err_set(err, AC_EINTERNAL, "out of memory");
+        for (size_t i = 0; i < TT; i++)
+            kb[i] = b->keep[i] != 0;
+        sh[0] = sh[1] = b->T;
+        st = write_array(tmp, "batch.keep.npy", kb, 2, sh, err);
+        free(kb);
+    }
     if (!st && b->x) {
         size_t I = c->arch == AC_NN_ARCH_TRANSFORMER ? c->in_dim : c->width;
         sh[0] = b->B, sh[1] = b->T, sh[2] = I;

@@ -8,6 +8,7 @@
 #include <config.h>
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nn/nn_impl.h"
@@ -74,4 +75,31 @@ void train_fitp_batch(ac_train_data *d, const ac_train_config *c, ac_nn_batch *b
     b->B = 1;
     b->x = d->x;
     b->y = d->y;
+    b->keep = d->keep;
+}
+
+/* The mask of a masked head (doc/mathematics.md §3.8): omega (n x n, row =
+ * key i, column = query j, as P) becomes the batch's keep in the row layout
+ * (row = query), recorded in the checksum and the summary.  The caller
+ * (attncheck/learned.h) validated P on omega; here every query must see a
+ * key (AC_EDATA). */
+int train_fitp_mask(ac_train_data *d, const unsigned char *omega, ac_err *err)
+{
+    size_t n = d->P.rows, nvis = 0;
+    if (!(d->keep = malloc(n * n)))
+        return ac_err_set(err, AC_EINTERNAL, "out of memory");
+    for (size_t t = 0; t < n; t++) {
+        size_t seen = 0;
+        for (size_t j = 0; j < n; j++)
+            seen += d->keep[t * n + j] = omega[j * n + t] != 0;
+        if (!seen)
+            return ac_err_set(err, AC_EDATA, "the mask hides every key from query %zu (its "
+                              "softmax is undefined)", t);
+        nvis += seen;
+    }
+    d->checksum = fnv1a(d->checksum, d->keep, n * n);
+    size_t k = strlen(d->summary);
+    snprintf(d->summary + k, sizeof d->summary - k, ", masked (%zu of %zu pairs visible)", nvis,
+             n * n);
+    return AC_OK;
 }

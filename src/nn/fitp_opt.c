@@ -159,22 +159,31 @@ int ac_trainer_fitp_restore_best(ac_trainer *tr)
  * a sum of nonnegative terms ~ y delta^2/2, instead of the difference of
  * the cross-entropy and the entropy of P, which loses every digit of KL
  * below u times the entropy.  (For s = 1 this is KL exactly; the model's
- * gradient, d/dz_j = s S_j - y_j per column, is its gradient.) */
+ * gradient, d/dz_j = s S_j - y_j per column, is its gradient.)  For a
+ * masked head (d->keep) every sum runs over the visible keys of the column
+ * and S is the softmax over them (doc/mathematics.md §3.8). */
 double train_fitp_kl(const ac_trainer *tr)
 {
     const ac_nn_model *m = &tr->model;
     size_t T = m->w->T;
     const double *z = m->w->pre, *y = tr->data->y;
+    const unsigned char *keep = tr->data->keep; /* a masked head: the sums run over
+                                                   the visible keys only (§3.8) */
     double kl = 0;
     for (size_t t = 0; t < T; t++) {
         const double *zt = z + t * T, *yt = y + t * T;
+        const unsigned char *kt = keep ? keep + t * T : NULL;
         double sy = 0, sr = 0;
         for (size_t j = 0; j < T; j++) {
+            if (kt && !kt[j])
+                continue;
             sy += yt[j];
             sr += yt[j] * (zt[j] - log(yt[j]));
         }
         double rbar = sr / sy, q = 0;
         for (size_t j = 0; j < T; j++) {
+            if (kt && !kt[j])
+                continue;
             double dl = zt[j] - log(yt[j]) - rbar;
             q += yt[j] * (expm1(dl) - dl);
         }

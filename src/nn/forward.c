@@ -174,21 +174,30 @@ static void scores_forward_chunk(ac_nn_model *m, size_t chunk, size_t b0, size_t
     const double *y = w->y + b0 * H * T * T;
     ac_nn_linear_forward(qk, w->x + r0 * C, PAR(m, w->i_wq), NULL, nr, C, 2 * D, 0);
     ac_nn_scores_forward(att, pre, qk, 2 * D, nb, T, H, S, c->causal);
-    /* loss of a row: sum_j y_j (lse - pre_j) = -sum_j y_j log att_j */
+    /* with keep: the softmax of each row over its visible keys only (the
+     * others get weight exactly 0), and the loss of a row
+     * sum_{j visible} y_j (lse - pre_j), lse over the visible keys
+     * (doc/mathematics.md §3.8); without: every key up to len */
     double maxdev = 0;
     for (size_t r = 0; r < nb * H * T; r++) {
         size_t t = r % T, len = c->causal ? t + 1 : T;
-        const double *p = pre + r * T, *a = att + r * T, *yr = y + r * T;
-        double mx = p[0];
-        for (size_t j = 1; j < len; j++)
-            mx = p[j] > mx ? p[j] : mx;
+        const double *p = pre + r * T, *yr = y + r * T;
+        double *a = att + r * T;
+        double mx = -INFINITY;
+        for (size_t j = 0; j < len; j++)
+            if (nn_visible(w, t, j))
+                mx = p[j] > mx ? p[j] : mx;
         double s = 0;
         for (size_t j = 0; j < len; j++)
-            s += exp(p[j] - mx);
+            if (nn_visible(w, t, j))
+                s += exp(p[j] - mx);
         double lse = mx + log(s), loss = 0;
         for (size_t j = 0; j < len; j++) {
-            loss += yr[j] * (lse - p[j]);
-            double e = fabs(a[j] - yr[j]);
+            if (w->have_keep) /* the masked softmax, as ac_softmax_row on the visible keys */
+                a[j] = nn_visible(w, t, j) ? exp(p[j] - mx) / s : 0.0;
+            if (nn_visible(w, t, j))
+                loss += yr[j] * (lse - p[j]);
+            double e = fabs(a[j] - yr[j]); /* a masked key: |0 - y_j| */
             maxdev = e > maxdev ? e : maxdev;
         }
         w->losses[b0 * H * T + r] = loss;
@@ -218,6 +227,25 @@ static int copy_batch(ac_nn_model *m, const ac_nn_batch *b, ac_err *err)
         if (!b->x)
             return ac_err_set(err, AC_EUSAGE, "the batch has no input vectors");
         memcpy(w->x, b->x, N * I * sizeof *w->x);
+    }
+    w->have_keep = 0;
+    if (b->keep) {
+        if (c->arch != AC_NN_ARCH_SCORES)
+            return ac_err_set(err, AC_EUSAGE, "a batch with a keep mask needs the scores "
+                              "architecture");
+        if (!w->keep && !(w->keep = malloc(m->T * m->T)))
+            return ac_err_set(err, AC_EINTERNAL, "out of memory");
+        for (size_t t = 0; t < T; t++) {
+            size_t seen = 0, len = c->causal ? t + 1 : T;
+            for (size_t j = 0; j < T; j++) {
+                w->keep[t * T + j] = b->keep[t * T + j] != 0;
+                seen += j < len && b->keep[t * T + j];
+            }
+            if (!seen)
+                return ac_err_set(err, AC_EDATA, "query %zu sees no key under the mask (its "
+                                  "softmax is undefined)", t);
+        }
+        w->have_keep = 1;
     }
     w->have_len = 0;
     if (b->len && c->arch == AC_NN_ARCH_TRANSFORMER) {

@@ -42,3 +42,7 @@ src_nn_test_test_nn_attn_CFLAGS = $(TEST_CFLAGS)
 src_nn_test_test_nn_tgemm_CFLAGS = $(TEST_CFLAGS)
 src_nn_test_test_train_CFLAGS = $(TEST_CFLAGS)
 src_nn_test_test_fitp_CFLAGS = $(TEST_CFLAGS)
+# the PyTorch cross-check of fit-p under a mask (tests/fitp_mask_torch.sh)
+check_PROGRAMS += tests/fitp_mask_tool
+tests_fitp_mask_tool_SOURCES = tests/fitp_mask_tool.c
+tests_fitp_mask_tool_LDADD = src/libattncheck.la

@@ -379,6 +379,7 @@ void ac_nn_model_free(ac_nn_model *m)
         free(w->tokens);
         free(w->targets);
         free(w->len);
+        free(w->keep);
         free(w->acts);
         free(w->gacts);
         free(w->layers);

@@ -81,6 +81,8 @@ struct ac_train_data {
     size_t tm, td, te, ttrain;
     /* fit-p */
     ac_mat X, P;
+    unsigned char *keep;    /* (n,n) row layout: keep[t * n + j] = key j visible to
+                               query t (the mask of a masked head), or NULL */
     struct train_fitp_state *fitp; /* best iterate, BFGS (fitp_opt.c) */
 };
 
@@ -105,6 +107,8 @@ int train_teacher_batch(ac_train_data *d, const ac_train_config *c, int split, s
 int train_fitp_open(ac_train_data *d, ac_train_config *c, const ac_mat *X, const char *xname,
                     const ac_mat *P, const char *pname, ac_err *err);
 void train_fitp_batch(ac_train_data *d, const ac_train_config *c, ac_nn_batch *b);
+/* after train_fitp_open: the mask omega (n x n, row = key, column = query) */
+int train_fitp_mask(ac_train_data *d, const unsigned char *omega, ac_err *err);
 
 /* fit-p's optimisation state (fitp_opt.c): the best iterate and BFGS.
  *   train_fitp_setup    after the model is built (allocates d->fitp);
@@ -195,6 +199,9 @@ struct ac_nn_work {
     int32_t *tokens, *targets;
     size_t *len;              /* (B) real tokens per sequence (batch len), else T */
     int have_len;             /* the last batch had len */
+    unsigned char *keep;      /* (T,T) the last batch's keep (ARCH_SCORES; allocated at
+                               * the first batch with one) */
+    int have_keep;            /* the last batch had keep */
     double *x, *y;
     /* activations */
     double *acts;
@@ -223,6 +230,12 @@ struct ac_nn_work {
     int merge, merge_pass;
     double *mrg, *mrg_grad;
 };
+
+/* Key j visible to query row t (of T) in the last batch: keep, or every key. */
+static inline int nn_visible(const ac_nn_work *w, size_t t, size_t j)
+{
+    return !w->have_keep || w->keep[t * w->T + j];
+}
 
 /* A size as the BLAS's integer type (cblas.h's blasint). */
 #define BLAS_INT(x) ((blasint)(x))

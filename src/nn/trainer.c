@@ -28,6 +28,7 @@ static void data_free(ac_train_data *d)
     free(d->ids);
     free(d->expr);
     free(d->len);
+    free(d->keep);
     ac_nn_model_free(&d->teacher);
     free(d->tx);
     free(d->ty);
@@ -188,6 +189,16 @@ int ac_trainer_init_fitp(ac_trainer *tr, const ac_train_config *cfg, const ac_ma
     if (!X || !P)
         return ac_err_set(err, AC_EUSAGE, "ac_trainer_init_fitp needs X and P");
     return trainer_init(tr, cfg, X, xname ? xname : "X", P, pname ? pname : "P", NULL, err);
+}
+
+int ac_trainer_init_fitp_masked(ac_trainer *tr, const ac_train_config *cfg, const ac_mat *X,
+                                const char *xname, const ac_mat *P, const char *pname,
+                                const unsigned char *omega, ac_err *err)
+{
+    int st = ac_trainer_init_fitp(tr, cfg, X, xname, P, pname, err);
+    if (!st && omega)
+        st = train_fitp_mask(tr->data, omega, err);
+    return st;
 }
 
 int ac_trainer_init_teacher(ac_trainer *tr, const ac_train_config *cfg, const ac_mh *teacher,

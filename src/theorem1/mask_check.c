@@ -184,11 +184,8 @@ static int mctx_init(mctx *c, ac_t1_result *res, const ac_mat *X, const ac_mat *
         return st;
     c->Xu = X;
     if (o->bias) { /* the biased class: X with a row of ones (§3.8, Lemma B) */
-        if ((st = ac_mat_init(&c->Xb1, d + 1, n, err)))
+        if ((st = ac_t1_append_ones(&c->Xb1, X, err)))
             return st;
-        memcpy(c->Xb1.data, X->data, d * n * sizeof(double));
-        for (size_t j = 0; j < n; j++)
-            AC_MAT(&c->Xb1, d, j) = 1.0;
         c->Xu = &c->Xb1;
     }
     c->d = c->Xu->rows;
@@ -817,4 +814,17 @@ out:
     ac_blas_set_threads(threads);
     t->seconds = ac_seconds() - t0;
     return st;
+}
+
+int ac_t1_append_ones(ac_mat *Xb, const ac_mat *X, ac_err *err)
+{
+    size_t d = X->rows, n = X->cols;
+    int st = ac_mat_init(Xb, d + 1, n, err);
+    if (st)
+        return st;
+    if (d > 0 && n > 0)
+        memcpy(Xb->data, X->data, d * n * sizeof(double));
+    for (size_t j = 0; j < n; j++)
+        AC_MAT(Xb, d, j) = 1.0;
+    return AC_OK;
 }
