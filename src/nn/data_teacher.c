@@ -265,7 +265,7 @@ int train_teacher_batch(ac_train_data *d, const ac_train_config *c, int split, s
         ac_rng r;
         ac_rng_init(&r, c->seed, split == 0 ? STREAM_TEACH : STREAM_TEACH_EVAL, index);
         ac_rng_normal_fill(&r, d->x, B * T * dd);
-        ac_nn_batch tb = {B, T, NULL, d->x, NULL, d->x, NULL}; /* y unused for the output */
+        ac_nn_batch tb = {B, T, NULL, d->x, NULL, d->x, NULL, NULL}; /* y unused for the output */
         if ((st = ac_nn_forward(&d->teacher, &tb, NULL, err)))
             return st;
         size_t rows, cols;
