@@ -849,7 +849,7 @@ START_TEST(test_errors)
     c = base_tf();
     ck_assert(ac_nn_model_init(&m, &c, 2, 4, &err) == AC_OK);
     int32_t tok[8] = {0, 1, 2, 3, 4, 5, 6, 7}, tgt[8] = {0};
-    ac_nn_batch b = {2, 4, tok, NULL, tgt, NULL, NULL};
+    ac_nn_batch b = {2, 4, tok, NULL, tgt, NULL, NULL, NULL};
     ck_assert_int_eq(ac_nn_forward(&m, &b, NULL, &err), AC_EDATA); /* token 7 >= V */
     ck_assert(strstr(err.msg, "token 7") != NULL);
     tok[7] = 1;
