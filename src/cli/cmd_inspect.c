@@ -130,6 +130,28 @@ static void write_csv(FILE *f, void *ctxv)
     }
 }
 
+int cli_inspect_outputs(ac_request *r, const void *qv, const void *rv, cli_plot_files *files,
+                        int json)
+{
+    const ac_inspect_request *q = qv;
+    const ac_inspect_result *res = rv;
+    int st;
+    if (q->csv) {
+        csv_ctx cc = {res};
+        if ((st = cli_plot_files_commit(files, write_csv, NULL, &cc)))
+            return st;
+    }
+    if (json)
+        return cli_print_json(r);
+    if (res->shard)
+        printf("shard %zu/%zu: (layer, head) pairs %zu..%zu of %zu, written to %s\n"
+               "(combine a complete set with: attncheck merge FILE...)\n", q->shard[0],
+               q->shard[1], res->pair_lo, res->pair_hi - 1, res->pairs, q->shard_out);
+    else
+        print_result(q, res);
+    return AC_OK;
+}
+
 int cmd_inspect(int argc, char **argv)
 {
     ac_request *r = NULL;
@@ -151,17 +173,8 @@ int cmd_inspect(int argc, char **argv)
     const ac_inspect_result *res = ac_request_result(r);
     if (q->out_dir && (st = cli_write_outdir(r, q->out_dir)))
         goto out;
-    if (q->csv) {
-        csv_ctx cc = {res};
-        if ((st = cli_plot_files_commit(&files, write_csv, NULL, &cc)))
-            goto out;
-    }
-    if (q->json) {
-        if ((st = cli_print_json(r)))
-            goto out;
-    } else {
-        print_result(q, res);
-    }
+    if ((st = cli_inspect_outputs(r, q, res, &files, q->json)))
+        goto out;
     st = ac_request_status(r);
 out:
     cli_plot_files_abort(&files);
