@@ -643,8 +643,8 @@ static const char *head_why(const ac_inspect_head *hd, const ac_attn_layer *L, c
         }
     if (hd->pmin != pmin || hd->pmax != pmax)
         return "its smallest or largest pattern weight is not the pattern's";
-    if (!(isfinite(hd->factor) && hd->factor > 0))
-        return "its scale factor is not finite and > 0";
+    if (!(isfinite(hd->factor) && hd->factor >= 0))
+        return "its scale factor is not finite and >= 0"; /* 0: a rotary head, not decided */
     if (t->lo < -1 || t->hi < -1 || t->lo > (long)t->dk_max || t->hi > (long)t->dk_max ||
         (t->hi >= 0 && t->lo > t->hi) || t->exact != (t->lo >= 0 && t->lo == t->hi))
         return "its threshold range is impossible (lo > hi, beyond dk_max, or exact wrongly)";
@@ -676,7 +676,10 @@ static const char *head_why(const ac_inspect_head *hd, const ac_attn_layer *L, c
             return "a distance's decades are not log10(hi / lo)";
     }
     const ac_cert *c = &hd->self;
-    if (isnan(c->lo) || isnan(c->hi) || c->lo > c->hi || !verdict_ok(c->verdict) ||
+    if (c->stage == AC_STAGE_NONE) { /* not computed (a rotary head) */
+        if (c->verdict != AC_UNDECIDED || c->lo != 0 || c->hi != 0)
+            return "its self-check was not computed, yet it has a verdict or bounds";
+    } else if (isnan(c->lo) || isnan(c->hi) || c->lo > c->hi || !verdict_ok(c->verdict) ||
         c->rel != AC_LE || c->tau != tol ||
         (c->verdict == AC_PROVED && !(c->hi <= tol)) ||
         (c->verdict == AC_REFUTED && !(c->lo > tol)))

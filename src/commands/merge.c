@@ -49,7 +49,12 @@ static const char merge_description[] =
     "  attncheck condition OPTIONS --shard I/K --samples-out FILE\n"
     "for every I of 1..K (in any order, on any machines), into exactly the result\n"
     "of `attncheck condition OPTIONS`: the same samples, statistics, predictions\n"
-    "and certificates.  The output options are those of condition.";
+    "and certificates.  The output options are those of condition.\n"
+    "The shard files of\n"
+    "  attncheck inspect OPTIONS --shard I/K --shard-out FILE\n"
+    "are merged into the result of `attncheck inspect OPTIONS` (--json, the\n"
+    "table, --csv), each layer's patterns, kappa and Theorem 2 hypotheses\n"
+    "computed from the model and the input the shards name.";
 
 static const char merge_epilogue[] =
     "Exit status: that of condition; 65 if a shard is missing, given twice,\n"
@@ -243,7 +248,8 @@ static void merge_result_free(void *rv)
 
 const ac_command ac_cmd_merge = {
     .name = "merge",
-    .summary = "combine the shard files of a condition sweep into its whole result",
+    .summary = "combine the shard files of a condition sweep or of an inspect run into its "
+               "whole result",
     .synopsis = "attncheck merge FILE... [--json] [--csv FILE] [--plot FILE] [--threads N]",
     .description = merge_description,
     .epilogue = merge_epilogue,
