@@ -155,7 +155,7 @@ typedef struct {
     const char *shard_out;          /* --shard-out FILE: the shard file */
     /* the program's */
     int json;
-    const char *csv, *out_dir;
+    const char *csv, *out_dir, *plot;
 } ac_inspect_request;
 
 typedef struct {

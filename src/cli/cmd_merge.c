@@ -36,9 +36,9 @@ int cmd_merge(int argc, char **argv)
         goto out;
     const ac_merge_result *mr = ac_request_result(r);
     if (mr->inspect) {
-        /* inspect's shards: inspect's outputs (--csv its table) */
+        /* inspect's shards: inspect's outputs (--csv its table, --plot its map) */
         cond_files_abort(&files);
-        if (!(st = cli_plot_files_open(&pfiles, q->csv, NULL)) &&
+        if (!(st = cli_plot_files_open(&pfiles, q->csv, q->plot)) &&
             !(st = cli_inspect_outputs(r, &mr->request, &mr->insp, &pfiles, q->json)))
             st = ac_request_status(r);
     } else if (!(st = cond_write_outputs(r, &mr->cond.sweep, &mr->cond, &files, q->json))) {

@@ -71,6 +71,10 @@ const ac_opt ac_inspect_cmd_opts[] = {
      .group = "Output:", .help = "print one JSON object (schema/inspect.schema.json)"},
     {.name = "csv", .kind = AC_OPT_STRING, F(csv), .set_offset = NS, .arg = "FILE",
      .flags = AC_OPTF_PROGRAM, .help = "write one row per head as CSV"},
+    {.name = "plot", .kind = AC_OPT_STRING, F(plot), .set_offset = NS, .arg = "FILE",
+     .flags = AC_OPTF_PROGRAM, .check = ac_cmd_check_plot,
+     .help = "a layer x head map of the thresholds at tol, beside kappa per layer with its "
+             "Gaussian prediction (.svg, .png or .pdf) with gnuplot"},
     {.name = "out-dir", .kind = AC_OPT_STRING, F(out_dir), .set_offset = NS, .arg = "DIR",
      .flags = AC_OPTF_PROGRAM,
      .help = "write patterns.npy [layers, heads, n, n] (query rows summing to 1), normed.npy "
@@ -129,10 +133,12 @@ static int in_check(void *qv, ac_err *err)
         return ac_err_set(err, AC_EUSAGE, "--dk-prime: at most %d sizes", AC_INSPECT_MAX_DKP);
     if (q->have_shard != (q->shard_out != NULL))
         return ac_err_set(err, AC_EUSAGE, "--shard I/K and --shard-out FILE go together");
-    if (q->have_shard && (q->csv || q->out_dir || q->weights))
-        return ac_err_set(err, AC_EUSAGE, q->csv ? "--csv needs the whole run: give it to "
-                          "`attncheck merge`" : "--%s is not taken with --shard (the arrays "
-                          "come from a whole run)", q->out_dir ? "out-dir" : "weights");
+    if (q->have_shard && (q->csv || q->plot))
+        return ac_err_set(err, AC_EUSAGE, "--%s needs the whole run: give it to `attncheck "
+                          "merge`", q->csv ? "csv" : "plot");
+    if (q->have_shard && (q->out_dir || q->weights))
+        return ac_err_set(err, AC_EUSAGE, "--%s is not taken with --shard (the arrays come "
+                          "from a whole run)", q->out_dir ? "out-dir" : "weights");
     return AC_OK;
 }
 
