@@ -41,9 +41,9 @@
 #include "commands/inspect_cmd.h"
 #include "core/fnv.h"
 #include "io/jsonparse.h"
+#include "io/sumjson.h"
 
 #define SHARD_VERSION 1
-#define SUM_KEY ",\"fnv1a64\":\""
 #define NOT_SHARD "not an inspect shard file"
 #define CORRUPT "corrupt inspect shard file"
 #define INCONSISTENT "inconsistent inspect shard file"
@@ -177,72 +177,58 @@ static void head_json(ac_json *j, const ac_inspect_head *hd, uint64_t psum)
     ac_json_end_object(j);
 }
 
-int ac_inspect_shard_write(const char *path, const char *const *words, size_t nwords, size_t i,
-                           size_t k, size_t lo, size_t hi, size_t total, const ac_model *m,
-                           uint64_t input, const ac_inspect_layer *ly, size_t nl, ac_err *err)
+typedef struct {
+    const char *const *words;
+    size_t nwords, i, k, lo, hi, total;
+    const ac_model *m;
+    uint64_t input;
+    const ac_inspect_layer *ly;
+    size_t nl;
+} shard_doc;
+
+static void compose(ac_json *j, void *ctx)
 {
-    char *text = NULL, hex[65];
-    size_t len = 0;
-    FILE *mem = open_memstream(&text, &len);
-    ac_json *j = mem ? ac_json_new(mem, 0) : NULL;
-    if (!j) {
-        if (mem)
-            fclose(mem);
-        free(text);
-        return ac_err_set(err, AC_EINTERNAL, "out of memory");
-    }
+    const shard_doc *d = ctx;
+    char hex[65];
     ac_json_begin_object(j);
     ac_json_kv_string(j, "format", AC_INSPECT_SHARD_FORMAT);
     ac_json_kv_int(j, "version", SHARD_VERSION);
     ac_json_kv_string(j, "attncheck", PACKAGE_VERSION);
     ac_json_key(j, "words");
     ac_json_begin_array(j);
-    for (size_t w = 0; w < nwords; w++)
-        ac_json_string(j, words[w]);
+    for (size_t w = 0; w < d->nwords; w++)
+        ac_json_string(j, d->words[w]);
     ac_json_end_array(j);
-    ac_json_kv_int_pair(j, "shard", (long long)i, (long long)k);
-    ac_json_kv_int_pair(j, "pairs", (long long)lo, (long long)hi);
-    ac_json_kv_int(j, "total", (long long)total);
+    ac_json_kv_int_pair(j, "shard", (long long)d->i, (long long)d->k);
+    ac_json_kv_int_pair(j, "pairs", (long long)d->lo, (long long)d->hi);
+    ac_json_kv_int(j, "total", (long long)d->total);
     ac_json_key(j, "model");
     ac_json_begin_array(j);
-    for (size_t f = 0; f < m->st.nfiles; f++) {
+    for (size_t f = 0; f < d->m->st.nfiles; f++) {
         for (int b = 0; b < 32; b++)
-            snprintf(hex + 2 * b, 3, "%02x", m->st.files[f].sha256[b]);
+            snprintf(hex + 2 * b, 3, "%02x", d->m->st.files[f].sha256[b]);
         ac_json_string(j, hex);
     }
     ac_json_end_array(j);
-    kv_sum(j, "input", input);
+    kv_sum(j, "input", d->input);
     ac_json_key(j, "heads");
     ac_json_begin_array(j);
-    for (size_t l = 0; l < nl; l++)
-        for (size_t q = 0; q < ly[l].nheads; q++) {
-            size_t n = ly[l].n, h = ly[l].heads[q].head;
-            head_json(j, &ly[l].heads[q], ac_inspect_sum(ly[l].patterns.data + h * n * n, n * n));
+    for (size_t l = 0; l < d->nl; l++)
+        for (size_t q = 0; q < d->ly[l].nheads; q++) {
+            size_t n = d->ly[l].n, h = d->ly[l].heads[q].head;
+            head_json(j, &d->ly[l].heads[q],
+                      ac_inspect_sum(d->ly[l].patterns.data + h * n * n, n * n));
         }
     ac_json_end_array(j);
     ac_json_end_object(j);
-    int jst = ac_json_error(j);
-    ac_json_free(j);
-    if (fclose(mem) != 0 || jst || len < 2 || memcmp(text + len - 2, "}\n", 2) != 0) {
-        free(text);
-        return ac_err_set(err, AC_EINTERNAL, "%s: cannot compose the shard in memory", path);
-    }
-    len -= 2;
-    ac_atomic f;
-    int st = ac_atomic_open(&f, path, err);
-    if (st) {
-        free(text);
-        return st;
-    }
-    uint64_t sum = fnv1a(FNV_INIT, text, len);
-    int ok = fwrite(text, 1, len, f.fp) == len &&
-             fprintf(f.fp, SUM_KEY "%016" PRIx64 "\"}\n", sum) > 0;
-    free(text);
-    if (!ok) {
-        ac_atomic_abort(&f);
-        return ac_err_set(err, AC_ECANTCREAT, "%s: cannot write", path);
-    }
-    return ac_atomic_commit(&f, err);
+}
+
+int ac_inspect_shard_write(const char *path, const char *const *words, size_t nwords, size_t i,
+                           size_t k, size_t lo, size_t hi, size_t total, const ac_model *m,
+                           uint64_t input, const ac_inspect_layer *ly, size_t nl, ac_err *err)
+{
+    shard_doc d = {words, nwords, i, k, lo, hi, total, m, input, ly, nl};
+    return ac_sumjson_write(path, compose, &d, err);
 }
 
 /* ---- reading ------------------------------------------------------------------ */
@@ -257,14 +243,8 @@ static int refuse(ac_err *err, const char *path, const char *kind, const char *f
     return ac_err_set(err, AC_EDATA, "%s: %s: %s", path, kind, what);
 }
 
-static int jdouble(const ac_jv *v, double *x)
-{
-    if (!v || v->type != AC_JV_STRING)
-        return 0;
-    char *end;
-    *x = strtod(v->s, &end);
-    return end != v->s && *end == '\0';
-}
+#define jdouble ac_jv_hexdouble
+#define dup_key ac_jv_dup_key
 
 static int jlong(const ac_jv *v, long *x)
 {
@@ -326,15 +306,6 @@ static const ac_jv *jarr(const ac_jv *o, const char *key, size_t n)
 {
     const ac_jv *v = ac_jv_get(o, key);
     return v && v->type == AC_JV_ARRAY && (n == (size_t)-1 || v->n == n) ? v : NULL;
-}
-
-static const char *dup_key(const ac_jv *obj)
-{
-    for (size_t a = 0; a < obj->n; a++)
-        for (size_t b = 0; b < a; b++)
-            if (strcmp(obj->kids[a]->key, obj->kids[b]->key) == 0)
-                return obj->kids[a]->key;
-    return NULL;
 }
 
 static int read_circuit(ac_inspect_circuit *c, const ac_jv *a)
@@ -428,39 +399,6 @@ static int read_head(ac_inspect_head *hd, uint64_t *psum, const ac_jv *o)
     return 1;
 }
 
-/* Version 1: the file ends ,"fnv1a64":"<16 hex>"} (and a newline). */
-static int check_sum(const char *text, size_t n, const char *path, ac_err *err)
-{
-    size_t kl = strlen(SUM_KEY), tail = kl + 16 + 2;
-    if (n > 0 && text[n - 1] == '\n')
-        n--;
-    if (n < tail || memcmp(text + n - tail, SUM_KEY, kl) != 0 ||
-        memcmp(text + n - 2, "\"}", 2) != 0)
-        return refuse(err, path, CORRUPT, "it does not end with its checksum \"fnv1a64\"");
-    char hex[17];
-    memcpy(hex, text + n - tail + kl, 16);
-    hex[16] = '\0';
-    uint64_t want, got = fnv1a(FNV_INIT, text, n - tail);
-    ac_jv v = {.type = AC_JV_STRING, .s = hex};
-    if (!jsum(&v, &want))
-        return refuse(err, path, CORRUPT, "its checksum is not 16 hexadecimal digits");
-    if (got != want)
-        return refuse(err, path, CORRUPT,
-                      "checksum mismatch (fnv1a64 %016" PRIx64 " written, %016" PRIx64
-                      " read): the file changed after it was written",
-                      want, got);
-    return AC_OK;
-}
-
-static int looks_like_shard(const char *text, size_t n)
-{
-    size_t lim = n < 200 ? n : 200, fl = strlen(AC_INSPECT_SHARD_FORMAT);
-    for (size_t k = 0; k + fl <= lim; k++)
-        if (memcmp(text + k, AC_INSPECT_SHARD_FORMAT, fl) == 0)
-            return 1;
-    return 0;
-}
-
 int ac_inspect_shard_is(const char *path)
 {
     char buf[200];
@@ -469,7 +407,7 @@ int ac_inspect_shard_is(const char *path)
         return 0;
     size_t n = fread(buf, 1, sizeof buf, f);
     fclose(f);
-    return looks_like_shard(buf, n);
+    return ac_sumjson_names(buf, n, AC_INSPECT_SHARD_FORMAT);
 }
 
 static int read_top(ac_inspect_shard *s, const ac_jv *v, const char *path, ac_err *err)
@@ -536,9 +474,10 @@ int ac_inspect_shard_read(ac_inspect_shard *s, const char *path, ac_err *err)
         return ac_err_set(err, AC_EDATA, "%s: too large for an inspect shard file", path);
     if (st)
         return st;
-    char name[AC_ERR_MSG_MAX];
+    char name[AC_ERR_MSG_MAX], why[160];
+    const char *bad;
     snprintf(name, sizeof name, "%s: %s", path,
-             looks_like_shard((char *)text, n) ? CORRUPT " (truncated or damaged)" : NOT_SHARD);
+             ac_sumjson_names((char *)text, n, AC_INSPECT_SHARD_FORMAT) ? CORRUPT " (truncated or damaged)" : NOT_SHARD);
     if ((st = ac_jparse(&v, (char *)text, n, name, err)))
         goto out;
     const ac_jv *fmt = ac_jv_get(v, "format"), *ver = ac_jv_get(v, "version");
@@ -548,8 +487,8 @@ int ac_inspect_shard_read(ac_inspect_shard *s, const char *path, ac_err *err)
     else if (!ver || ver->type != AC_JV_NUMBER || strcmp(ver->s, "1") != 0)
         st = refuse(err, path, NOT_SHARD, "format version %s; this attncheck reads 1",
                     ver && ver->s ? ver->s : "missing");
-    else if ((st = check_sum((char *)text, n, path, err)))
-        ;
+    else if ((bad = ac_sumjson_check((char *)text, n, why, sizeof why)))
+        st = refuse(err, path, CORRUPT, "%s", bad);
     else if (dup_key(v))
         st = refuse(err, path, CORRUPT, "two members \"%s\"", dup_key(v));
     else
