@@ -150,6 +150,8 @@ typedef struct {
     long threads;
     int have_threads;
     int weights;                    /* --weights: the compressed heads */
+    int rope;                       /* --rope: 0 half, 1 interleaved (have_rope) */
+    int have_rope;
     size_t shard[2];                /* --shard I/K: pairs of shard I of K */
     int have_shard;
     const char *shard_out;          /* --shard-out FILE: the shard file */

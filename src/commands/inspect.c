@@ -21,6 +21,8 @@
 #define A(f) AC_OPT_ARRAY_AT(ac_inspect_request, f)
 #define NS AC_OPT_NOSET
 
+static const char *const rope_names[] = {"half", "interleaved", NULL};
+
 const ac_opt ac_inspect_cmd_opts[] = {
     {.name = "model", .kind = AC_OPT_STRING, F(model), S(have_model), .arg = "DIR",
      .group = "Model and input:",
@@ -44,6 +46,11 @@ const ac_opt ac_inspect_cmd_opts[] = {
     {.name = "normed", .kind = AC_OPT_STRING, F(normed), S(have_normed), .arg = "FILE",
      .flags = AC_OPTF_ARRAY, A(normed_mem),
      .help = "the exact input of the q/k/v projections (.npy, n x d)"},
+    {.name = "rope", .kind = AC_OPT_CHOICE, F(rope), S(have_rope), .choices = rope_names,
+     .arg = "PAIRING",
+     .help = "the RoPE pairing of a rotary model whose config.json does not say it: half "
+             "(Hugging Face's rotate_half: dimension i with i + dk/2) or interleaved (Meta's "
+             "original layout: 2i with 2i + 1); refused on a model without rotary embeddings"},
     {.name = "tol", .kind = AC_OPT_DOUBLE, F(tol), S(have_tol), .min = 0x1p-60, .max = 1,
      .arg = "T", .def = "0x1p-26", .def_show = "2^-26 = 1.49e-08", .group = "Checks:",
      .help = "tolerance of C(tol) (some head of size dk has max|Softmax - P| <= T), of the "
@@ -310,6 +317,8 @@ int ac_inspect_cmd_run(ac_inspect_result *res, const ac_inspect_request *q,
     ac_model_opts mo;
     ac_model_opts_default(&mo);
     mo.checksum = 1;
+    if (q->have_rope)
+        mo.rope = q->rope == 0 ? AC_ROPE_HALF : AC_ROPE_INTERLEAVED;
     if ((st = ac_model_open(&res->m, q->model, &mo, err)))
         goto out;
     ac_model_describe(res->model_desc, sizeof res->model_desc, &res->m);
