@@ -448,10 +448,13 @@ def merge(files, **options):
     """Combine the shard files of one condition sweep (condition(...,
     shard=(i, k), samples_out=FILE) for every i of 1..k) into exactly the
     result of the unsharded sweep; options: threads.  Returns a
-    ConditionResult, as condition does."""
+    ConditionResult, as condition does.  The shard files of inspect
+    (inspect(..., shard=(i, k), shard_out=FILE)) give inspect's Result (its
+    r.command is "inspect")."""
     if isinstance(files, (str, bytes, os.PathLike)):
         files = [files]
-    return ConditionResult(_merge(list(files), **options))
+    r = _merge(list(files), **options)
+    return r if r.command == "inspect" else ConditionResult(r)
 
 
 def _condition_signature():

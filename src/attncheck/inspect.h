@@ -60,6 +60,8 @@ typedef struct {
     int optimize;             /* BFGS iterations refining the compressed heads (ac_t1_opts) */
     int threads;              /* OpenMP threads over heads (0: OpenMP's default);
                                  the results do not depend on it */
+    int heads_only;           /* the heads only: no kappa, no Theorem 2 hypotheses (a
+                                 shard of inspect --shard; the merge computes them) */
 } ac_inspect_opts;
 
 void ac_inspect_opts_default(ac_inspect_opts *o);
@@ -152,9 +154,14 @@ typedef struct {
     long threads;
     int have_threads;
     int weights;                    /* --weights: the compressed heads */
+    int rope;                       /* --rope: 0 half, 1 interleaved (have_rope) */
+    int have_rope;
+    size_t shard[2];                /* --shard I/K: pairs of shard I of K */
+    int have_shard;
+    const char *shard_out;          /* --shard-out FILE: the shard file */
     /* the program's */
     int json;
-    const char *csv, *out_dir;
+    const char *csv, *out_dir, *plot;
 } ac_inspect_request;
 
 typedef struct {
@@ -172,9 +179,35 @@ typedef struct {
                                                                  dk', d'] */
     char wnames[2 * AC_INSPECT_MAX_DKP][32];
     double seconds;
+    /* --shard I/K: the (layer, head) pairs [pair_lo, pair_hi) of pairs, written to
+       --shard-out (layers empty); merged: the heads came from shard files */
+    int shard, merged;
+    size_t pair_lo, pair_hi, pairs;
 } ac_inspect_result;
 
 extern const ac_command ac_cmd_inspect;
+
+/* The (layer, head) pairs of a run, in the order layer by layer, head by head
+ * within a layer (--layer, --head select them), are split into K shards as
+ * condition's trials: shard I holds pairs [floor((I-1) P / K), floor(I P / K))
+ * (ac_cond_shard_range).  A shard computes every check of its heads only;
+ * `attncheck merge` reads a complete set of shard files, recomputes from the
+ * model and the input each layer's patterns (the checksum of every head's
+ * pattern must be the one the shard recorded), kappa and Theorem 2's
+ * hypotheses (which need every head of a layer), and takes each head's
+ * record from its shard after checking it (attncheck-merge(1), CHECKS). */
+
+/* merge's result (attncheck-merge(1)): condition's (cond, its first member,
+ * inspect = 0), or inspect's (inspect = 1: the options read from the shards'
+ * words in request, the merged result in insp). */
+typedef struct {
+    ac_condition_result cond;
+    int inspect;
+    ac_inspect_request request;
+    ac_inspect_result insp;
+    char **words;                   /* the words request's strings point into */
+    size_t nwords;
+} ac_merge_result;
 
 #ifdef __cplusplus
 }

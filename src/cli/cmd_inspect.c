@@ -97,13 +97,16 @@ static void print_result(const ac_inspect_request *q, const ac_inspect_result *r
            "within tol = %g); %.1f s\n", ac_verdict_name(res->verdict), q->tol, res->seconds);
 }
 
+/* what --csv and --plot are written from */
 typedef struct {
     const ac_inspect_result *res;
-} csv_ctx;
+    const char *plot;
+    double tol;
+} plot_ctx;
 
 static void write_csv(FILE *f, void *ctxv)
 {
-    const ac_inspect_result *res = ((csv_ctx *)ctxv)->res;
+    const ac_inspect_result *res = ((const plot_ctx *)ctxv)->res;
     fprintf(f, "layer,head,dk,bias,masked,thr_lo,thr_hi,thr_exact,own_dk,self_check,"
                "self_hi,qk_rank_lo,qk_rank_hi,ov_rank_lo,ov_rank_hi");
     if (res->nlayers && res->layers[0].nheads)
@@ -130,6 +133,86 @@ static void write_csv(FILE *f, void *ctxv)
     }
 }
 
+/* --plot: on the left the layer x head map of the thresholds at tol (the
+ * colour: the smallest head size PROVED; the label: the threshold or its
+ * certified range; blank where no size is proved), on the right kappa per
+ * layer (its certified enclosure as an error bar) beside the Gaussian
+ * prediction's median and 5-95% band. */
+static void write_plot(FILE *f, void *ctxv)
+{
+    const plot_ctx *c = ctxv;
+    const ac_inspect_result *res = c->res;
+    char t[AC_FMT_BOUND_BUFSIZE];
+    size_t H = res->nlayers ? res->layers[0].nheads : 0;
+    fprintf(f, "set terminal %s\n", cli_plot_terminal(c->plot));
+    fputs("$thr << EOD\n", f);
+    for (size_t l = 0; l < res->nlayers; l++)
+        for (size_t k = 0; k < res->layers[l].nheads; k++) {
+            const ac_inspect_head *hd = &res->layers[l].heads[k];
+            fprintf(f, "%zu %zu", hd->layer, hd->head);
+            cli_gp_val(f, hd->thr.hi >= 0 ? (double)hd->thr.hi : NAN);
+            fprintf(f, " \"%s\"\n", thr_text(t, sizeof t, &hd->thr)); /* digits, [ , ] > - */
+        }
+    fputs("EOD\n$kap << EOD\n", f);
+    for (size_t l = 0; l < res->nlayers; l++) {
+        const ac_inspect_layer *ly = &res->layers[l];
+        const double v[6] = {ly->kappa.kappa, ly->kappa.kappa_lo, ly->kappa.kappa_hi,
+                             ly->pred_median, ly->pred_q05, ly->pred_q95};
+        fprintf(f, "%zu", ly->layer);
+        for (int k = 0; k < 6; k++)
+            cli_gp_val(f, v[k] > 0 ? v[k] : NAN); /* a log axis: 0 is off the plot */
+        fputc('\n', f);
+    }
+    fputs("EOD\n", f);
+    size_t l0 = res->nlayers ? res->layers[0].layer : 0;
+    size_t l1 = res->nlayers ? res->layers[res->nlayers - 1].layer : 0;
+    size_t h0 = H ? res->layers[0].heads[0].head : 0;
+    size_t h1 = H ? res->layers[0].heads[H - 1].head : 0;
+    fputs("set multiplot layout 1,2 title ", f);
+    {
+        char title[2400];
+        snprintf(title, sizeof title, "attncheck inspect: %s (n = %zu, tol = %g)",
+                 ac_model_family_name(res->m.family), res->n, c->tol);
+        cli_gp_quote(f, title);
+    }
+    fprintf(f, "\nset title 'threshold at tol (a range: undecided between)'\nset xlabel 'head'\nset ylabel 'layer'\n"
+               "set xrange [%g:%g]\nset yrange [%g:%g]\nset xtics 1\nset ytics 1\n"
+               "set cblabel 'head size'\nset cbrange [0:%zu]\nset palette rgbformulae 33,13,10\n"
+               "plot $thr using 2:1:(0.5):(0.5):3 with boxxyerror fs solid lc palette notitle, "
+               "'' using 2:1:4 with labels notitle\n",
+            (double)h0 - 0.5, (double)h1 + 0.5, (double)l1 + 0.5, (double)l0 - 0.5, res->m.dk);
+    fprintf(f, "set title 'kappa of [A_1 ... A_h] per layer'\nset xlabel 'layer'\n"
+               "set ylabel 'kappa'\nset yrange [*:*] noreverse\nset logscale y\n"
+               "set ytics autofreq\nset xrange [%g:%g]\nunset colorbox\nset key top left\n"
+               "plot $kap using 1:6:7 with filledcurves fs transparent solid 0.2 lc rgb "
+               "'#1f77b4' title 'Gaussian 5-95%%', '' using 1:5 with linespoints lc rgb "
+               "'#1f77b4' title 'Gaussian median', '' using 1:2:3:4 with yerrorbars pt 7 lc "
+               "rgb '#d62728' title 'kappa [lo, hi]'\nunset multiplot\n",
+            (double)l0 - 0.5, (double)l1 + 0.5);
+}
+
+int cli_inspect_outputs(ac_request *r, const void *qv, const void *rv, cli_plot_files *files,
+                        int json)
+{
+    const ac_inspect_request *q = qv;
+    const ac_inspect_result *res = rv;
+    int st;
+    if (files->csv_name || files->plot_name) {
+        plot_ctx pc = {res, files->plot_name, q->tol};
+        if ((st = cli_plot_files_commit(files, write_csv, write_plot, &pc)))
+            return st;
+    }
+    if (json)
+        return cli_print_json(r);
+    if (res->shard)
+        printf("shard %zu/%zu: (layer, head) pairs %zu..%zu of %zu, written to %s\n"
+               "(combine a complete set with: attncheck merge FILE...)\n", q->shard[0],
+               q->shard[1], res->pair_lo, res->pair_hi - 1, res->pairs, q->shard_out);
+    else
+        print_result(q, res);
+    return AC_OK;
+}
+
 int cmd_inspect(int argc, char **argv)
 {
     ac_request *r = NULL;
@@ -144,24 +227,15 @@ int cmd_inspect(int argc, char **argv)
     if ((st = cli_parse_request(r, argc, argv)))
         goto out;
     const ac_inspect_request *q = ac_request_options(r);
-    if ((st = cli_check_request(r)) || (st = cli_plot_files_open(&files, q->csv, NULL)))
+    if ((st = cli_check_request(r)) || (st = cli_plot_files_open(&files, q->csv, q->plot)))
         goto out;
     if ((st = cli_run_request(r, NULL)))
         goto out;
     const ac_inspect_result *res = ac_request_result(r);
     if (q->out_dir && (st = cli_write_outdir(r, q->out_dir)))
         goto out;
-    if (q->csv) {
-        csv_ctx cc = {res};
-        if ((st = cli_plot_files_commit(&files, write_csv, NULL, &cc)))
-            goto out;
-    }
-    if (q->json) {
-        if ((st = cli_print_json(r)))
-            goto out;
-    } else {
-        print_result(q, res);
-    }
+    if ((st = cli_inspect_outputs(r, q, res, &files, q->json)))
+        goto out;
     st = ac_request_status(r);
 out:
     cli_plot_files_abort(&files);

@@ -54,4 +54,12 @@ int cli_plot_files_commit(cli_plot_files *f, void (*write_csv)(FILE *f, void *ct
 /* Abandon what is not committed (safe after a commit and on a zeroed f). */
 void cli_plot_files_abort(cli_plot_files *f);
 
+/* inspect's outputs after its run (cmd_inspect.c), also merge's for inspect's
+ * shards (cmd_merge.c): --csv committed into files (opened before), then the
+ * JSON or the text (a shard: one line naming its file).  The types are those
+ * of attncheck/inspect.h. */
+struct ac_request;
+int cli_inspect_outputs(struct ac_request *r, const void *q, const void *res, cli_plot_files *files,
+                        int json);
+
 #endif

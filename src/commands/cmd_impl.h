@@ -26,7 +26,11 @@
  *                      certificate;
  *     report.c         report: every row source, the outcome;
  *     inspect.c        inspect: a pretrained model's layers and heads (options,
- *                      model and input, run, JSON, arrays);
+ *                      model and input, run, shards and their merge, JSON,
+ *                      arrays);
+ *     inspect_shard.c  inspect's shard files (writing, reading, the checks of
+ *                      each head's record);
+ *     inspect_cmd.h    what inspect.c, inspect_shard.c and merge.c share;
  *   the report's rows:
  *     report_rows.c    the list and its helpers;
  *     report_theorem1.c  Theorem 1;

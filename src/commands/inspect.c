@@ -4,6 +4,7 @@
  * ac_inspect_layer_run), the JSON result and its arrays. */
 #include <config.h>
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,13 +13,18 @@
 #include "attncheck/inspect.h"
 #include "attncheck/interval.h"
 #include "commands/cmd_impl.h"
+#include "attncheck/shard.h"
+#include "commands/inspect_cmd.h"
+#include "core/fnv.h"
 
 #define F(f) AC_OPT_FIELD(ac_inspect_request, f)
 #define S(f) AC_OPT_SET(ac_inspect_request, f)
 #define A(f) AC_OPT_ARRAY_AT(ac_inspect_request, f)
 #define NS AC_OPT_NOSET
 
-static const ac_opt in_opts[] = {
+static const char *const rope_names[] = {"half", "interleaved", NULL};
+
+const ac_opt ac_inspect_cmd_opts[] = {
     {.name = "model", .kind = AC_OPT_STRING, F(model), S(have_model), .arg = "DIR",
      .group = "Model and input:",
      .help = "the checkpoint: config.json and model.safetensors (or its index of shards) "
@@ -41,6 +47,11 @@ static const ac_opt in_opts[] = {
     {.name = "normed", .kind = AC_OPT_STRING, F(normed), S(have_normed), .arg = "FILE",
      .flags = AC_OPTF_ARRAY, A(normed_mem),
      .help = "the exact input of the q/k/v projections (.npy, n x d)"},
+    {.name = "rope", .kind = AC_OPT_CHOICE, F(rope), S(have_rope), .choices = rope_names,
+     .arg = "PAIRING",
+     .help = "the RoPE pairing of a rotary model whose config.json does not say it: half "
+             "(Hugging Face's rotate_half: dimension i with i + dk/2) or interleaved (Meta's "
+             "original layout: 2i with 2i + 1); refused on a model without rotary embeddings"},
     {.name = "tol", .kind = AC_OPT_DOUBLE, F(tol), S(have_tol), .min = 0x1p-60, .max = 1,
      .arg = "T", .def = "0x1p-26", .def_show = "2^-26 = 1.49e-08", .group = "Checks:",
      .help = "tolerance of C(tol) (some head of size dk has max|Softmax - P| <= T), of the "
@@ -68,13 +79,33 @@ static const ac_opt in_opts[] = {
      .group = "Output:", .help = "print one JSON object (schema/inspect.schema.json)"},
     {.name = "csv", .kind = AC_OPT_STRING, F(csv), .set_offset = NS, .arg = "FILE",
      .flags = AC_OPTF_PROGRAM, .help = "write one row per head as CSV"},
+    {.name = "plot", .kind = AC_OPT_STRING, F(plot), .set_offset = NS, .arg = "FILE",
+     .flags = AC_OPTF_PROGRAM, .check = ac_cmd_check_plot,
+     .help = "a layer x head map of the thresholds at tol, beside kappa per layer with its "
+             "Gaussian prediction (.svg, .png or .pdf) with gnuplot"},
     {.name = "out-dir", .kind = AC_OPT_STRING, F(out_dir), .set_offset = NS, .arg = "DIR",
      .flags = AC_OPTF_PROGRAM,
      .help = "write patterns.npy [layers, heads, n, n] (query rows summing to 1), normed.npy "
              "[layers, n, d], hidden.npy (when known), the compressed weights (--weights) and "
              "certificate.json"},
+    {.name = "shard", .kind = AC_OPT_SHARD, F(shard), S(have_shard), .max = AC_COND_MAX_SHARDS,
+     .arg = "I/K", .group = "Shards (the (layer, head) pairs split across processes or machines):",
+     .help = "compute only shard I of K of the (layer, head) pairs (layer by layer, head by head "
+             "within a layer)"},
+    {.name = "shard-out", .kind = AC_OPT_STRING, F(shard_out), .set_offset = NS, .arg = "FILE",
+     .help = "write the shard's heads to FILE (with --shard); then `attncheck merge FILE...` "
+             "gives the whole result (kappa and Theorem 2's hypotheses are computed by the "
+             "merge)"},
     {0},
 };
+
+/* The options a shard file records: those of the run (not --shard,
+ * --shard-out, --threads, nor the program's). */
+int ac_inspect_cmd_run_option(const ac_opt *o)
+{
+    return !(o->flags & AC_OPTF_PROGRAM) && strcmp(o->name, "shard") != 0 &&
+           strcmp(o->name, "shard-out") != 0 && strcmp(o->name, "threads") != 0;
+}
 
 static const char in_description[] =
     "Every check of attncheck on the layers and heads of a pretrained model\n"
@@ -108,6 +139,14 @@ static int in_check(void *qv, ac_err *err)
                           "give exactly one input: --tokens, --hidden or --normed");
     if (q->have_dk_prime && q->dk_prime.n > AC_INSPECT_MAX_DKP)
         return ac_err_set(err, AC_EUSAGE, "--dk-prime: at most %d sizes", AC_INSPECT_MAX_DKP);
+    if (q->have_shard != (q->shard_out != NULL))
+        return ac_err_set(err, AC_EUSAGE, "--shard I/K and --shard-out FILE go together");
+    if (q->have_shard && (q->csv || q->plot))
+        return ac_err_set(err, AC_EUSAGE, "--%s needs the whole run: give it to `attncheck "
+                          "merge`", q->csv ? "csv" : "plot");
+    if (q->have_shard && (q->out_dir || q->weights))
+        return ac_err_set(err, AC_EUSAGE, "--%s is not taken with --shard (the arrays come "
+                          "from a whole run)", q->out_dir ? "out-dir" : "weights");
     return AC_OK;
 }
 
@@ -157,22 +196,130 @@ static int input_width(const ac_mat *R, const char *name, size_t n_expect, size_
     return AC_OK;
 }
 
-static int in_run(void *rv, const void *qv, void *hooks, ac_err *err)
+/* The checksum of the input as read (token ids or the n x d matrix), with
+ * its shape: what a shard and its merge must agree on. */
+static uint64_t input_sum(const int32_t *ids, size_t nt, const ac_mat *R)
 {
-    ac_inspect_result *res = rv;
-    const ac_inspect_request *q = qv;
+    double shape[2] = {(double)(ids ? nt : R->rows), (double)(ids ? 0 : R->cols)};
+    uint64_t h = fnv_doubles(FNV_INIT, shape, 2);
+    for (size_t i = 0; ids && i < nt; i++) {
+        double x = ids[i];
+        h = fnv_doubles(h, &x, 1);
+    }
+    return ids ? h : fnv_doubles(h, R->data, R->rows * R->cols);
+}
+
+/* The merge: the shard set complete and of this run (the same words, model
+ * files and input; every I of 1..K once), and the shard holding each pair. */
+static int shards_check(const ac_inspect_shard *sh, const char *const *names, size_t nsh,
+                        const ac_model *m, uint64_t input, size_t P, const ac_inspect_shard **of,
+                        ac_err *err)
+{
+    size_t k = sh[0].k;
+    char hex[65];
+    for (size_t a = 0; a < nsh; a++) {
+        const ac_inspect_shard *s = &sh[a];
+        int same = strcmp(s->attncheck, sh[0].attncheck) == 0 && s->nwords == sh[0].nwords &&
+                   s->k == k && s->total == sh[0].total;
+        for (size_t w = 0; same && w < s->nwords; w++)
+            same = strcmp(s->words[w], sh[0].words[w]) == 0;
+        if (!same)
+            return ac_err_set(err, AC_EDATA, "%s: a shard of another run than %s (other options, "
+                              "shard count or attncheck version)", names[a], names[0]);
+        if (s->total != P)
+            return ac_err_set(err, AC_EDATA, "%s: inconsistent inspect shard file: %zu pairs; "
+                              "its options give %zu on this model", names[a], s->total, P);
+        if (s->nfiles != m->st.nfiles)
+            return ac_err_set(err, AC_EDATA, "%s: made on another model (%zu files, here %zu)",
+                              names[a], s->nfiles, m->st.nfiles);
+        for (size_t f = 0; f < s->nfiles; f++) {
+            for (int b = 0; b < 32; b++)
+                snprintf(hex + 2 * b, 3, "%02x", m->st.files[f].sha256[b]);
+            if (strcmp(hex, s->sha256[f]) != 0)
+                return ac_err_set(err, AC_EDATA, "%s: made on another model: %s has SHA-256 "
+                                  "%.16s..., the shard's %.16s...", names[a],
+                                  m->st.files[f].path, hex, s->sha256[f]);
+        }
+        if (s->input != input)
+            return ac_err_set(err, AC_EDATA, "%s: made on another input (its checksum "
+                              "%016" PRIx64 ", here %016" PRIx64 ")", names[a], s->input, input);
+        if (of[s->i - 1])
+            for (size_t b = 0; b < a; b++)
+                if (&sh[b] == of[s->i - 1])
+                    return ac_err_set(err, AC_EDATA, "%s: shard %zu/%zu given twice (also %s)",
+                                      names[a], s->i, k, names[b]);
+        of[s->i - 1] = s;
+    }
+    for (size_t i = 0; i < k; i++)
+        if (!of[i])
+            return ac_err_set(err, AC_EDATA, "%s: shard %zu/%zu of this run is missing",
+                              names[0], i + 1, k);
+    return AC_OK;
+}
+
+/* The merge of layer ly (its patterns, kappa and hypotheses computed):
+ * every head's record from its shard, checked. */
+static int merge_heads(ac_inspect_layer *ly, const ac_attn_layer *L, size_t li, size_t nh,
+                       const size_t *hs, const ac_inspect_shard *const *of,
+                       const ac_inspect_shard *sh, const char *const *names, double tol,
+                       ac_err *err)
+{
+    size_t n = ly->n, k = of[0]->k;
+    free(ly->heads);
+    if (!(ly->heads = calloc(nh, sizeof *ly->heads)))
+        return ac_err_set(err, AC_EINTERNAL, "out of memory (%zu heads)", nh);
+    for (size_t q = 0; q < nh; q++) {
+        size_t p = li * nh + q, lo, hi, i = 0;
+        for (; i < k; i++) {
+            ac_cond_shard_range(of[0]->total, i + 1, k, &lo, &hi);
+            if (p >= lo && p < hi)
+                break;
+        }
+        const ac_inspect_shard *s = of[i];
+        const ac_inspect_head *r = &s->heads[p - s->lo];
+        int st = ac_inspect_shard_check_head(r, s->pattern[p - s->lo], L->layer, hs[q], L,
+                                             ly->patterns.data + hs[q] * n * n, n, tol,
+                                             names[s - sh], err);
+        if (st)
+            return st;
+        ac_inspect_head *hd = &ly->heads[q];
+        *hd = *r;
+        hd->qk.lo = hd->qk.hi = hd->ov.lo = hd->ov.hi = NULL;
+        ly->nheads = q + 1;
+        size_t m = r->qk.nsv ? r->qk.nsv : 1;
+        if (!(hd->qk.lo = malloc(m * sizeof(double))) || !(hd->qk.hi = malloc(m * sizeof(double))) ||
+            !(hd->ov.lo = malloc(m * sizeof(double))) || !(hd->ov.hi = malloc(m * sizeof(double))))
+            return ac_err_set(err, AC_EINTERNAL, "out of memory");
+        memcpy(hd->qk.lo, r->qk.lo, r->qk.nsv * sizeof(double));
+        memcpy(hd->qk.hi, r->qk.hi, r->qk.nsv * sizeof(double));
+        memcpy(hd->ov.lo, r->ov.lo, r->ov.nsv * sizeof(double));
+        memcpy(hd->ov.hi, r->ov.hi, r->ov.nsv * sizeof(double));
+        ly->t_threshold += hd->thr.seconds;
+        ly->t_self += hd->self.seconds;
+        ly->t_dist += hd->t_dist;
+        ly->t_circuits += hd->t_circuits;
+    }
+    return AC_OK;
+}
+
+int ac_inspect_cmd_run(ac_inspect_result *res, const ac_inspect_request *q,
+                       const ac_inspect_shard *sh, const char *const *names, size_t nsh,
+                       ac_err *err)
+{
     ac_attn_layer L = {0};
     ac_mat R = {0}, X = {0};
     int32_t *ids = NULL;
-    size_t nt = 0;
+    size_t nt = 0, *hs = NULL;
+    const ac_inspect_shard **of = NULL;
     int st;
-    (void)hooks;
     double t0 = ac_seconds();
     res->verdict = AC_UNDECIDED;
     ac_cmd_apply_threads(q->have_threads ? q->threads : 0);
     ac_model_opts mo;
     ac_model_opts_default(&mo);
     mo.checksum = 1;
+    if (q->have_rope)
+        mo.rope = q->rope == 0 ? AC_ROPE_HALF : AC_ROPE_INTERLEAVED;
     if ((st = ac_model_open(&res->m, q->model, &mo, err)))
         goto out;
     ac_model_describe(res->model_desc, sizeof res->model_desc, &res->m);
@@ -234,16 +381,42 @@ static int in_run(void *rv, const void *qv, void *hooks, ac_err *err)
     }
     size_t l0 = q->have_layer ? q->layer : 0, l1 = q->have_layer ? q->layer + 1 : m->layers;
     size_t nl = l1 - l0, n = q->have_tokens ? nt : R.rows, nh = q->have_head ? 1 : m->h;
+    uint64_t input = input_sum(ids, nt, &R);
+    /* the (layer, head) pairs: layer l0 + p / nh, head p % nh of the selection */
+    size_t P = nl * nh, plo = 0, phi = P;
     res->n = n;
+    res->pairs = P;
+    if (q->have_shard) {
+        if (q->shard[1] > P) {
+            st = ac_err_set(err, AC_EUSAGE, "--shard %zu/%zu: more shards than the %zu (layer, "
+                            "head) pairs", q->shard[0], q->shard[1], P);
+            goto out;
+        }
+        ac_cond_shard_range(P, q->shard[0], q->shard[1], &plo, &phi);
+        res->shard = 1;
+    }
+    res->pair_lo = plo;
+    res->pair_hi = phi;
+    if (sh) {
+        res->merged = 1;
+        if (!(of = calloc(sh[0].k, sizeof *of))) {
+            st = ac_err_set(err, AC_EINTERNAL, "out of memory (%zu shards)", sh[0].k);
+            goto out;
+        }
+        if ((st = shards_check(sh, names, nsh, m, input, P, of, err)))
+            goto out;
+    }
     res->layers = calloc(nl, sizeof *res->layers);
-    if (!res->layers) {
+    hs = calloc(nh, sizeof *hs);
+    if (!res->layers || !hs) {
         st = ac_err_set(err, AC_EINTERNAL, "out of memory (%zu layers)", nl);
         goto out;
     }
     size_t sp[4] = {nl, nh, n, n}, sx[3] = {nl, n, m->d};
-    if ((st = ac_array_init(&res->patterns, 4, sp, err)) ||
-        (st = ac_array_init(&res->normed, 3, sx, err)) ||
-        (!q->have_normed && (st = ac_array_init(&res->hidden, 3, sx, err))))
+    if (!res->shard &&
+        ((st = ac_array_init(&res->patterns, 4, sp, err)) ||
+         (st = ac_array_init(&res->normed, 3, sx, err)) ||
+         (!q->have_normed && (st = ac_array_init(&res->hidden, 3, sx, err)))))
         goto out;
     ac_inspect_opts o;
     ac_inspect_opts_default(&o);
@@ -252,13 +425,22 @@ static int in_run(void *rv, const void *qv, void *hooks, ac_err *err)
     o.weights = q->weights;
     o.optimize = (int)q->optimize;
     o.threads = q->have_threads ? (int)q->threads : 0;
+    o.heads_only = res->shard;
     if (q->have_dk_prime) {
         o.ndkp = q->dk_prime.n;
         memcpy(o.dkp, q->dk_prime.v, o.ndkp * sizeof o.dkp[0]);
     }
-    size_t head = q->head;
     for (size_t l = l0; l < l1; l++) {
-        ac_inspect_layer *ly = &res->layers[l - l0];
+        size_t li = l - l0, a = li * nh, b = a + nh;
+        /* this layer's heads: all of the selection, a shard's share, none at a merge */
+        a = a > plo ? a : plo;
+        b = b < phi ? b : phi;
+        if (a >= b)
+            continue;
+        size_t nrun = sh ? 0 : b - a;
+        for (size_t p = a; p < b; p++)
+            hs[p - a] = q->have_head ? q->head : p - li * nh;
+        ac_inspect_layer *ly = &res->layers[res->nlayers];
         if ((st = ac_model_layer(&L, m, l, err)))
             goto out;
         if (q->have_tokens) {
@@ -273,18 +455,22 @@ static int in_run(void *rv, const void *qv, void *hooks, ac_err *err)
         } else if ((st = ac_attn_input(&X, &L, &R, err))) {
             goto out;
         }
-        st = ac_inspect_layer_run(ly, &L, &X, q->have_head ? &head : NULL, nh, &o, err);
-        res->nlayers = l - l0 + 1;
+        st = ac_inspect_layer_run(ly, &L, &X, hs, nrun, &o, err);
+        res->nlayers++;
+        if (!st && sh)
+            st = merge_heads(ly, &L, li, nh, hs, of, sh, names, q->tol, err);
         if (st)
             goto out;
-        for (size_t k = 0; k < nh; k++) {
-            size_t hi = ly->heads[k].head;
-            memcpy(res->patterns.data + ((l - l0) * nh + k) * n * n,
-                   ly->patterns.data + hi * n * n, n * n * sizeof(double));
+        if (!res->shard) {
+            for (size_t k = 0; k < nh; k++) {
+                size_t hi = ly->heads[k].head;
+                memcpy(res->patterns.data + (li * nh + k) * n * n,
+                       ly->patterns.data + hi * n * n, n * n * sizeof(double));
+            }
+            memcpy(res->normed.data + li * n * m->d, X.data, n * m->d * sizeof(double));
+            if (res->hidden.data)
+                memcpy(res->hidden.data + li * n * m->d, R.data, n * m->d * sizeof(double));
         }
-        memcpy(res->normed.data + (l - l0) * n * m->d, X.data, n * m->d * sizeof(double));
-        if (res->hidden.data)
-            memcpy(res->hidden.data + (l - l0) * n * m->d, R.data, n * m->d * sizeof(double));
         ac_mat_free(&X);
         ac_attn_layer_free(&L);
     }
@@ -310,14 +496,35 @@ static int in_run(void *rv, const void *qv, void *hooks, ac_err *err)
             snprintf(res->wnames[2 * j + 1], sizeof res->wnames[0], "wk_dk%zu", h0->dist[j].dk);
         }
     }
-    res->verdict = ac_inspect_verdict(res->layers, res->nlayers);
+    if (res->shard) {
+        char **words = NULL;
+        size_t nwords = 0;
+        st = ac_cmd_words(&words, &nwords, ac_inspect_cmd_opts, q, ac_inspect_cmd_run_option,
+                          err);
+        if (!st)
+            st = ac_inspect_shard_write(q->shard_out, (const char *const *)words, nwords,
+                                        q->shard[0], q->shard[1], plo, phi, P, m, input,
+                                        res->layers, res->nlayers, err);
+        ac_cmd_words_free(words, nwords);
+        res->verdict = AC_UNDECIDED; /* a shard decides nothing: merge does */
+    } else {
+        res->verdict = ac_inspect_verdict(res->layers, res->nlayers);
+    }
 out:
     res->seconds = ac_seconds() - t0;
     ac_attn_layer_free(&L);
     ac_mat_free(&R);
     ac_mat_free(&X);
     free(ids);
+    free(hs);
+    free(of);
     return st;
+}
+
+static int in_run(void *rv, const void *qv, void *hooks, ac_err *err)
+{
+    (void)hooks;
+    return ac_inspect_cmd_run(rv, qv, NULL, NULL, 0, err);
 }
 
 /* ---- JSON ------------------------------------------------------------------------- */
@@ -488,7 +695,7 @@ static void json_layer(ac_json *j, const ac_inspect_layer *ly)
     ac_json_end_object(j);
 }
 
-static void in_write_json(ac_json *j, const void *qv, const void *rv)
+void ac_inspect_cmd_write_json(ac_json *j, const void *qv, const void *rv)
 {
     const ac_inspect_request *q = qv;
     const ac_inspect_result *res = rv;
@@ -551,16 +758,26 @@ static void in_write_json(ac_json *j, const void *qv, const void *rv)
                                        : ac_cmd_input_name(q->normed, &q->normed_mem, "normed"));
     ac_json_kv_int(j, "n", (long long)res->n);
     ac_json_end_object(j);
+    if (res->shard) {
+        /* one shard decides nothing: its heads are in its file, for merge */
+        ac_json_key(j, "shard");
+        ac_json_begin_object(j);
+        ac_json_kv_int_pair(j, "shard", (long long)q->shard[0], (long long)q->shard[1]);
+        ac_json_kv_int_pair(j, "pairs", (long long)res->pair_lo, (long long)res->pair_hi);
+        ac_json_kv_int(j, "total", (long long)res->pairs);
+        ac_json_kv_string(j, "file", q->shard_out);
+        ac_json_end_object(j);
+    }
     ac_json_kv_number(j, "seconds", res->seconds);
     ac_json_key(j, "layers");
     ac_json_begin_array(j);
-    for (size_t l = 0; l < res->nlayers; l++)
+    for (size_t l = 0; !res->shard && l < res->nlayers; l++)
         json_layer(j, &res->layers[l]);
     ac_json_end_array(j);
     ac_json_end_object(j);
 }
 
-static size_t in_arrays(const void *qv, const void *rv, ac_out_array *out, size_t max)
+size_t ac_inspect_cmd_arrays(const void *qv, const void *rv, ac_out_array *out, size_t max)
 {
     const ac_inspect_result *res = rv;
     const ac_array *as[3] = {&res->patterns, &res->normed, &res->hidden};
@@ -596,11 +813,12 @@ static size_t in_arrays(const void *qv, const void *rv, ac_out_array *out, size_
 
 static int in_status(const void *qv, const void *rv)
 {
+    const ac_inspect_result *res = rv;
     (void)qv;
-    return ac_verdict_status(((const ac_inspect_result *)rv)->verdict);
+    return res->shard ? 0 : ac_verdict_status(res->verdict); /* a shard: merge decides */
 }
 
-static void in_result_free(void *rv)
+void ac_inspect_cmd_result_free(void *rv)
 {
     ac_inspect_result *res = rv;
     for (size_t l = 0; l < res->nlayers; l++)
@@ -624,13 +842,13 @@ const ac_command ac_cmd_inspect = {
                 "(--tokens FILE | --hidden FILE | --normed FILE) [OPTIONS]",
     .description = in_description,
     .epilogue = in_epilogue,
-    .opts = in_opts,
+    .opts = ac_inspect_cmd_opts,
     .request_size = sizeof(ac_inspect_request),
     .result_size = sizeof(ac_inspect_result),
     .check = in_check,
     .run = in_run,
-    .write_json = in_write_json,
-    .arrays = in_arrays,
+    .write_json = ac_inspect_cmd_write_json,
+    .arrays = ac_inspect_cmd_arrays,
     .status = in_status,
-    .result_free = in_result_free,
+    .result_free = ac_inspect_cmd_result_free,
 };

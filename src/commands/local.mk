@@ -35,7 +35,9 @@ src_libattncheck_la_SOURCES += \
 
 # inspect (every check on a pretrained model's layers and heads)
 src_libattncheck_la_SOURCES += \
-	src/commands/inspect.c
+	src/commands/inspect_cmd.h \
+	src/commands/inspect.c \
+	src/commands/inspect_shard.c
 
 # unit tests of this module: src/commands/test/, one Check program per file
 # (its source: NAME.c; its libraries: LDADD, Makefile.am, "tests")

@@ -45,10 +45,10 @@
 #include "conditioning/cond_impl.h"
 #include "core/fnv.h"
 #include "io/jsonparse.h"
+#include "io/sumjson.h"
 
 #define SHARD_FORMAT "attncheck-condition-samples"
 #define SHARD_VERSION 2
-#define SUM_KEY ",\"fnv1a64\":\""
 #define SAMPLE_FIELDS 18
 
 void ac_cond_shard_range(size_t trials, size_t i, size_t k, size_t *lo, size_t *hi)
@@ -127,61 +127,41 @@ static void result_json(ac_json *j, const ac_cond_result *r, size_t lo, size_t h
     ac_json_end_object(j);
 }
 
-int ac_cond_shard_write(const char *path, const char *const *words, size_t nwords, size_t i,
-                        size_t k, const ac_cond_result *res, size_t nres, size_t lo, size_t hi,
-                        const ac_cond_opts *o, ac_err *err)
+typedef struct {
+    const char *const *words;
+    size_t nwords, i, k, lo, hi, nres;
+    const ac_cond_result *res;
+    const ac_cond_opts *o;
+} shard_doc;
+
+static void compose(ac_json *j, void *ctx)
 {
-    /* the document in memory first: the checksum covers its bytes before
-     * the closing brace, where the checksum member goes */
-    char *text = NULL;
-    size_t len = 0;
-    FILE *mem = open_memstream(&text, &len);
-    ac_json *j = mem ? ac_json_new(mem, 0) : NULL;
-    if (!j) {
-        if (mem)
-            fclose(mem);
-        free(text);
-        return ac_err_set(err, AC_EINTERNAL, "out of memory");
-    }
+    const shard_doc *d = ctx;
     ac_json_begin_object(j);
     ac_json_kv_string(j, "format", SHARD_FORMAT);
     ac_json_kv_int(j, "version", SHARD_VERSION);
     ac_json_kv_string(j, "attncheck", PACKAGE_VERSION);
     ac_json_key(j, "words");
     ac_json_begin_array(j);
-    for (size_t w = 0; w < nwords; w++)
-        ac_json_string(j, words[w]);
+    for (size_t w = 0; w < d->nwords; w++)
+        ac_json_string(j, d->words[w]);
     ac_json_end_array(j);
-    ac_json_kv_int_pair(j, "shard", (long long)i, (long long)k);
-    ac_json_kv_int_pair(j, "trials", (long long)lo, (long long)hi);
+    ac_json_kv_int_pair(j, "shard", (long long)d->i, (long long)d->k);
+    ac_json_kv_int_pair(j, "trials", (long long)d->lo, (long long)d->hi);
     ac_json_key(j, "results");
     ac_json_begin_array(j);
-    for (size_t r = 0; r < nres; r++)
-        result_json(j, &res[r], lo, hi, o);
+    for (size_t r = 0; r < d->nres; r++)
+        result_json(j, &d->res[r], d->lo, d->hi, d->o);
     ac_json_end_array(j);
-    ac_json_end_object(j); /* and a newline */
-    int jst = ac_json_error(j);
-    ac_json_free(j);
-    if (fclose(mem) != 0 || jst || len < 2 || memcmp(text + len - 2, "}\n", 2) != 0) {
-        free(text);
-        return ac_err_set(err, AC_EINTERNAL, "%s: cannot compose the shard in memory", path);
-    }
-    len -= 2;
-    ac_atomic f;
-    int st = ac_atomic_open(&f, path, err);
-    if (st) {
-        free(text);
-        return st;
-    }
-    uint64_t sum = fnv1a(FNV_INIT, text, len);
-    int ok = fwrite(text, 1, len, f.fp) == len &&
-             fprintf(f.fp, SUM_KEY "%016" PRIx64 "\"}\n", sum) > 0;
-    free(text);
-    if (!ok) {
-        ac_atomic_abort(&f);
-        return ac_err_set(err, AC_ECANTCREAT, "%s: cannot write", path);
-    }
-    return ac_atomic_commit(&f, err);
+    ac_json_end_object(j);
+}
+
+int ac_cond_shard_write(const char *path, const char *const *words, size_t nwords, size_t i,
+                        size_t k, const ac_cond_result *res, size_t nres, size_t lo, size_t hi,
+                        const ac_cond_opts *o, ac_err *err)
+{
+    shard_doc d = {words, nwords, i, k, lo, hi, nres, res, o};
+    return ac_sumjson_write(path, compose, &d, err);
 }
 
 /* ---- reading ---------------------------------------------------------------- */
@@ -203,14 +183,7 @@ static int refuse(ac_err *err, const char *path, const char *kind, const char *f
 #define CORRUPT "corrupt shard file"
 #define INCONSISTENT "inconsistent shard file"
 
-static int jdouble(const ac_jv *v, double *x)
-{
-    if (!v || v->type != AC_JV_STRING)
-        return 0;
-    char *end;
-    *x = strtod(v->s, &end);
-    return end != v->s && *end == '\0';
-}
+#define jdouble ac_jv_hexdouble
 
 static int jint(const ac_jv *v, long long *x)
 {
@@ -232,15 +205,7 @@ static int get_size(const ac_jv *o, const char *key, size_t *x)
     return 1;
 }
 
-/* The name of a member given twice in obj, or NULL. */
-static const char *dup_key(const ac_jv *obj)
-{
-    for (size_t a = 0; a < obj->n; a++)
-        for (size_t b = 0; b < a; b++)
-            if (strcmp(obj->kids[a]->key, obj->kids[b]->key) == 0)
-                return obj->kids[a]->key;
-    return NULL;
-}
+#define dup_key ac_jv_dup_key
 
 static int read_sample(ac_cond_sample *s, const ac_jv *a)
 {
@@ -377,27 +342,9 @@ static int read_header(ac_cond_shard *s, const ac_jv *v, const char *path, ac_er
  * checksum of every byte before ,"fnv1a64". */
 static int check_sum(const char *text, size_t n, const char *path, ac_err *err)
 {
-    size_t kl = strlen(SUM_KEY), tail = kl + 16 + 2;
-    if (n > 0 && text[n - 1] == '\n')
-        n--;
-    if (n < tail || memcmp(text + n - tail, SUM_KEY, kl) != 0 ||
-        memcmp(text + n - 2, "\"}", 2) != 0)
-        return refuse(err, path, CORRUPT, "it does not end with its checksum \"fnv1a64\"");
-    uint64_t want = 0;
-    for (size_t k = 0; k < 16; k++) {
-        int c = text[n - tail + kl + k], d = c >= '0' && c <= '9' ? c - '0'
-                                          : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-        if (d < 0)
-            return refuse(err, path, CORRUPT, "its checksum is not 16 hexadecimal digits");
-        want = want << 4 | (uint64_t)d;
-    }
-    uint64_t got = fnv1a(FNV_INIT, text, n - tail);
-    if (got != want)
-        return refuse(err, path, CORRUPT,
-                      "checksum mismatch (fnv1a64 %016" PRIx64 " written, %016" PRIx64
-                      " read): the file changed after it was written",
-                      want, got);
-    return AC_OK;
+    char why[160];
+    const char *bad = ac_sumjson_check(text, n, why, sizeof why);
+    return bad ? refuse(err, path, CORRUPT, "%s", bad) : AC_OK;
 }
 
 /* Why sample s (of a result with rtol and mode) contradicts itself, or
@@ -531,22 +478,11 @@ static int check_result(const ac_cond_shard *s, const ac_cond_result *r, size_t 
     return AC_OK;
 }
 
-/* A damaged shard or another file: whether the text names our format
- * near its start. */
-static int looks_like_shard(const char *text, size_t n)
-{
-    size_t lim = n < 200 ? n : 200, fl = strlen(SHARD_FORMAT);
-    for (size_t k = 0; k + fl <= lim; k++)
-        if (memcmp(text + k, SHARD_FORMAT, fl) == 0)
-            return 1;
-    return 0;
-}
-
 static int read_shard(ac_cond_shard *s, const char *text, size_t n, const char *path, ac_err *err)
 {
     ac_jv *v = NULL;
     char name[AC_ERR_MSG_MAX];
-    int damaged = looks_like_shard(text, n);
+    int damaged = ac_sumjson_names(text, n, SHARD_FORMAT);
     snprintf(name, sizeof name, "%s: %s", path,
              damaged ? CORRUPT " (truncated or damaged)" : NOT_SHARD);
     int st = ac_jparse(&v, text, n, name, err);

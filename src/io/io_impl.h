@@ -15,6 +15,8 @@
  *                  doubles (attncheck/json.h)
  *   jsonparse.c, jsonparse.h  a small JSON reader for the files attncheck
  *                  writes itself (checkpoint configurations)
+ *   sumjson.c, sumjson.h  JSON files ending with their own FNV-1a checksum
+ *                  (the shard files of condition and inspect)
  *   io_impl.h      this map
  *   test/          the unit tests, one Check program per file:
  *     test_npy.c        .npy reading and writing, bad and tampered files,

@@ -12,7 +12,9 @@ src_libattncheck_la_SOURCES += \
 	src/io/reslimits.c \
 	src/io/json.c \
 	src/io/jsonparse.c \
-	src/io/jsonparse.h
+	src/io/jsonparse.h \
+	src/io/sumjson.c \
+	src/io/sumjson.h
 
 # unit tests of this module: src/io/test/, one Check program per file
 # (its source: NAME.c; its libraries: LDADD, Makefile.am, "tests")

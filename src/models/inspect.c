@@ -498,10 +498,10 @@ int ac_inspect_layer_run(ac_inspect_layer *res, const ac_attn_layer *L, const ac
         }
     free(sts);
     free(errs);
-    if (!st)
+    if (!st && !o->heads_only)
         st = input_hypotheses(res, X, err);
     double tk = ac_seconds();
-    if (!st)
+    if (!st && !o->heads_only)
         st = layer_kappa(res, L, X, o, err);
     res->t_kappa = ac_seconds() - tk;
     ac_blas_set_threads(bt);
