@@ -31,7 +31,7 @@ static void print_table(const ac_report_result *res)
                ac_verdict_name(r->verdict), ac_verdict_name(r->expected),
                r->error ? "error" : r->bound, r->seconds, outcome_mark[ac_report_row_outcome(r)], r->instance);
     }
-    printf("\n%zu checks: %zu as the theory predicts, %zu contradicting (!), %zu undecided "
+    printf("\n%zu checks: %zu as expected, %zu contradicting (!), %zu undecided "
            "(?); %.2f s\n", rep->n, res->as_expected, res->contradicting, res->undecided,
            res->seconds);
     for (size_t i = 0; i < rep->n; i++)

@@ -1,6 +1,6 @@
 /* report_plot.c — the summary figure of `attncheck report --plot`
  * (report_plot.h): one row of marks per check — on the left the verdict
- * the theory predicts (open circle) and the verdict found (filled: green
+ * expected (open circle) and the verdict found (filled: green
  * as predicted, red contradicting, orange undecided or failed), on the
  * right the certified bound on a log axis when the row has one. */
 #include <config.h>
