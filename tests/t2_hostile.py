@@ -34,6 +34,7 @@ brackets):
                Wo one ulp (all entries / one entry)     [REFUTED, bound over all X]
                Wo rounded to float32, Wo one ulp at tol 0    [not REFUTED]
                Wv one ulp                        [PROVED or UNDECIDED, never REFUTED]
+               Wv of rank h < d one ulp (equal tokens cancel)      [PROVED]
                equal copies                                        [REFUTED]
 Oracles: a REFUTED by the bound over all X (layers that differ only in Wo)
 needs the mpmath bound ||(Vo - Wo) Wo^-1||_F at 50 digits below the printed
@@ -617,7 +618,9 @@ def rounding_classes(exe, work, smoke, rng):
     [PROVED, at a saturating near-tie]; Wo only, one ulp [REFUTED by the
     bound over all X], Wo only rounded to float32 [PROVED below the bound],
     Wo only at tol 0 [not REFUTED]; Wv one ulp [PROVED or UNDECIDED, never
-    REFUTED]; equal copies [REFUTED, the identity].  Every PROVED is
+    REFUTED], and PROVED where the value paths have rank h < d (equal tokens
+    cancel f_W's heads);
+    equal copies [REFUTED, the identity].  Every PROVED is
     re-checked by mpmath at the written X."""
     reps = 1 if smoke else len(ROUND_SHAPES)
     for t in range(reps):
@@ -660,6 +663,22 @@ def rounding_classes(exe, work, smoke, rng):
         check_proved("rounding", "Wv one ulp " + tag, exe, D + "v", W, V, n, ["--optimize", "5"],
                      expect=("PROVED", "UNDECIDED"))
         check_refuted("rounding", "equal copy " + tag, exe, D + "c", W, copy(W), n, rng)
+    # Wv one ulp where the value paths leave a null space: each head's Wv of
+    # rank one (its other rows 0), so sum_h Wo_h Wv_h has rank h < d; equal
+    # tokens along that null space cancel the heads of f_W up to the rounding
+    # of X, not those of g_V, whose nonzero Wv entries are one ulp away
+    # [PROVED, at equal tokens]
+    for t, (d, h) in enumerate(((8, 2), (6, 3), (12, 4), (9, 3))):
+        if smoke and t > 0:
+            break
+        n = 2 + (t + SEED) % 3
+        W = rand_layer(rng, d, h, d // h, integer=False)
+        W[2][:, 1:, :] = 0.0
+        V = copy(W)
+        V[2] = np.where(W[2] != 0, np.nextafter(W[2], np.inf), 0.0)
+        check_proved("rounding", "Wv of rank h < d one ulp: d=%d h=%d n=%d seed=%d"
+                     % (d, h, n, SEED), exe, os.path.join(work, "rndc%d" % t), W, V, n,
+                     ["--optimize", "5"])
 
 
 def main():

@@ -66,7 +66,9 @@ enum {
     /* within reach (doc/mathematics.md §4.10), certified in balls: */
     AC_T2_CON_TIE = 5,   /* a near-tie of two logits, X at the scale that resolves it */
     AC_T2_CON_BASIS = 6, /* the basis vector e_k as the first token, the others 0 */
-    AC_T2_CON_SCALE = 7  /* a Gaussian X at the logit scale of one head */
+    AC_T2_CON_SCALE = 7, /* a Gaussian X at the logit scale of one head */
+    AC_T2_CON_CANCEL = 8 /* equal tokens along the least singular direction of
+                            sum_h Wo_h Wv_h: the head outputs cancel */
 };
 
 #define AC_T2_MAX_ALPHA 8

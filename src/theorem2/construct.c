@@ -203,6 +203,7 @@ const char *ac_t2_construction_name(int c)
     case AC_T2_CON_TIE: return "a near-tie of two logits at the scale that resolves it";
     case AC_T2_CON_BASIS: return "the basis vector e_k as the first token";
     case AC_T2_CON_SCALE: return "a Gaussian X at one head's logit scale";
+    case AC_T2_CON_CANCEL: return "equal tokens where the head outputs cancel";
     default: return "none";
     }
 }

@@ -25,6 +25,15 @@
  *           along D x_0, D the difference of the two logit matrices (x_0
  *           Gaussian, and x_0 the top right singular vector of D), which
  *           moves g_V's logit most against f_W's tie;
+ *   cancel  for f_W and for g_V: every token equal to x, the right singular
+ *           vector of the least singular value of M = sum_h Wo_h Wv_h (in
+ *           double).  Equal tokens make every logit of a column equal, so
+ *           every head attends uniformly in both layers and the outputs are
+ *           M_f x and M_g x exactly; where M_f is singular (h hs < d, or
+ *           heads whose value-output maps cancel) M_f x is of the order of
+ *           the rounding of x while (M_g - M_f) x need not be, and the
+ *           relative gap is of order one although the layers differ only by
+ *           a rounding of Wv (doc/mathematics.md §4.10);
  *   basis   the basis vector e_k (k = 1 .. min(d, T2_REACH_BASIS)) as the
  *           first token, the others 0: the value paths read column by column
  *           (a difference that larger paths of other heads hide in a generic
@@ -34,7 +43,7 @@
  *           is beyond |b| > T2_REACH_QUANT: a Gaussian X times 2^(-b/2),
  *           which brings that head's logits to order one, and the basis
  *           vectors at that scale.
- * The count is fixed by the sizes (at most 4h + (1 + T2_REACH_SCALES)
+ * The count is fixed by the sizes (at most 4h + 2 + (1 + T2_REACH_SCALES)
  * (1 + T2_REACH_BASIS) candidates), never by timing. */
 #include <config.h>
 
@@ -42,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attncheck/linalg.h"
 #include "t2_impl.h"
 
 /* Exact bits for the dot products of the tie gaps: any product of two
@@ -378,6 +388,49 @@ static double head_scale(const ac_mh *L, size_t i)
     return log2(mq) + log2(mk) + log2((double)d);
 }
 
+/* Every token x, the least right singular vector of M = Wo_cat Wv_cat of L
+ * (d x d, in double), scaled to max|x| = 1; nothing when M is 0 or not
+ * finite. */
+static int cancel_candidate(t2_reach_list *l, const ac_mh *L, size_t n, ac_err *err)
+{
+    size_t d = L->d, k = L->h * L->hs;
+    ac_mat M = {0}, U = {0}, Vt = {0}, X = {0};
+    double *s = malloc((d ? d : 1) * sizeof *s);
+    int st = AC_OK;
+    if (!s) {
+        st = ac_err_set(err, AC_EINTERNAL, "out of memory");
+        goto out;
+    }
+    if ((st = ac_mat_init(&M, d, d, err)))
+        goto out;
+    ac_dgemm(AC_NOTRANS, AC_NOTRANS, d, d, k, 1.0, L->wo, k, L->wv, d, 0.0, M.data, d);
+    double mmax = 0;
+    for (size_t t = 0; t < d * d; t++)
+        mmax = fmax(mmax, fabs(M.data[t]));
+    if (!(mmax > 0) || !isfinite(mmax) || d == 0)
+        goto out;
+    if (ac_approx_svd(&M, &U, s, &Vt, err) != AC_OK) {
+        ac_err_clear(err); /* optional: no candidate */
+        goto out;
+    }
+    double *x = Vt.data + (d - 1) * d;
+    if (!normalise(x, d))
+        goto out;
+    if ((st = ac_mat_init(&X, d, n, err)))
+        goto out;
+    for (size_t r = 0; r < d; r++)
+        for (size_t c = 0; c < n; c++)
+            AC_MAT(&X, r, c) = x[r];
+    st = push(l, &X, AC_T2_CON_CANCEL, 0, err);
+out:
+    free(s);
+    ac_mat_free(&M);
+    ac_mat_free(&U);
+    ac_mat_free(&Vt);
+    ac_mat_free(&X);
+    return st;
+}
+
 /* e_k as the first token, scaled by 2^e, the others 0 */
 static int basis_candidates(t2_reach_list *l, size_t d, size_t n, long e, ac_err *err)
 {
@@ -405,6 +458,9 @@ int t2_reach_build(t2_reach_list *l, const ac_mh *W, const ac_mh *V, size_t n, u
         for (int which = 0; which < 4; which++)
             if ((st = tie_candidate(l, W, V, which, i, n, seed, err)))
                 return st;
+    /* equal tokens where the head outputs of f_W, then of g_V, cancel */
+    if ((st = cancel_candidate(l, W, n, err)) || (st = cancel_candidate(l, V, n, err)))
+        return st;
     if ((st = basis_candidates(l, d, n, 0, err)))
         return st;
     /* the scales of heads beyond the reach of a generic X of order one */

@@ -188,7 +188,7 @@ double t2_maximise_gap(ac_mat *Xout, const ac_mh *W, const ac_mh *V, const ac_ma
 #define T2_REACH_QUANT 8   /* head scales in steps of 2^8, beyond |b| > 8 */
 typedef struct {
     ac_mat X;
-    int kind;    /* AC_T2_CON_TIE, AC_T2_CON_BASIS, AC_T2_CON_SCALE */
+    int kind;    /* AC_T2_CON_TIE, AC_T2_CON_BASIS, AC_T2_CON_SCALE, AC_T2_CON_CANCEL */
     size_t head; /* ties: the head (1-based); basis: k of e_k */
     int which;   /* ties: 0 a head of f_W, 1 of g_V */
 } t2_reach_cand;
