@@ -485,6 +485,9 @@ static int meval_weights(meval *e, const mctx *c, size_t dk, ac_err *err)
             (st = offer(e, c, &Wk, &Wq, name, err)))
             goto out;
     }
+    /* a start not offered (a refinement proved C(tol)) is dropped here */
+    ac_mat_free(&Wk);
+    ac_mat_free(&Wq);
     /* the zero head: uniform on the visible keys, a head of every size */
     if (e->wcert.verdict != AC_PROVED) {
         if ((st = ac_mat_init(&Wk, dk, c->d, err)) || (st = ac_mat_init(&Wq, dk, c->d, err)) ||
