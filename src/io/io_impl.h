@@ -19,9 +19,12 @@
  *                  (the shard files of condition and inspect)
  *   io_impl.h      this map
  *   test/          the unit tests, one Check program per file:
- *     test_npy.c        .npy reading and writing, bad and tampered files,
- *                       atomic files and staged directories (.npz archives:
- *                       tests/npy_numpy.py against NumPy's own);
+ *     test_npy.c        .npy reading, round trips, bad and tampered files
+ *                       (.npz archives: tests/npy_numpy.py against NumPy's
+ *                       own);
+ *     test_fileio.c     output files, write errors, atomic files and
+ *                       staged directories;
+ *     npy_testutil.h    their scratch directory, helpers and main;
  *     test_json.c       the writer: exact output, escaping, number round
  *                       trips, misuse and write errors;
  *     test_jsonparse.c  the reader: every kind of value, malformed documents.

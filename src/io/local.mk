@@ -21,12 +21,14 @@ src_libattncheck_la_SOURCES += \
 IO_TESTS = \
 	src/io/test/test_json \
 	src/io/test/test_jsonparse \
-	src/io/test/test_npy
+	src/io/test/test_npy \
+	src/io/test/test_fileio
 check_PROGRAMS += $(IO_TESTS)
 UNIT_TESTS += $(IO_TESTS)
 src_io_test_test_json_CFLAGS = $(TEST_CFLAGS)
 src_io_test_test_jsonparse_CFLAGS = $(TEST_CFLAGS)
 src_io_test_test_npy_CFLAGS = $(TEST_CFLAGS)
+src_io_test_test_fileio_CFLAGS = $(TEST_CFLAGS)
 
 # the outward rounding of printed bounds against exact decimals (tests/fmt_outward.sh)
 check_PROGRAMS += tests/fmt_tool
