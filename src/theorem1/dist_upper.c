@@ -24,10 +24,8 @@
 /* Work budget of the d = 1 branch and bound, in entry evaluations. */
 #define D1_WORK 1e8
 
-/* Take (Wk, Wq) with certificate c as the written weights if it is certified
- * lower than the current ones; the matrices are moved (emptied) then. */
-static void offer(ac_t1_result *res, ac_mat *Wk, ac_mat *Wq, const ac_cert *c, const char *name,
-                  const char *head)
+void t1_offer_weights(ac_t1_result *res, ac_mat *Wk, ac_mat *Wq, const ac_cert *c,
+                      const char *name, const char *head)
 {
     if (c->stage == AC_STAGE_NONE || !(c->hi < res->weights_cert.hi))
         return;
@@ -86,7 +84,7 @@ static int candidate_user(ac_t1_result *res, const ac_mat *X, const ac_mat *P,
                    "dist is at most this");
     char name[160];
     snprintf(name, sizeof name, "the given head (%s, %s)", nk, nq);
-    offer(res, &Wk, &Wq, &res->user_cert, name, "the given head");
+    t1_offer_weights(res, &Wk, &Wq, &res->user_cert, name, "the given head");
 out:
     ac_mat_free(&Wk);
     ac_mat_free(&Wq);
@@ -104,7 +102,8 @@ static int candidate_zero(ac_t1_result *res, const ac_mat *X, const ac_mat *P,
         (st = ac_mat_init(&Wq, res->dk, res->d, err)) ||
         (st = ac_t1_certify_weights(&c, X, &Wk, &Wq, P, NULL, o, err)))
         goto out;
-    offer(res, &Wk, &Wq, &c, "the zero head (uniform softmax columns)", "the zero head");
+    t1_offer_weights(res, &Wk, &Wq, &c, "the zero head (uniform softmax columns)",
+                     "the zero head");
 out:
     ac_mat_free(&Wk);
     ac_mat_free(&Wq);
@@ -129,7 +128,7 @@ static int candidate_d1(ac_t1_result *res, const ac_mat *X, const ac_mat *P, dou
         goto out;
     char name[160];
     snprintf(name, sizeof name, "d = 1: logit weight a = %.17g from the branch and bound", a);
-    offer(res, &Wk, &Wq, &c, name, "the d = 1 head");
+    t1_offer_weights(res, &Wk, &Wq, &c, name, "the d = 1 head");
 out:
     ac_mat_free(&Wk);
     ac_mat_free(&Wq);

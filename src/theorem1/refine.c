@@ -631,18 +631,14 @@ int ac_t1_weighted_upper(ac_t1_result *res, const ac_mat *X, const ac_mat *P, si
         ac_cert c2;
         if ((st = ac_t1_certify_weights(&c2, X, &Wk, &Wq, P, NULL, o, err)))
             goto out;
-        if (c2.stage != AC_STAGE_NONE && c2.hi < res->weights_cert.hi) {
-            ac_mat_free(&res->Wk);
-            ac_mat_free(&res->Wq);
-            res->Wk = Wk;
-            res->Wq = Wq;
-            Wk.data = Wq.data = NULL;
-            res->weights_cert = c2;
-            snprintf(res->upper_method, sizeof res->upper_method,
-                     "P-weighted truncation (EM) from K Pi log(P) Pi (doc/mathematics.md §3.6)");
+        double before = res->weights_cert.hi;
+        t1_offer_weights(res, &Wk, &Wq, &c2,
+                         "P-weighted truncation (EM) from K Pi log(P) Pi "
+                         "(doc/mathematics.md §3.6)",
+                         "the constructed head");
+        if (res->weights_cert.hi < before)
             ac_t1_add_step(res, "P-weighted truncation", "max|Softmax - P| (written weights)",
                            c2.lo, c2.hi, c2.stage, c2.prec, "a tighter upper end of dist");
-        }
     }
 out:
     free(th);

@@ -91,6 +91,12 @@ void ac_t1_add_step(ac_t1_result *res, const char *name, const char *quantity, d
  * (res->weights_head; "the constructed head" when empty) (upper.c). */
 void ac_t1_name_weights(ac_t1_result *res);
 
+/* Take (Wk, Wq) with certificate c as the written weights if it is certified
+ * lower than the current ones (dist_upper.c); the matrices are moved
+ * (emptied) then, and upper_method says name, the certificate head. */
+void t1_offer_weights(ac_t1_result *res, ac_mat *Wk, ac_mat *Wq, const ac_cert *c,
+                      const char *name, const char *head);
+
 /* Certified max_ij |P_ij - P_ij / s_j|, s_j the column sums (instance.c). */
 double ac_t1_normalisation_gap(const ac_mat *P);
 
