@@ -43,12 +43,26 @@ r = np.random.RandomState(1)
 np.save(w + "/r8.npy", r.standard_normal((5, 8)))
 np.save(w + "/r9.npy", r.standard_normal((5, 9)))
 np.save(w + "/r16.npy", r.standard_normal((5, 16)))
+np.save(w + "/r12.npy", r.standard_normal((5, 12)))
+np.save(w + "/r10.npy", r.standard_normal((5, 10)))
 x = r.standard_normal((5, 8)); x[2, 3] = np.nan
 np.save(w + "/nan.npy", x)
 x = r.standard_normal((5, 8)); x[0, 0] = np.inf
 np.save(w + "/inf.npy", x)
 np.save(w + "/r1d.npy", r.standard_normal(8))
 open(w + "/junk.npy", "w").write("not a npy file")
+# attention masks for 7 tokens: right padding, left padding, bad entries
+np.save(w + "/keep.npy", np.array([1, 1, 1, 1, 1, 0, 0], float))
+np.save(w + "/keep5.npy", np.array([1, 1, 1, 0, 0], float))
+np.save(w + "/keep_left.npy", np.array([0, 0, 1, 1, 1, 1, 1], float))
+np.save(w + "/keep_half.npy", np.array([1, 1, 0.5, 1, 1, 0, 0], float))
+np.save(w + "/keep_two.npy", np.array([1, 1, 2, 1, 1, 0, 0], float))
+k = np.ones(7); k[3] = np.nan
+np.save(w + "/keep_nan.npy", k)
+np.save(w + "/keep_zero.npy", np.zeros(7))
+np.save(w + "/keep_short.npy", np.ones(6))
+np.save(w + "/keep_2d.npy", np.ones((7, 1)))
+np.save(w + "/keep_int.npy", np.ones(7, np.int64))
 PY
 
 expect 0 "" --model "$M/gpt2" --tokens "$work/ids.npy"
@@ -75,6 +89,29 @@ expect 65 "ids_neg.npy: entry 1 (-1) is not a token id" --model "$M/gpt2" --toke
 expect 65 "ids_long.npy: 13 tokens; the model has 12 positions" --model "$M/gpt2" --tokens "$work/ids_long.npy"
 expect 65 "ids_int.npy: dtype" --model "$M/gpt2" --tokens "$work/ids_int.npy"
 expect 66 "missing.npy" --model "$M/gpt2" --tokens "$work/missing.npy"
+# --attention-mask: right padding runs (BERT, GPT-2, the generic layer, from
+# tokens and from a layer's input); each class of bad mask refused
+expect 0 "" --model "$M/bert" --tokens "$work/ids.npy" --attention-mask "$work/keep.npy"
+expect 0 "" --model "$M/gpt2" --tokens "$work/ids.npy" --attention-mask "$work/keep.npy"
+expect 0 "" --model "$M/layer_ln" --normed "$work/r10.npy" --attention-mask "$work/keep5.npy"
+expect 2 "" --model "$M/layer" --normed "$work/r12.npy" --attention-mask "$work/keep5.npy" # RoPE
+expect 65 "keep_left.npy: token 0 sees no real key in layer 0 (a causal mask" --model "$M/gpt2" \
+    --tokens "$work/ids.npy" --attention-mask "$work/keep_left.npy"
+expect 65 "keep_half.npy: entry 2 (0.5) is not 0 or 1" --model "$M/bert" --tokens "$work/ids.npy" \
+    --attention-mask "$work/keep_half.npy"
+expect 65 "keep_two.npy: entry 2 (2) is not 0 or 1" --model "$M/bert" --tokens "$work/ids.npy" \
+    --attention-mask "$work/keep_two.npy"
+expect 65 "keep_nan.npy: entry 3 (nan) is not 0 or 1" --model "$M/bert" --tokens "$work/ids.npy" \
+    --attention-mask "$work/keep_nan.npy"
+expect 65 "keep_zero.npy: every token is padding" --model "$M/bert" --tokens "$work/ids.npy" \
+    --attention-mask "$work/keep_zero.npy"
+expect 65 "keep_short.npy: 6 entries; the input has 7 tokens" --model "$M/bert" \
+    --tokens "$work/ids.npy" --attention-mask "$work/keep_short.npy"
+expect 65 "keep_2d.npy" --model "$M/bert" --tokens "$work/ids.npy" --attention-mask "$work/keep_2d.npy"
+expect 65 "keep_int.npy: dtype" --model "$M/bert" --tokens "$work/ids.npy" --attention-mask "$work/keep_int.npy"
+expect 66 "nokeep.npy" --model "$M/bert" --tokens "$work/ids.npy" --attention-mask "$work/nokeep.npy"
+expect 64 "takes no attention mask" --model "$M/vit" --layer 0 --normed "$work/r12.npy" \
+    --attention-mask "$work/keep5.npy"
 expect 66 "nomodel" --model "$work/nomodel" --tokens "$work/ids.npy"
 # a malformed checkpoint: config.json naming an unknown model type
 mkdir -p "$work/bad" && cp "$M/gpt2/model.safetensors" "$work/bad/" &&

@@ -21,7 +21,11 @@ for every layer gives attncheck inspect the exact input of the projections
     widened by the bound kappa^2 * 8 n d u on the effect of the block's
     rounding (first order);
 and from token ids (--tokens, GPT-2 and BERT), the patterns against torch's
-with the inputs' difference in the bound.  Prints the largest pattern
+with the inputs' difference in the bound.  Every family but ViT again under
+an attention mask of right padding (--attention-mask, the last two tokens
+hidden as keys; torch runs the model with it): the same checks, padded keys
+of weight exactly 0, every head decided as masked, the mask recorded in the
+JSON; from token ids too for GPT-2, BERT and RoBERTa.  Prints the largest pattern
 difference per family.  Exit 0 pass, 1 failure, 77 no torch.
 """
 import json
@@ -50,7 +54,7 @@ def run(tool, args):
     return r.returncode, r.stdout, r.stderr
 
 
-def check_layer(tool, fam, ckpt, l, head, X, P, work, tag, dX=None, extra=None):
+def check_layer(tool, fam, ckpt, l, head, X, P, work, tag, dX=None, extra=None, keep=None):
     out = os.path.join(work, "%s_%d_%s" % (os.path.basename(ckpt), l, tag))
     args = ["--model", ckpt, "--layer", str(l), "--json", "--out-dir", out] + (extra or [])
     code, so, se = run(tool, args)
@@ -69,7 +73,16 @@ def check_layer(tool, fam, ckpt, l, head, X, P, work, tag, dX=None, extra=None):
     Xa = torch.tensor(np.load(os.path.join(out, "normed.npy")))[0]
     if dX is None and not torch.equal(Xa, X):
         FAIL.append("%s: normed.npy is not the input given" % what)
-    B = mt.pattern_bound(head, X, dX if dX is None else Xa - X, P, None)
+    B = mt.pattern_bound(head, X, dX if dX is None else Xa - X, P, keep)
+    am = j["input"]["attention_mask"]
+    if (am is None) != (keep is None) or (keep is not None and am["keep"] != list(keep)):
+        FAIL.append("%s: input.attention_mask %s, given %s" % (what, am, keep))
+    if keep is not None:
+        hid = torch.tensor(keep) == 0
+        if not bool((Pa[0][:, :, hid] == 0).all()):
+            FAIL.append("%s: a padded key has a nonzero weight" % what)
+        if any(not h["masked"] for h in j["layers"][0]["heads"]):
+            FAIL.append("%s: a padded head not decided as masked" % what)
     diff = (Pa[0] - P).abs()
     if not bool((diff <= B).all()):
         FAIL.append("%s: max|dP| %.3g beyond its bound (ratio %.3g)" % (what, diff.max(),
@@ -129,6 +142,30 @@ def check_layer(tool, fam, ckpt, l, head, X, P, work, tag, dX=None, extra=None):
     return float(diff.max())
 
 
+KEEP = [1, 1, 1, 1, 1, 0, 0]
+
+
+def check_padded(tool, fam, cfg, sd, name, ckpt, l, L, work, x0, ids):
+    """Layer l under the attention mask KEEP: torch's model run with it,
+    inspect --normed with --attention-mask; from the token ids too (GPT-2,
+    BERT)."""
+    _, heads, xs = mt.run_blocks(cfg, sd, fam, x0, KEEP, L)
+    P, _ = heads[l].forward(xs[l], KEEP)
+    kp = os.path.join(work, "keep.npy")
+    np.save(kp, np.array(KEEP, dtype=np.float64))
+    xp = os.path.join(work, "%s_%d_xpad.npy" % (name, l))
+    np.save(xp, xs[l].numpy())
+    w = check_layer(tool, fam, ckpt, l, heads[l], xs[l], P, work, "normed_pad",
+                    extra=["--normed", xp, "--attention-mask", kp], keep=KEEP)
+    if name in ("gpt2", "bert", "roberta"):
+        ip = os.path.join(work, "%s_ids.npy" % name)
+        np.save(ip, ids.astype(np.float64))
+        w = max(w, check_layer(tool, fam, ckpt, l, heads[l], xs[l], P, work, "tokens_pad",
+                               dX=True, extra=["--tokens", ip, "--attention-mask", kp],
+                               keep=KEEP))
+    return w
+
+
 def main():
     tool, fixtures, work = sys.argv[1:4]
     worst = {}
@@ -149,12 +186,20 @@ def main():
             x0 = torch.tensor(rng.standard_normal((7, cfg["hidden_size"])))
             L = 1
         hs, heads, xs = mt.run_blocks(cfg, sd, fam, x0, None, L)
+        x0p = [None]
+        if kind == "ids":
+            x0p[0] = fam.embed(cfg, sd, torch.tensor(ids), torch.tensor(types), KEEP, None)
+        elif kind != "pixels":
+            x0p[0] = x0
         w = 0.0
         extra = ["--rope", "interleaved"] if name == "llama_meta" else []
         if extra:   # inspect has no --rope: the fixture says rotate_half; skip the other layout
             continue
         for l in range(L):
             P, _ = heads[l].forward(xs[l], None)
+            if kind != "pixels":   # right padding: the last two tokens hidden as keys
+                w = max(w, check_padded(tool, fam, cfg, sd, name, ckpt, l, L, work, x0p[0],
+                                        ids if kind == "ids" else None))
             xp = os.path.join(work, "%s_%d_x.npy" % (name, l))
             np.save(xp, xs[l].numpy())
             w = max(w, check_layer(tool, fam, ckpt, l, heads[l], xs[l], P, work, "normed",

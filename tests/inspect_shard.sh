@@ -24,6 +24,7 @@ np.save(w + "/ids.npy", np.array([3, 5, 7, 2, 9, 11, 4], float))
 r = np.random.RandomState(7)
 np.save(w + "/r12.npy", r.standard_normal((6, 12)))
 np.save(w + "/r16.npy", r.standard_normal((5, 16)))
+np.save(w + "/keep.npy", np.array([1, 1, 1, 1, 1, 0, 0], float))
 PY
 
 # same A B: the two --json documents equal but for the times
@@ -85,6 +86,10 @@ for k in 2 3; do
     sharded llama "$k" 2 --model "$M/llama" --layer 1 --normed "$work/r16.npy"
 done
 sharded vit 3 1 --model "$M/vit" --layer 0 --hidden "$work/r12.npy"
+for k in 2 3; do # padding: the merge reads the attention mask again
+    sharded gpt2_pad "$k" 2 --model "$M/gpt2" --tokens "$work/ids.npy" --attention-mask "$work/keep.npy"
+    sharded bert_pad "$k" 1 --model "$M/bert" --tokens "$work/ids.npy" --attention-mask "$work/keep.npy"
+done
 
 # the text of a shard, and of a merge: inspect's table
 "$ATTNCHECK" inspect --model "$M/gpt2" --tokens "$work/ids.npy" --shard 2/3 \
@@ -124,6 +129,11 @@ for i in 1 2 3; do
 done
 "$ATTNCHECK" inspect --model "$work/model" --tokens "$work/in.npy" --shard 2/2 \
     --shard-out "$H/k2" >/dev/null || err "hostile: K=2 shard failed"
+cp "$work/keep.npy" "$work/mask.npy"
+for i in 1 2 3; do
+    "$ATTNCHECK" inspect --model "$work/model" --tokens "$work/in.npy" --attention-mask "$work/mask.npy" \
+        --shard "$i/3" --shard-out "$H/m$i" >/dev/null || err "hostile: masked shard $i failed"
+done
 "$ATTNCHECK" inspect --model "$work/model" --tokens "$work/in.npy" --tol 1e-6 --shard 2/3 \
     --shard-out "$H/tol" >/dev/null || err "hostile: --tol shard failed"
 "$ATTNCHECK" condition --heads 1 --seq 4 --head-dim 4 --trials 2 --shard 1/1 \
@@ -232,6 +242,10 @@ cp "$work/ids.npy" "$work/in.npy.keep"
 "$PYTHON3" -c "import numpy as np; np.save('$work/in.npy', np.array([3, 5, 7, 2, 9, 11, 5], float))"
 hostile "h/s1: made on another input" "$H/s1" "$H/s2" "$H/s3"
 cp "$work/in.npy.keep" "$work/in.npy"
+# a mask with and a mask without: other runs; the mask file changed: another input
+hostile "h/m2: a shard of another run than .*h/s1" "$H/s1" "$H/m2" "$H/s3"
+"$PYTHON3" -c "import numpy as np; np.save('$work/mask.npy', np.array([1, 1, 1, 1, 0, 0, 0], float))"
+hostile "h/m1: made on another input" "$H/m1" "$H/m2" "$H/m3"
 "$PYTHON3" - "$work/model/model.safetensors" <<'PY'
 import sys
 p = sys.argv[1]

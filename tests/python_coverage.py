@@ -93,6 +93,8 @@ GPT2 = os.path.join(os.environ.get("top_srcdir") or os.path.join(os.path.dirname
     os.path.abspath(__file__)), ".."), "tests", "models", "gpt2")
 IDS = np.array([3.0, 5, 7, 2, 9, 11, 4])
 np.save("ids.npy", IDS)
+KEEP = np.array([1.0, 1, 1, 1, 1, 0, 0])
+np.save("keep.npy", KEEP)
 
 # (command, program arguments, Python keywords)
 runs = [
@@ -117,6 +119,9 @@ runs = [
     ("report", ["--quick"], dict(quick=True)),
     ("inspect", ["--model", GPT2, "--tokens", "ids.npy", "--layer", "1"],
      dict(model=GPT2, tokens=IDS, layer=1)),
+    ("inspect", ["--model", GPT2, "--tokens", "ids.npy", "--attention-mask", "keep.npy",
+                 "--layer", "2", "--head", "0"],
+     dict(model=GPT2, tokens=IDS, attention_mask=KEEP, layer=2, head=0)),
 ]
 # the --trace steps are the program's text output; Python has no trace keyword
 runs[1][2].pop("trace", None)
@@ -135,9 +140,9 @@ for cmd, args, kw in runs:
         continue
     total = seen = 0
     for path, v in paths(j):
-        # inspect's input.file: the program names the file, Python the array ("tokens")
+        # inspect's input files: the program names the file, Python the array ("tokens")
         if (path.split(".")[-1] in TIMED or ".time." in path + "." or
-                cmd == "inspect" and path == ".input.file" or
+                cmd == "inspect" and path in (".input.file", ".input.attention_mask.file") or
                 "--trace" in args and path.startswith(".steps")):
             continue
         total += 1

@@ -5,7 +5,8 @@
  * exact input of the q/k/v projections, one row per token) each head i:
  *   - its pattern P_i (row-stochastic [query, key], as the model computes it);
  *   - its class for Theorem 1: biases -> heads on [X'; 1'] (d' = d + 1),
- *     masked (causal, window) -> the masked criterion (doc/mathematics.md §3.8);
+ *     masked (causal, window, or padding by opts.keep) -> the masked criterion
+ *     (doc/mathematics.md §3.8);
  *   - the threshold at tol (ac_t1_threshold_at_tol): C(tol) REFUTED below lo,
  *     PROVED from hi; exact when lo == hi; and the exact-representability
  *     threshold;
@@ -62,6 +63,9 @@ typedef struct {
                                  the results do not depend on it */
     int heads_only;           /* the heads only: no kappa, no Theorem 2 hypotheses (a
                                  shard of inspect --shard; the merge computes them) */
+    const unsigned char *keep; /* the attention mask: n flags (n = X's rows), 1 a real
+                                  token, 0 padding (a key hidden from every query, as
+                                  Hugging Face's attention_mask); NULL: every token real */
 } ac_inspect_opts;
 
 void ac_inspect_opts_default(ac_inspect_opts *o);
@@ -107,7 +111,8 @@ typedef struct {
 
 typedef struct {
     size_t layer, n, d, h, hkv, dk;
-    char describe[600];       /* ac_attn_describe: what changes a pattern */
+    size_t padded;            /* keys hidden by opts.keep (padding) */
+    char describe[680];       /* ac_attn_describe and the padding: what changes a pattern */
     size_t nheads;
     ac_inspect_head *heads;
     ac_array patterns;        /* [h, n, n] row-stochastic (every head of the layer) */
@@ -126,11 +131,18 @@ typedef struct {
  * lists nheads head indices.  res must be zeroed; freed by
  * ac_inspect_layer_free in every case.  AC_EUSAGE for a head out of range
  * or a dk' out of [1, dk], AC_EDATA for X with a non-finite entry or the
- * wrong width, AC_EINTERNAL. */
+ * wrong width, or an attention mask (opts.keep) leaving a query no key,
+ * AC_EINTERNAL. */
 int ac_inspect_layer_run(ac_inspect_layer *res, const ac_attn_layer *L, const ac_mat *X,
                          const size_t *heads, size_t nheads, const ac_inspect_opts *o,
                          ac_err *err);
 void ac_inspect_layer_free(ac_inspect_layer *res);
+
+/* The keys padding hides (keep[k] == 0 of n; 0 when keep is NULL), and
+ * whether a head of layer L is masked under keep: causal, windowed or
+ * padded (the masked criterion decides it, doc/mathematics.md §3.8). */
+size_t ac_inspect_padded(const unsigned char *keep, size_t n);
+int ac_inspect_masked(const ac_attn_layer *L, const unsigned char *keep, size_t n);
 
 /* The overall verdict of layers (see above). */
 ac_verdict ac_inspect_verdict(const ac_inspect_layer *ly, size_t nlayers);
@@ -145,6 +157,9 @@ typedef struct {
     const char *tokens, *hidden, *normed; /* the input: .npy files ... */
     ac_array tokens_mem, hidden_mem, normed_mem; /* ... or arrays in memory (Python) */
     int have_tokens, have_hidden, have_normed;
+    const char *attention_mask;     /* --attention-mask FILE: n entries 0/1 ... */
+    ac_array attention_mask_mem;    /* ... or in memory (Python) */
+    int have_attention_mask;
     double tol;
     int have_tol;
     ac_opt_sizes dk_prime;          /* --dk-prime LIST */
@@ -169,6 +184,8 @@ typedef struct {
     char model_desc[2048];
     char input_kind[16];            /* "tokens", "hidden", "normed" */
     size_t n;
+    unsigned char *keep;            /* --attention-mask: n flags (1 real, 0 padding), or NULL */
+    size_t padded;                  /* the tokens it marks padding */
     size_t nlayers;
     ac_inspect_layer *layers;
     ac_verdict verdict;             /* ac_inspect_verdict */

@@ -191,6 +191,11 @@ int ac_attn_input(ac_mat *X, const ac_attn_layer *L, const ac_mat *R, ac_err *er
 int ac_attn_patterns(ac_array *P, const ac_attn_layer *L, const ac_mat *X,
                      const unsigned char *keep, ac_err *err);
 
+/* The first query of n tokens that sees no key under L's mask (causal,
+ * window) and keep (as ac_attn_patterns), or n when every query sees one:
+ * left padding under a causal mask leaves the first queries blind. */
+size_t ac_attn_blind_query(const ac_attn_layer *L, const unsigned char *keep, size_t n);
+
 /* Head i in Theorem 1's form (attncheck/theorem1.h): Xt (d' x n) = X^T,
  * and Wq, Wk (dk x d') such that the head's logits are
  *     factor * (Wk Xt)^T (Wq Xt) / sqrt(dk),

@@ -90,7 +90,10 @@ static void print_layer(const ac_inspect_layer *ly, double tol)
 static void print_result(const ac_inspect_request *q, const ac_inspect_result *res)
 {
     printf("model: %s\n", res->model_desc);
-    printf("input: %s (n = %zu tokens)\n", res->input_kind, res->n);
+    printf("input: %s (n = %zu tokens)", res->input_kind, res->n);
+    if (res->keep)
+        printf("; attention mask: %zu padding, %zu real", res->padded, res->n - res->padded);
+    printf("\n");
     for (size_t l = 0; l < res->nlayers; l++)
         print_layer(&res->layers[l], q->tol);
     printf("\nverdict: %s (the self-check: every head's own weights reproduce its pattern "

@@ -47,6 +47,12 @@ const ac_opt ac_inspect_cmd_opts[] = {
     {.name = "normed", .kind = AC_OPT_STRING, F(normed), S(have_normed), .arg = "FILE",
      .flags = AC_OPTF_ARRAY, A(normed_mem),
      .help = "the exact input of the q/k/v projections (.npy, n x d)"},
+    {.name = "attention-mask", .kind = AC_OPT_STRING, F(attention_mask),
+     S(have_attention_mask), .arg = "FILE", .flags = AC_OPTF_ARRAY, A(attention_mask_mem),
+     .help = "padding, as Hugging Face's attention_mask: a .npy vector (float64 or float32) of "
+             "one entry per token, 1 a real token and 0 padding, hidden as a key from every "
+             "query (in every layer the model runs with --tokens, and in the patterns inspected); "
+             "padded heads are decided by the masked criterion"},
     {.name = "rope", .kind = AC_OPT_CHOICE, F(rope), S(have_rope), .choices = rope_names,
      .arg = "PAIRING",
      .help = "the RoPE pairing of a rotary model whose config.json does not say it: half "
@@ -196,17 +202,59 @@ static int input_width(const ac_mat *R, const char *name, size_t n_expect, size_
     return AC_OK;
 }
 
-/* The checksum of the input as read (token ids or the n x d matrix), with
- * its shape: what a shard and its merge must agree on. */
-static uint64_t input_sum(const int32_t *ids, size_t nt, const ac_mat *R)
+/* --attention-mask: n entries, each exactly 0 or 1, some 1. */
+static int read_keep(unsigned char **keep, size_t n, const ac_inspect_request *q, ac_err *err)
+{
+    double *v = NULL;
+    size_t m = 0;
+    const char *name = ac_cmd_input_name(q->attention_mask, &q->attention_mask_mem,
+                                         "attention_mask");
+    int st = ac_cmd_input_vec(&v, &m, q->attention_mask, &q->attention_mask_mem,
+                              "attention_mask", err);
+    if (st)
+        return st;
+    if (m != n)
+        st = ac_err_set(err, AC_EDATA, "%s: %zu entries; the input has %zu tokens (one entry "
+                        "per token)", name, m, n);
+    for (size_t i = 0; !st && i < n; i++)
+        if (!(v[i] == 0 || v[i] == 1))
+            st = ac_err_set(err, AC_EDATA, "%s: entry %zu (%.17g) is not 0 or 1 (1 a real "
+                            "token, 0 padding)", name, i, v[i]);
+    if (!st && !(*keep = malloc(n)))
+        st = ac_err_set(err, AC_EINTERNAL, "out of memory (%zu tokens)", n);
+    size_t real = 0;
+    for (size_t i = 0; !st && i < n; i++)
+        real += (*keep)[i] = v[i] == 1;
+    if (!st && real == 0)
+        st = ac_err_set(err, AC_EDATA, "%s: every token is padding (no real token)", name);
+    free(v);
+    if (st) {
+        free(*keep);
+        *keep = NULL;
+    }
+    return st;
+}
+
+/* The checksum of the input as read (token ids or the n x d matrix, and the
+ * attention mask when given), with its shape: what a shard and its merge
+ * must agree on. */
+static uint64_t input_sum(const int32_t *ids, size_t nt, const ac_mat *R,
+                          const unsigned char *keep)
 {
     double shape[2] = {(double)(ids ? nt : R->rows), (double)(ids ? 0 : R->cols)};
+    size_t n = ids ? nt : R->rows;
     uint64_t h = fnv_doubles(FNV_INIT, shape, 2);
     for (size_t i = 0; ids && i < nt; i++) {
         double x = ids[i];
         h = fnv_doubles(h, &x, 1);
     }
-    return ids ? h : fnv_doubles(h, R->data, R->rows * R->cols);
+    if (!ids)
+        h = fnv_doubles(h, R->data, R->rows * R->cols);
+    for (size_t i = 0; keep && i < n; i++) {
+        double x = keep[i] ? 1.0 : -1.0; /* apart from the entries before it */
+        h = fnv_doubles(h, &x, 1);
+    }
+    return h;
 }
 
 /* The merge: the shard set complete and of this run (the same words, model
@@ -261,8 +309,8 @@ static int shards_check(const ac_inspect_shard *sh, const char *const *names, si
  * every head's record from its shard, checked. */
 static int merge_heads(ac_inspect_layer *ly, const ac_attn_layer *L, size_t li, size_t nh,
                        const size_t *hs, const ac_inspect_shard *const *of,
-                       const ac_inspect_shard *sh, const char *const *names, double tol,
-                       ac_err *err)
+                       const ac_inspect_shard *sh, const char *const *names,
+                       const unsigned char *keep, double tol, ac_err *err)
 {
     size_t n = ly->n, k = of[0]->k;
     free(ly->heads);
@@ -278,7 +326,7 @@ static int merge_heads(ac_inspect_layer *ly, const ac_attn_layer *L, size_t li, 
         const ac_inspect_shard *s = of[i];
         const ac_inspect_head *r = &s->heads[p - s->lo];
         int st = ac_inspect_shard_check_head(r, s->pattern[p - s->lo], L->layer, hs[q], L,
-                                             ly->patterns.data + hs[q] * n * n, n, tol,
+                                             ly->patterns.data + hs[q] * n * n, keep, n, tol,
                                              names[s - sh], err);
         if (st)
             return st;
@@ -347,6 +395,11 @@ int ac_inspect_cmd_run(ac_inspect_result *res, const ac_inspect_request *q,
                         q->model, m->layers);
         goto out;
     }
+    if (q->have_attention_mask && (m->family == AC_MODEL_VIT || m->family == AC_MODEL_VIT_TIMM)) {
+        st = ac_err_set(err, AC_EUSAGE, "--attention-mask: %s (%s) takes no attention mask "
+                        "(every patch is a real token)", q->model, ac_model_family_name(m->family));
+        goto out;
+    }
     const char *iname = q->have_tokens ? ac_cmd_input_name(q->tokens, &q->tokens_mem, "tokens")
                         : q->have_hidden ? ac_cmd_input_name(q->hidden, &q->hidden_mem, "hidden")
                                          : ac_cmd_input_name(q->normed, &q->normed_mem, "normed");
@@ -381,7 +434,12 @@ int ac_inspect_cmd_run(ac_inspect_result *res, const ac_inspect_request *q,
     }
     size_t l0 = q->have_layer ? q->layer : 0, l1 = q->have_layer ? q->layer + 1 : m->layers;
     size_t nl = l1 - l0, n = q->have_tokens ? nt : R.rows, nh = q->have_head ? 1 : m->h;
-    uint64_t input = input_sum(ids, nt, &R);
+    if (q->have_attention_mask) {
+        if ((st = read_keep(&res->keep, n, q, err)))
+            goto out;
+        res->padded = ac_inspect_padded(res->keep, n);
+    }
+    uint64_t input = input_sum(ids, nt, &R, res->keep);
     /* the (layer, head) pairs: layer l0 + p / nh, head p % nh of the selection */
     size_t P = nl * nh, plo = 0, phi = P;
     res->n = n;
@@ -426,6 +484,7 @@ int ac_inspect_cmd_run(ac_inspect_result *res, const ac_inspect_request *q,
     o.optimize = (int)q->optimize;
     o.threads = q->have_threads ? (int)q->threads : 0;
     o.heads_only = res->shard;
+    o.keep = res->keep;
     if (q->have_dk_prime) {
         o.ndkp = q->dk_prime.n;
         memcpy(o.dkp, q->dk_prime.v, o.ndkp * sizeof o.dkp[0]);
@@ -443,8 +502,18 @@ int ac_inspect_cmd_run(ac_inspect_result *res, const ac_inspect_request *q,
         ac_inspect_layer *ly = &res->layers[res->nlayers];
         if ((st = ac_model_layer(&L, m, l, err)))
             goto out;
+        size_t blind = res->keep ? ac_attn_blind_query(&L, res->keep, n) : n;
+        if (blind < n) {
+            st = ac_err_set(err, AC_EDATA, "%s: token %zu sees no real key in layer %zu (%s): "
+                            "every key it may attend to is padding",
+                            ac_cmd_input_name(q->attention_mask, &q->attention_mask_mem,
+                                              "attention_mask"),
+                            blind, l, L.mask == AC_MASK_CAUSAL ? "a causal mask: keys up to "
+                            "the token itself" : "its mask");
+            goto out;
+        }
         if (q->have_tokens) {
-            ac_model_input in = {.n = nt, .ids = ids};
+            ac_model_input in = {.n = nt, .ids = ids, .keep = res->keep};
             ac_mat_free(&R);
             if ((st = ac_model_run(&R, m, l, &in, err)))
                 goto out;
@@ -458,7 +527,7 @@ int ac_inspect_cmd_run(ac_inspect_result *res, const ac_inspect_request *q,
         st = ac_inspect_layer_run(ly, &L, &X, hs, nrun, &o, err);
         res->nlayers++;
         if (!st && sh)
-            st = merge_heads(ly, &L, li, nh, hs, of, sh, names, q->tol, err);
+            st = merge_heads(ly, &L, li, nh, hs, of, sh, names, res->keep, q->tol, err);
         if (st)
             goto out;
         if (!res->shard) {
@@ -757,6 +826,21 @@ void ac_inspect_cmd_write_json(ac_json *j, const void *qv, const void *rv)
                       : q->have_hidden ? ac_cmd_input_name(q->hidden, &q->hidden_mem, "hidden")
                                        : ac_cmd_input_name(q->normed, &q->normed_mem, "normed"));
     ac_json_kv_int(j, "n", (long long)res->n);
+    ac_json_key(j, "attention_mask");
+    if (res->keep) {
+        ac_json_begin_object(j);
+        ac_json_kv_string(j, "file", ac_cmd_input_name(q->attention_mask,
+                                                       &q->attention_mask_mem, "attention_mask"));
+        ac_json_kv_int(j, "padding", (long long)res->padded);
+        ac_json_key(j, "keep");
+        ac_json_begin_array(j);
+        for (size_t i = 0; i < res->n; i++)
+            ac_json_int(j, res->keep[i]);
+        ac_json_end_array(j);
+        ac_json_end_object(j);
+    } else {
+        ac_json_null(j);
+    }
     ac_json_end_object(j);
     if (res->shard) {
         /* one shard decides nothing: its heads are in its file, for merge */
@@ -833,6 +917,8 @@ void ac_inspect_cmd_result_free(void *rv)
         ac_array_free(&res->wk[j]);
     }
     ac_model_close(&res->m);
+    free(res->keep);
+    res->keep = NULL;
 }
 
 const ac_command ac_cmd_inspect = {

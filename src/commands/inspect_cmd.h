@@ -59,11 +59,13 @@ int ac_inspect_shard_write(const char *path, const char *const *words, size_t nw
 int ac_inspect_shard_read(ac_inspect_shard *s, const char *path, ac_err *err);
 void ac_inspect_shard_free(ac_inspect_shard *s);
 /* The record hd of shard file name against what the merge recomputed:
- * layer l, head h of layer L, whose pattern P (n x n) has FNV-1a psum_want
- * (the shard's: psum), at tolerance tol.  AC_EDATA "FILE: inconsistent
+ * layer l, head h of layer L, whose pattern P (n x n, under the attention
+ * mask keep, NULL: none) has FNV-1a psum_want (the shard's: psum), at
+ * tolerance tol.  AC_EDATA "FILE: inconsistent
  * inspect shard file: layer l, head h: WHY". */
 int ac_inspect_shard_check_head(const ac_inspect_head *hd, uint64_t psum, size_t l, size_t h,
-                                const ac_attn_layer *L, const double *P, size_t n, double tol,
+                                const ac_attn_layer *L, const double *P,
+                                const unsigned char *keep, size_t n, double tol,
                                 const char *name, ac_err *err);
 
 #endif

@@ -567,11 +567,11 @@ static const char *circuit_why(const ac_inspect_circuit *c, size_t dk, size_t d)
 }
 
 static const char *head_why(const ac_inspect_head *hd, const ac_attn_layer *L, const double *P,
-                            size_t n, double tol)
+                            const unsigned char *keep, size_t n, double tol)
 {
     const ac_t1_tol_threshold *t = &hd->thr;
     if (hd->kv_head != ac_attn_kv_head(L, hd->head) || hd->dk != L->dk ||
-        hd->bias != (L->bq || L->bk) || hd->masked != (L->mask != AC_MASK_NONE) ||
+        hd->bias != (L->bq || L->bk) || hd->masked != ac_inspect_masked(L, keep, n) ||
         hd->dprime != L->d + (size_t)hd->bias)
         return "its sizes or class (kv_head, dk, d', bias, mask) are not the layer's";
     double pmin = INFINITY, pmax = 0;
@@ -637,7 +637,8 @@ static const char *head_why(const ac_inspect_head *hd, const ac_attn_layer *L, c
 }
 
 int ac_inspect_shard_check_head(const ac_inspect_head *hd, uint64_t psum, size_t l, size_t h,
-                                const ac_attn_layer *L, const double *P, size_t n, double tol,
+                                const ac_attn_layer *L, const double *P,
+                                const unsigned char *keep, size_t n, double tol,
                                 const char *name, ac_err *err)
 {
     if (hd->layer != l || hd->head != h)
@@ -648,7 +649,7 @@ int ac_inspect_shard_check_head(const ac_inspect_head *hd, uint64_t psum, size_t
         return refuse(err, name, INCONSISTENT, "layer %zu, head %zu: its pattern is not the one "
                       "this model and input give (checksum %016" PRIx64 ", here %016" PRIx64 ")",
                       l, h, psum, ac_inspect_sum(P, n * n));
-    const char *why = head_why(hd, L, P, n, tol);
+    const char *why = head_why(hd, L, P, keep, n, tol);
     if (why)
         return refuse(err, name, INCONSISTENT, "layer %zu, head %zu: %s", l, h, why);
     return AC_OK;

@@ -188,7 +188,9 @@ static int head_t1(ac_inspect_head *hd, const ac_attn_layer *L, const ac_mat *X,
         goto out;
     memcpy(Xd.data, Xt.data, d * n * sizeof(double));
     ac_t1_mask mask = {.causal = L->mask == AC_MASK_CAUSAL, .window = L->window,
-                       .name = "the layer's mask"};
+                       .valid = o->keep, .nvalid = o->keep ? n : 0,
+                       .name = o->keep ? "the layer's mask and the attention mask"
+                                       : "the layer's mask"};
     ac_t1_opts to;
     ac_t1_opts_default(&to);
     to.tol = o->tol;
@@ -283,18 +285,36 @@ out:
 
 /* ---- one head -------------------------------------------------------------------- */
 
-static void head_class(ac_inspect_head *hd, const ac_attn_layer *L)
+size_t ac_inspect_padded(const unsigned char *keep, size_t n)
+{
+    size_t c = 0;
+    for (size_t k = 0; keep && k < n; k++)
+        c += !keep[k];
+    return c;
+}
+
+int ac_inspect_masked(const ac_attn_layer *L, const unsigned char *keep, size_t n)
+{
+    return L->mask != AC_MASK_NONE || ac_inspect_padded(keep, n) > 0;
+}
+
+static void head_class(ac_inspect_head *hd, const ac_attn_layer *L, size_t padded, size_t n)
 {
     if (L->rope) {
         snprintf(hd->klass, sizeof hd->klass, "rotary (RoPE): logits depend on the positions; "
                  "not a Theorem 1 head (not decided)");
         return;
     }
-    char m[80];
+    char m[112], w[32] = "", p[64] = "";
     if (L->mask == AC_MASK_CAUSAL && L->window)
-        snprintf(m, sizeof m, "masked (causal, window %zu)", L->window);
+        snprintf(w, sizeof w, ", window %zu", L->window);
+    if (padded)
+        snprintf(p, sizeof p, "%spadding %zu of %zu keys", L->mask == AC_MASK_CAUSAL ? ", " : "",
+                 padded, n);
+    if (L->mask == AC_MASK_CAUSAL || padded)
+        snprintf(m, sizeof m, "masked (%s%s%s)", L->mask == AC_MASK_CAUSAL ? "causal" : "", w, p);
     else
-        snprintf(m, sizeof m, "%s", L->mask == AC_MASK_CAUSAL ? "masked (causal)" : "unmasked");
+        snprintf(m, sizeof m, "unmasked");
     snprintf(hd->klass, sizeof hd->klass, "%s, %s", m,
              hd->bias ? "with biases: heads on [X; 1'] (d + 1)" : "no q/k biases");
 }
@@ -307,13 +327,14 @@ static int head_run(ac_inspect_head *hd, const ac_attn_layer *L, const ac_mat *X
     hd->kv_head = ac_attn_kv_head(L, i);
     hd->dk = L->dk;
     hd->bias = L->bq || L->bk;
-    hd->masked = L->mask != AC_MASK_NONE;
+    size_t padded = ac_inspect_padded(o->keep, n);
+    hd->masked = ac_inspect_masked(L, o->keep, n);
     hd->dprime = L->d + (size_t)hd->bias;
     hd->own = AC_UNDECIDED;
     hd->self.verdict = AC_UNDECIDED;
     hd->self.stage = AC_STAGE_NONE;
     hd->thr.lo = hd->thr.hi = -1;
-    head_class(hd, L);
+    head_class(hd, L, padded, n);
     hd->pmin = INFINITY;
     hd->pmax = 0;
     const double *Pi = P->data + i * n * n;
@@ -430,6 +451,12 @@ int ac_inspect_layer_run(ac_inspect_layer *res, const ac_attn_layer *L, const ac
     res->hkv = L->hkv;
     res->dk = L->dk;
     ac_attn_describe(res->describe, sizeof res->describe, L);
+    res->padded = ac_inspect_padded(o->keep, X->rows);
+    if (res->padded) {
+        size_t k = strlen(res->describe);
+        snprintf(res->describe + k, sizeof res->describe - k, "; attention mask: %zu of %zu "
+                 "tokens padding (keys hidden from every query)", res->padded, X->rows);
+    }
     if (X->cols != L->d)
         return ac_err_set(err, AC_EDATA, "X is %zu x %zu; layer %zu takes width %zu", X->rows,
                           X->cols, L->layer, L->d);
@@ -458,7 +485,7 @@ int ac_inspect_layer_run(ac_inspect_layer *res, const ac_attn_layer *L, const ac
         if (heads[k] >= L->h)
             return ac_err_set_field(err, AC_EUSAGE, "head", "head %zu: layer %zu has %zu heads",
                                     heads[k], L->layer, L->h);
-    if ((st = ac_attn_patterns(&res->patterns, L, X, NULL, err)))
+    if ((st = ac_attn_patterns(&res->patterns, L, X, o->keep, err)))
         return st;
     res->heads = calloc(nh ? nh : 1, sizeof *res->heads);
     if (!res->heads)

@@ -106,6 +106,18 @@ static int visible(const ac_attn_layer *L, const unsigned char *keep, size_t q, 
     return 1;
 }
 
+size_t ac_attn_blind_query(const ac_attn_layer *L, const unsigned char *keep, size_t n)
+{
+    for (size_t q = 0; q < n; q++) {
+        size_t k = 0;
+        while (k < n && !visible(L, keep, q, k))
+            k++;
+        if (k == n)
+            return q;
+    }
+    return n;
+}
+
 /* The projection of head rows: out (n x dk) = X W^T + b, W (dk x d). */
 static void project(double *out, const ac_mat *X, const double *w, const double *b, size_t dk)
 {
