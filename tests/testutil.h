@@ -76,6 +76,21 @@ static inline double test_rng_gauss(test_rng *r)
     return s - 6.0;
 }
 
+/* n doubles set to 0 (at least one allocated), or the test fails */
+static inline double *test_vec(size_t n)
+{
+    double *p = calloc(n ? n : 1, sizeof *p);
+    ck_assert(p != NULL);
+    return p;
+}
+
+/* x[0..n) = s times approximately standard normal numbers */
+static inline void test_gauss(test_rng *r, double *x, size_t n, double s)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = s * test_rng_gauss(r);
+}
+
 
 /* No wall-clock limit on a test case.  Check kills a test that runs longer
  * than its case's timeout (4 s when none is set), so a correct test would

@@ -34,13 +34,6 @@
 
 static const double U = 0x1p-53;
 
-static double *vec(size_t n)
-{
-    double *p = calloc(n ? n : 1, sizeof *p);
-    ck_assert(p != NULL);
-    return p;
-}
-
 /* y[i] = ac_exp_kernel(x[i]) */
 static void exp_kernel_array(double *y, const double *x, size_t n)
 {
@@ -63,7 +56,7 @@ START_TEST(test_exp_accuracy)
     test_rng r;
     test_rng_init(&r, 1);
     size_t n = 200000, bad = 0;
-    double *x = vec(n), *y = vec(n), worst = 0, wx = 0;
+    double *x = test_vec(n), *y = test_vec(n), worst = 0, wx = 0;
     for (size_t i = 0; i < n; i++) {
         if (i % 4 == 0)
             x[i] = test_rng_range(&r, -1, 1);
@@ -126,7 +119,7 @@ START_TEST(test_exp_kernel8)
     test_rng r;
     test_rng_init(&r, 1);
     size_t n = 200008, bad = 0;
-    double *x = vec(n), first = 0;
+    double *x = test_vec(n), first = 0;
     for (size_t i = 0; i < n; i++)
         x[i] = test_rng_range(&r, -750, 715);
     static const double sp[] = {0, -0.0, INFINITY, -INFINITY, NAN, 709.78, -708.39, -745.1};

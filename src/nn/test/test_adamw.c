@@ -19,19 +19,6 @@
 
 static const double U = 0x1p-53;
 
-static double *vec(size_t n)
-{
-    double *p = calloc(n ? n : 1, sizeof *p);
-    ck_assert(p != NULL);
-    return p;
-}
-
-static void gauss(test_rng *r, double *x, size_t n, double s)
-{
-    for (size_t i = 0; i < n; i++)
-        x[i] = s * test_rng_gauss(r);
-}
-
 START_TEST(test_adamw)
 {
     ac_nn_config c;
@@ -92,14 +79,14 @@ START_TEST(test_adamw_vector)
         ck_assert(ac_nn_model_init(&m, &c, 1, 9, NULL) == AC_OK);
         size_t n = m.nparams;
         ck_assert(n > 65536);
-        double *p = vec(n), *mm = vec(n), *vv = vec(n);
-        gauss(&r, m.params, n, 1);
+        double *p = test_vec(n), *mm = test_vec(n), *vv = test_vec(n);
+        test_gauss(&r, m.params, n, 1);
         memcpy(p, m.params, n * sizeof *p);
         memset(mm, 0, n * sizeof *mm);
         memset(vv, 0, n * sizeof *vv);
         ac_nn_adamw o = {3e-3, 0.9, 0.999, 1e-8, 0.05};
         for (long t = 1; t <= 3; t++) {
-            gauss(&r, m.grads, n, t == 2 ? 1e-6 : 1.0);
+            test_gauss(&r, m.grads, n, t == 2 ? 1e-6 : 1.0);
             double gs = t == 3 ? 0.25 : 1.0;
             ac_nn_adamw_step(&m, &o, t, gs);
             double c1 = 1.0 - pow(o.beta1, (double)t), c2 = 1.0 - pow(o.beta2, (double)t);

@@ -45,19 +45,6 @@
 
 static const double U = 0x1p-53;
 
-static double *vec(size_t n)
-{
-    double *p = calloc(n ? n : 1, sizeof *p);
-    ck_assert(p != NULL);
-    return p;
-}
-
-static void gauss(test_rng *r, double *x, size_t n, double s)
-{
-    for (size_t i = 0; i < n; i++)
-        x[i] = s * test_rng_gauss(r);
-}
-
 /* ---------------------------------------------------------------- exp */
 
 /* ac_nn_exp is core's fast kernel, ac_exp_kernel, entry by entry, bit for
@@ -68,7 +55,7 @@ START_TEST(test_exp_is_kernel)
     test_rng r;
     test_rng_init(&r, 1);
     size_t n = 200009, bad = 0;
-    double *x = vec(n), *y = vec(n);
+    double *x = test_vec(n), *y = test_vec(n);
     for (size_t i = 0; i < n; i++)
         x[i] = test_rng_range(&r, -750, 715);
     static const double sp[] = {0, -0.0, INFINITY, -INFINITY, NAN, 709.78, -708.39, -745.1};
@@ -106,15 +93,15 @@ START_TEST(test_linear_vs_ref)
                                        {5, 0, 4}, {300, 130, 260}};
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
         size_t N = shapes[s][0], IC = shapes[s][1], OC = shapes[s][2];
-        double *x = vec(N * IC), *w = vec(OC * IC), *b = vec(OC), *o1 = vec(N * OC),
-               *o2 = vec(N * OC), *tol = vec(N * OC > N * IC ? N * OC : N * IC);
-        double *dx1 = vec(N * IC), *dx2 = vec(N * IC), *dw1 = vec(OC * IC), *dw2 = vec(OC * IC),
-               *db1 = vec(OC), *db2 = vec(OC), *tw = vec(OC * IC + OC);
-        gauss(&r, x, N * IC, 1);
-        gauss(&r, w, OC * IC, 1);
-        gauss(&r, b, OC, 1);
+        double *x = test_vec(N * IC), *w = test_vec(OC * IC), *b = test_vec(OC), *o1 = test_vec(N * OC),
+               *o2 = test_vec(N * OC), *tol = test_vec(N * OC > N * IC ? N * OC : N * IC);
+        double *dx1 = test_vec(N * IC), *dx2 = test_vec(N * IC), *dw1 = test_vec(OC * IC), *dw2 = test_vec(OC * IC),
+               *db1 = test_vec(OC), *db2 = test_vec(OC), *tw = test_vec(OC * IC + OC);
+        test_gauss(&r, x, N * IC, 1);
+        test_gauss(&r, w, OC * IC, 1);
+        test_gauss(&r, b, OC, 1);
         for (int acc = 0; acc < 2; acc++) {
-            gauss(&r, o1, N * OC, 1);
+            test_gauss(&r, o1, N * OC, 1);
             memcpy(o2, o1, N * OC * sizeof *o1);
             ac_nn_linear_forward(o1, x, w, b, N, IC, OC, acc);
             ac_nn_linear_forward_ref(o2, x, w, b, N, IC, OC, acc);
@@ -131,7 +118,7 @@ START_TEST(test_linear_vs_ref)
         }
         /* backward input */
         double *dout = o1;
-        gauss(&r, dout, N * OC, 1);
+        test_gauss(&r, dout, N * OC, 1);
         ac_nn_linear_backward_input(dx1, dout, w, N, IC, OC, 0);
         ac_nn_linear_backward_input_ref(dx2, dout, w, N, IC, OC, 0);
         for (size_t n = 0; n < N; n++)
@@ -234,9 +221,9 @@ START_TEST(test_fd_linear)
     test_rng r;
     test_rng_init(&r, 4);
     layer_ctx c = {.N = 5, .IC = 4, .OC = 3};
-    c.inp = vec(20), c.w = vec(12), c.b = vec(3), c.out = vec(15), c.wts = vec(15);
-    gauss(&r, c.inp, 20, 1), gauss(&r, c.w, 12, 1), gauss(&r, c.b, 3, 1), gauss(&r, c.wts, 15, 1);
-    double *dx = vec(20), *dw = vec(12), *db = vec(3);
+    c.inp = test_vec(20), c.w = test_vec(12), c.b = test_vec(3), c.out = test_vec(15), c.wts = test_vec(15);
+    test_gauss(&r, c.inp, 20, 1), test_gauss(&r, c.w, 12, 1), test_gauss(&r, c.b, 3, 1), test_gauss(&r, c.wts, 15, 1);
+    double *dx = test_vec(20), *dw = test_vec(12), *db = test_vec(3);
     ac_nn_linear_backward_input(dx, c.wts, c.w, 5, 4, 3, 0);
     ac_nn_linear_backward_weight(dw, db, c.wts, c.inp, 5, 4, 3, 0, 3, 0, 4);
     size_t bad = fd_check(f_linear, &c, c.inp, dx, 20, 1e-3, 20, 20, "linear dx") +
@@ -263,11 +250,11 @@ START_TEST(test_fd_layernorm)
     for (size_t k = 0; k < 4; k++) {
         size_t N = 3, C = Cs[k];
         layer_ctx c = {.N = N, .C = C};
-        c.inp = vec(N * C), c.w = vec(C), c.b = vec(C), c.out = vec(N * C), c.wts = vec(N * C);
-        c.mean = vec(N), c.rstd = vec(N);
-        gauss(&r, c.inp, N * C, 2), gauss(&r, c.w, C, 1), gauss(&r, c.b, C, 1);
-        gauss(&r, c.wts, N * C, 1);
-        double *dx = vec(N * C), *dw = vec(C), *db = vec(C);
+        c.inp = test_vec(N * C), c.w = test_vec(C), c.b = test_vec(C), c.out = test_vec(N * C), c.wts = test_vec(N * C);
+        c.mean = test_vec(N), c.rstd = test_vec(N);
+        test_gauss(&r, c.inp, N * C, 2), test_gauss(&r, c.w, C, 1), test_gauss(&r, c.b, C, 1);
+        test_gauss(&r, c.wts, N * C, 1);
+        double *dx = test_vec(N * C), *dw = test_vec(C), *db = test_vec(C);
         f_layernorm(&c);
         ac_nn_layernorm_backward(dx, NULL, c.wts, c.inp, c.w, c.mean, c.rstd, N, C);
         ac_nn_layernorm_backward_params(dw, db, c.wts, c.inp, c.mean, c.rstd, N, C);
@@ -276,7 +263,7 @@ START_TEST(test_fd_layernorm)
                      fd_check(f_layernorm, &c, c.b, db, C, 1e-3, 10 * C, 4 * C, "ln db");
         ck_assert_msg(bad == 0, "%zu layernorm gradients wrong, C = %zu", bad, C);
         /* dres adds, also in place */
-        double *dx2 = vec(N * C);
+        double *dx2 = test_vec(N * C);
         for (size_t i = 0; i < N * C; i++)
             dx2[i] = 1.0;
         ac_nn_layernorm_backward(dx2, dx2, c.wts, c.inp, c.w, c.mean, c.rstd, N, C);
@@ -301,11 +288,11 @@ START_TEST(test_gelu)
     test_rng_init(&r, 6);
     size_t N = 40;
     layer_ctx c = {.N = N};
-    c.inp = vec(N), c.out = vec(N), c.wts = vec(N);
-    gauss(&r, c.inp, N, 3);
+    c.inp = test_vec(N), c.out = test_vec(N), c.wts = test_vec(N);
+    test_gauss(&r, c.inp, N, 3);
     c.inp[0] = 0, c.inp[1] = -30, c.inp[2] = 30, c.inp[3] = 1e-8;
-    gauss(&r, c.wts, N, 1);
-    double *dx = vec(N);
+    test_gauss(&r, c.wts, N, 1);
+    double *dx = test_vec(N);
     c.inp[4] = 0x1p-600;
     c.inp[5] = -0x1p-1070;
     f_gelu(&c);
@@ -354,9 +341,9 @@ START_TEST(test_fd_attention)
     for (int causal = 0; causal < 2; causal++) {
         size_t B = 2, T = 4, H = 2, S = 3, D = H * S, N = B * T;
         layer_ctx c = {.B = B, .T = T, .H = H, .S = S, .causal = causal};
-        c.inp = vec(N * 3 * D), c.out = vec(N * D), c.wts = vec(N * D), c.att = vec(B * H * T * T);
-        gauss(&r, c.inp, N * 3 * D, 1), gauss(&r, c.wts, N * D, 1);
-        double *dqkv = vec(N * 3 * D), *scr = vec(T * T);
+        c.inp = test_vec(N * 3 * D), c.out = test_vec(N * D), c.wts = test_vec(N * D), c.att = test_vec(B * H * T * T);
+        test_gauss(&r, c.inp, N * 3 * D, 1), test_gauss(&r, c.wts, N * D, 1);
+        double *dqkv = test_vec(N * 3 * D), *scr = test_vec(T * T);
         f_attention(&c);
         ac_nn_attention_backward(dqkv, scr, c.wts, c.inp, c.att, B, T, H, S, causal);
         ck_assert(fd_check(f_attention, &c, c.inp, dqkv, N * 3 * D, 1e-3, 50, 3 * (T + S),
@@ -379,9 +366,9 @@ START_TEST(test_fd_headproj)
     test_rng_init(&r, 8);
     size_t N = 5, C = 3, H = 2, S = 4;
     layer_ctx c = {.N = N, .C = C, .H = H, .S = S};
-    c.inp = vec(N * H * S), c.w = vec(H * C * S), c.out = vec(N * C), c.wts = vec(N * C);
-    gauss(&r, c.inp, N * H * S, 1), gauss(&r, c.w, H * C * S, 1), gauss(&r, c.wts, N * C, 1);
-    double *dy = vec(N * H * S), *dw = vec(H * C * S);
+    c.inp = test_vec(N * H * S), c.w = test_vec(H * C * S), c.out = test_vec(N * C), c.wts = test_vec(N * C);
+    test_gauss(&r, c.inp, N * H * S, 1), test_gauss(&r, c.w, H * C * S, 1), test_gauss(&r, c.wts, N * C, 1);
+    double *dy = test_vec(N * H * S), *dw = test_vec(H * C * S);
     ac_nn_headproj_backward_input(dy, c.wts, c.w, N, C, H, S);
     for (size_t h = 0; h < H; h++)
         ac_nn_headproj_backward_weight(dw, c.wts, c.inp, N, C, H, S, h);
@@ -405,14 +392,14 @@ START_TEST(test_fd_xent)
     size_t N = 4, V = 6;
     int32_t tgt[4] = {0, 5, 2, 2};
     layer_ctx c = {.N = N, .V = V, .tgt = tgt};
-    c.inp = vec(N * V), c.out = vec(N), c.aux = vec(N * V), c.wts = vec(N);
-    gauss(&r, c.inp, N * V, 2);
+    c.inp = test_vec(N * V), c.out = test_vec(N), c.aux = test_vec(N * V), c.wts = test_vec(N);
+    test_gauss(&r, c.inp, N * V, 2);
     c.inp[7] = 800; /* exp would overflow without the shift */
     for (size_t i = 0; i < N; i++)
         c.wts[i] = 1.0;
     f_xent(&c);
     ck_assert(isfinite(c.out[1]) && c.out[1] > 700);
-    double *dl = vec(N * V);
+    double *dl = test_vec(N * V);
     ac_nn_xent_backward(dl, c.aux, tgt, 1.0, N, V);
     ck_assert(fd_check(f_xent, &c, c.inp, dl, N * V, 1e-3, 1600, 2 * V, "xent") == 0);
     /* argmax count */
@@ -569,7 +556,7 @@ static void make_batch(ac_nn_batch *b, const ac_nn_config *c, size_t B, size_t T
     size_t N = B * T, I = c->arch == AC_NN_ARCH_TRANSFORMER ? c->in_dim : c->width;
     size_t K = c->arch == AC_NN_ARCH_ATTENTION ? c->width : c->out_dim;
     int32_t *tok = calloc(N, sizeof *tok), *tgt = calloc(N, sizeof *tgt);
-    double *x = vec(N * (I ? I : 1)), *y = vec(N * (K ? K : 1) + B * c->heads * T * T);
+    double *x = test_vec(N * (I ? I : 1)), *y = test_vec(N * (K ? K : 1) + B * c->heads * T * T);
     for (size_t i = 0; i < N; i++) {
         tok[i] = (int32_t)ac_rng_below(&r, c->vocab ? c->vocab : 1);
         tgt[i] = (int32_t)ac_rng_below(&r, c->head == AC_NN_HEAD_LM ? c->vocab
@@ -584,7 +571,7 @@ static void make_batch(ac_nn_batch *b, const ac_nn_config *c, size_t B, size_t T
     } else {
         ac_rng_normal_fill(&r, y, N * (K ? K : 1));
     }
-    *b = (ac_nn_batch){B, T, tok, x, tgt, y, NULL};
+    *b = (ac_nn_batch){.B = B, .T = T, .tokens = tok, .x = x, .targets = tgt, .y = y};
 }
 
 static void free_batch(ac_nn_batch *b)
@@ -616,7 +603,7 @@ START_TEST(test_fd_models)
         double L = f_model(&ctx);
         ac_nn_zero_grad(&m);
         ac_nn_backward(&m);
-        double *g = vec(m.nparams);
+        double *g = test_vec(m.nparams);
         memcpy(g, m.grads, m.nparams * sizeof *g);
         size_t bad = 0, nred = mc[k].B * mc[k].T * 16 + 64;
         for (size_t t = 0; t < m.ntensors; t++) {
@@ -670,11 +657,11 @@ START_TEST(test_threads_deterministic)
             ac_nn_backward(&m);
             loss[th - 1] = st.loss;
             gn[th - 1] = ac_nn_grad_norm(&m);
-            g[th - 1] = vec(m.nparams);
+            g[th - 1] = test_vec(m.nparams);
             memcpy(g[th - 1], m.grads, m.nparams * sizeof(double));
             ac_nn_adamw o = {1e-3, 0.9, 0.999, 1e-8, 0.01};
             ac_nn_adamw_step(&m, &o, 1, 0.5);
-            p[th - 1] = vec(m.nparams);
+            p[th - 1] = test_vec(m.nparams);
             memcpy(p[th - 1], m.params, m.nparams * sizeof(double));
             size_t np = m.nparams;
             free_batch(&b);
@@ -778,7 +765,7 @@ START_TEST(test_merged_vs_unmerged)
             ac_nn_zero_grad(&m);
             ac_nn_backward(&m);
             loss[merged] = st.loss;
-            g[merged] = vec(m.nparams);
+            g[merged] = test_vec(m.nparams);
             memcpy(g[merged], m.grads, m.nparams * sizeof(double));
         }
         const ac_nn_config *c = &mc[k].c;

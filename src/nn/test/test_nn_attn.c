@@ -22,19 +22,6 @@
 
 static const double U = 0x1p-53;
 
-static double *vec(size_t n)
-{
-    double *p = calloc(n ? n : 1, sizeof *p);
-    ck_assert(p != NULL);
-    return p;
-}
-
-static void gauss(test_rng *r, double *x, size_t n, double s)
-{
-    for (size_t i = 0; i < n; i++)
-        x[i] = s * test_rng_gauss(r);
-}
-
 typedef void (*attn_fwd_fn)(double *, double *, const double *, size_t, size_t, size_t, size_t,
                             int, const size_t *);
 typedef void (*attn_bwd_fn)(double *, double *, const double *, const double *, const double *,
@@ -54,12 +41,12 @@ static void check_attention(test_rng *r, attn_fwd_fn fwd, attn_bwd_fn bwd, size_
                             size_t H, size_t S, int causal)
 {
     size_t D = H * S, N = B * T;
-    double *qkv = vec(N * 3 * D), *o1 = vec(N * D), *o2 = vec(N * D);
-    double *a1 = vec(B * H * T * T), *a2 = vec(B * H * T * T);
-    double *dout = vec(N * D), *dq1 = vec(N * 3 * D), *dq2 = vec(N * 3 * D);
-    double *scr = vec(T * T);
-    gauss(r, qkv, N * 3 * D, 1);
-    gauss(r, dout, N * D, 1);
+    double *qkv = test_vec(N * 3 * D), *o1 = test_vec(N * D), *o2 = test_vec(N * D);
+    double *a1 = test_vec(B * H * T * T), *a2 = test_vec(B * H * T * T);
+    double *dout = test_vec(N * D), *dq1 = test_vec(N * 3 * D), *dq2 = test_vec(N * 3 * D);
+    double *scr = test_vec(T * T);
+    test_gauss(r, qkv, N * 3 * D, 1);
+    test_gauss(r, dout, N * D, 1);
     fwd(o1, a1, qkv, B, T, H, S, causal, NULL);
     ac_nn_attention_forward_ref(o2, a2, qkv, B, T, H, S, causal);
     /* logits: error <= gamma_S sum|q||k|/sqrt(S) <= (S+2) u L, L = max
@@ -145,7 +132,7 @@ START_TEST(test_softmax_row)
     double a[140], b[140];
     for (size_t sp = 0; sp < sizeof spreads / sizeof *spreads; sp++)
         for (size_t len = 1; len <= 130; len++) {
-            gauss(&r, a, 140, spreads[sp]);
+            test_gauss(&r, a, 140, spreads[sp]);
             a[len / 2] += sp == 3 ? 1e4 : 0.0;
             memcpy(b, a, sizeof a);
             nn_softmax_row(a, len);
@@ -177,10 +164,10 @@ START_TEST(test_softmax_backward_row)
     for (size_t len = 1; len <= 130; len++) {
         size_t n = len + len % 10;
         double scale = len % 3 ? 0.125 : 1.0;
-        gauss(&r, a, 150, 1.0);
+        test_gauss(&r, a, 150, 1.0);
         for (size_t j = 0; j < 150; j++)
             a[j] = fabs(a[j]) / (double)len;
-        gauss(&r, d, 150, len % 2 ? 1.0 : 1e3);
+        test_gauss(&r, d, 150, len % 2 ? 1.0 : 1e3);
         memcpy(e, d, sizeof d);
         double sad = 0, s = 0;
         for (size_t j = 0; j < len; j++) {
@@ -280,9 +267,9 @@ START_TEST(test_attention_fused_mask)
     if (!nn_attn_fused_fits(T, S))
         return; /* no vector FMA on this machine: one path only */
     size_t klen[4] = {1, 7, 20, 21};
-    double *qkv = vec(N * 3 * D), *o1 = vec(N * D), *o2 = vec(N * D);
-    double *a1 = vec(B * H * T * T), *a2 = vec(B * H * T * T);
-    gauss(&r, qkv, N * 3 * D, 1);
+    double *qkv = test_vec(N * 3 * D), *o1 = test_vec(N * D), *o2 = test_vec(N * D);
+    double *a1 = test_vec(B * H * T * T), *a2 = test_vec(B * H * T * T);
+    test_gauss(&r, qkv, N * 3 * D, 1);
     for (int causal = 0; causal < 2; causal++) {
         nn_attention_forward_fused(o1, a1, qkv, B, T, H, S, causal, klen);
         nn_attention_forward_blas(o2, a2, qkv, B, T, H, S, causal, klen);

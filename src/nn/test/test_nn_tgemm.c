@@ -20,13 +20,6 @@
 #include "nn/nn_tgemm.h"
 #include "testutil.h"
 
-static double *vec(size_t n)
-{
-    double *p = calloc(n ? n : 1, sizeof *p);
-    ck_assert(p != NULL);
-    return p;
-}
-
 /* one case: C0 (m x n inside a row stride ldc, guard values around) */
 static void check_case(test_rng *r, size_t m, size_t n, size_t k, int btrans, int atrans, int init,
                        double alpha)
@@ -35,8 +28,8 @@ static void check_case(test_rng *r, size_t m, size_t n, size_t k, int btrans, in
     size_t ras = atrans ? 1 : k + pad, cas = atrans ? m + pad : 1;
     size_t na = atrans ? (k ? k : 1) * cas : (m ? m : 1) * ras;
     size_t ldb = btrans ? k + pad : n + pad, nb = btrans ? n * ldb : (k ? k : 1) * ldb;
-    double *A = vec(na), *B = vec(nb), *bias = vec(n), *C1 = vec(m * ldc + 1),
-           *C2 = vec(m * ldc + 1);
+    double *A = test_vec(na), *B = test_vec(nb), *bias = test_vec(n), *C1 = test_vec(m * ldc + 1),
+           *C2 = test_vec(m * ldc + 1);
     for (size_t i = 0; i < na; i++)
         A[i] = test_rng_unif(r) - 0.5;
     for (size_t i = 0; i < nb; i++)
@@ -94,7 +87,7 @@ START_TEST(test_tgemm_tri_vs_ref)
                     size_t ras = at ? 1 : k + pad, cas = at ? m + pad : 1;
                     size_t na = at ? (k ? k : 1) * cas : m * ras;
                     size_t ldb = bt ? k + pad : n + pad, nb = bt ? n * ldb : (k ? k : 1) * ldb;
-                    double *A = vec(na), *B = vec(nb), *C1 = vec(m * ldc), *C2 = vec(m * ldc);
+                    double *A = test_vec(na), *B = test_vec(nb), *C1 = test_vec(m * ldc), *C2 = test_vec(m * ldc);
                     for (size_t i = 0; i < na; i++)
                         A[i] = test_rng_unif(&r) - 0.5;
                     for (size_t i = 0; i < nb; i++)
