@@ -83,6 +83,12 @@ typedef struct {
     char method[128];
 } ac_t1_basis;
 
+/* ac_t1_check on (X, P) with the instance in (NULL: none) for the masked
+ * route: ac_t1_check is t1_check_instance(..., NULL, ...), and
+ * ac_t1_instance_check passes its instance (check.c). */
+int t1_check_instance(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1_opts *o,
+                      ac_t1_instance *in, ac_err *err);
+
 /* Append a proof step to res->steps (ac_step_add). */
 void ac_t1_add_step(ac_t1_result *res, const char *name, const char *quantity, double lo,
                     double hi, int stage, long prec, const char *note);
