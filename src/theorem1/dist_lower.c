@@ -329,14 +329,19 @@ static int phi_fro_approx_below(const double *p, size_t cnt, double t, double m)
 /* The bisection's 64 steps, stopped at their fixed point: once mid equals
  * an end that a step has set, every later step sets that end again (the
  * test is deterministic) and lo no longer changes. */
+static double min_entry(const double *p, size_t cnt)
+{
+    double pmin = INFINITY;
+    for (size_t e = 0; e < cnt; e++)
+        pmin = fmin(pmin, p[e]);
+    return pmin;
+}
+
 double ac_t1_t_estimate(const double *p, size_t cnt, double m)
 {
     if (!(m > 0) || cnt == 0)
         return 0;
-    double pmin = INFINITY;
-    for (size_t e = 0; e < cnt; e++)
-        pmin = fmin(pmin, p[e]);
-    double lo = 0, hi = pmin;
+    double lo = 0, hi = min_entry(p, cnt);
     int lo_set = 0, hi_set = 0;
     for (int it = 0; it < 64; it++) {
         double mid = 0.5 * (lo + hi);
@@ -354,10 +359,7 @@ double ac_t1_t_estimate_ref(const double *p, size_t cnt, double m)
 {
     if (!(m > 0) || cnt == 0)
         return 0;
-    double pmin = INFINITY;
-    for (size_t e = 0; e < cnt; e++)
-        pmin = fmin(pmin, p[e]);
-    double lo = 0, hi = pmin;
+    double lo = 0, hi = min_entry(p, cnt);
     for (int it = 0; it < 64; it++) {
         double mid = 0.5 * (lo + hi);
         if (phi_fro_approx(p, cnt, mid) < m)

@@ -1,6 +1,7 @@
 /* mask_check.c — Theorem 1 for masked heads and heads with biases
- * (doc/mathematics.md §3.8): the masked route of ac_t1_check and the head
- * size at a tolerance (ac_t1_threshold_at_tol).
+ * (doc/mathematics.md §3.8): the masked route of ac_t1_check, the head
+ * size at a tolerance (ac_t1_threshold_at_tol), and one instance at several
+ * head sizes (ac_t1_instance: the context below built once and kept).
  *
  * The work that does not depend on dk is done once (mctx_init):
  *   1. the support Omega, the instance validated on it, X with a row of ones

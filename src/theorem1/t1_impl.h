@@ -44,8 +44,9 @@
  *   mask_construct.c Woerdeman's completion, keys in general position, the
  *                    alternating projection;
  *   mask_bounds.c    lower bounds on dist on rectangles inside the support;
- *   mask_check.c     the masked route and the head size at a tolerance
- *                    (ac_t1_threshold_at_tol);
+ *   mask_check.c     the masked route, the head size at a tolerance
+ *                    (ac_t1_threshold_at_tol) and one instance at several
+ *                    head sizes (ac_t1_instance);
  *   t1_mask.h        the masked route's shared declarations;
  *   t1_impl.h        this header: the routes and the steps they share;
  *   t1_decide.h      route DECIDE's context, and the log-domain residual's
