@@ -242,6 +242,38 @@ typedef struct {
 int ac_t1_threshold_at_tol(ac_t1_tol_threshold *res, const ac_mat *X, const ac_mat *P,
                            size_t dk_at, const ac_t1_opts *opts, ac_err *err);
 
+/* ---- one instance at several head sizes ----------------------------------
+ *
+ * (X, P) with the options of ac_t1_instance_init (NULL: the defaults),
+ * checked at several head sizes: the work that does not depend on dk --
+ * validation, the support of the mask, the certified rank of X and X^+, the
+ * certified ranks of the blocks of log P, Woerdeman's completion, the
+ * dk-independent lower bounds (doc/mathematics.md §3.8) -- is done by the
+ * first call that needs it (which reports its errors) and kept, and so is
+ * the rank obstruction at each k = min(dk, rank X) once computed.
+ *   ac_t1_instance_threshold  = ac_t1_threshold_at_tol on the instance;
+ *   ac_t1_instance_check      = ac_t1_check on the instance with opts (NULL:
+ *                               the instance's), which may differ from the
+ *                               instance's in dk, tol, sched, optimize,
+ *                               want_weights, user_wk, user_wq, wkname,
+ *                               wqname; mask, bias, d0, nd0, max_rank_work
+ *                               must be the instance's (else AC_EUSAGE), and
+ *                               messages name the inputs by the instance's
+ *                               xname, pname.
+ * The results are those of the functions they stand for, bit for bit; the
+ * work is shared for masked heads (opts->mask) -- an unmasked check takes
+ * ac_t1_check's routes, which share nothing.  X, P and what opts points to
+ * (the mask, d0) must outlive the instance; one thread at a time. */
+typedef struct ac_t1_instance ac_t1_instance;
+
+int ac_t1_instance_init(ac_t1_instance **inst, const ac_mat *X, const ac_mat *P,
+                        const ac_t1_opts *opts, ac_err *err);
+int ac_t1_instance_threshold(ac_t1_tol_threshold *res, ac_t1_instance *inst, size_t dk_at,
+                             ac_err *err);
+int ac_t1_instance_check(ac_t1_result *res, ac_t1_instance *inst, const ac_t1_opts *opts,
+                         ac_err *err);
+void ac_t1_instance_free(ac_t1_instance *inst); /* NULL is fine */
+
 /* Validate an instance; names (e.g. file names) are used in the messages.
  * AC_EDATA: non-finite entries, P not n x n, P with an entry <= 0, a column
  * sum off 1 by more than AC_T1_COLSUM_FACTOR * n * u (the message suggests

@@ -172,6 +172,7 @@ static int head_t1(ac_inspect_head *hd, const ac_attn_layer *L, const ac_mat *X,
     size_t n = X->rows, d = L->d, i = hd->head;
     ac_mat Xt = {0}, Wq = {0}, Wk = {0}, Pt = {0}, Xd = {0};
     unsigned char *omega = NULL;
+    ac_t1_instance *inst = NULL; /* (X, P) once for the threshold and every dk' */
     ac_t1_result r;
     int st;
     memset(&r, 0, sizeof r);
@@ -201,7 +202,8 @@ static int head_t1(ac_inspect_head *hd, const ac_attn_layer *L, const ac_mat *X,
     to.pname = "the head's pattern";
     to.optimize = 0;
     double t0 = ac_seconds();
-    if ((st = ac_t1_threshold_at_tol(&hd->thr, &Xd, &Pt, 0, &to, err)))
+    if ((st = ac_t1_instance_init(&inst, &Xd, &Pt, &to, err)) ||
+        (st = ac_t1_instance_threshold(&hd->thr, inst, 0, err)))
         goto out;
     if (hd->thr.hi > 0 && (long)hd->dk >= hd->thr.hi)
         hd->own = AC_PROVED;
@@ -223,7 +225,7 @@ static int head_t1(ac_inspect_head *hd, const ac_attn_layer *L, const ac_mat *X,
         to.user_wk = &ck;
         to.wqname = "the truncated head";
         to.wkname = "the truncated head";
-        st = ac_t1_check(&r, &Xd, &Pt, &to, err);
+        st = ac_t1_instance_check(&r, inst, &to, err);
         ac_mat_free(&cq);
         ac_mat_free(&ck);
         to.user_wq = to.user_wk = NULL;
@@ -273,6 +275,7 @@ static int head_t1(ac_inspect_head *hd, const ac_attn_layer *L, const ac_mat *X,
     (void)t0;
     hd->t_dist = t2 - t1;
 out:
+    ac_t1_instance_free(inst);
     ac_t1_result_free(&r);
     ac_mat_free(&Xt);
     ac_mat_free(&Wq);

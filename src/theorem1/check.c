@@ -221,12 +221,13 @@ out:
 /* A masked head (doc/mathematics.md §3.8, mask_check.c), single-threaded
  * BLAS as below. */
 static int check_masked(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1_opts *o,
-                        double t_start, ac_err *err)
+                        ac_t1_instance *in, double t_start, ac_err *err)
 {
     ac_t1_basis basis = {AC_STAGE_NONE, 0, ""};
     int threads = ac_blas_get_threads();
     ac_blas_set_threads(1);
-    int st = ac_t1_route_masked(res, &basis, X, P, o, err);
+    int st = in ? ac_t1_route_masked_instance(res, &basis, in, o, err)
+                : ac_t1_route_masked(res, &basis, X, P, o, err);
     ac_blas_set_threads(threads);
     if (!st)
         decide_verdict(res, &basis, NULL, o->tol, t_start); /* no tol = 0 rule (§3.4 is unmasked) */
@@ -262,6 +263,12 @@ static int check_biased(ac_t1_result *res, const ac_mat *X, const ac_mat *P, con
 int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1_opts *opts,
                 ac_err *err)
 {
+    return t1_check_instance(res, X, P, opts, NULL, err);
+}
+
+int t1_check_instance(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1_opts *opts,
+                      ac_t1_instance *in, ac_err *err)
+{
     ac_t1_opts defaults;
     const ac_t1_opts *o = opts ? opts : (ac_t1_opts_default(&defaults), &defaults);
     size_t d = X->rows, n = X->cols, dk = o->dk ? o->dk : d;
@@ -271,7 +278,7 @@ int ac_t1_check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1
     int st;
     result_start(res, d, n, dk);
     if (o->mask)
-        return check_masked(res, X, P, o, t_start, err);
+        return check_masked(res, X, P, o, in, t_start, err);
     if (o->bias)
         return check_biased(res, X, P, o, err);
     if ((st = ac_t1_validate(X, o->xname ? o->xname : "X", P, o->pname ? o->pname : "P", o->d0,

@@ -309,14 +309,57 @@ static double phi_fro_approx(const double *p, size_t cnt, double t)
     return sqrt(s);
 }
 
+/* phi_fro_approx(p, cnt, t) < m, the same answer sooner: the sum only
+ * grows (a rounded sum of nonnegative terms is monotone, and so is the
+ * rounded sqrt), so once sqrt of a partial sum is >= m the answer is no. */
+static int phi_fro_approx_below(const double *p, size_t cnt, double t, double m)
+{
+    double s = 0;
+    for (size_t e = 0; e < cnt; e++) {
+        if (t >= p[e])
+            return 0;
+        double v = log1p(-t / p[e]);
+        s += v * v;
+        if ((e & 255) == 255 && !(sqrt(s) < m))
+            return 0;
+    }
+    return sqrt(s) < m;
+}
+
+/* The bisection's 64 steps, stopped at their fixed point: once mid equals
+ * an end that a step has set, every later step sets that end again (the
+ * test is deterministic) and lo no longer changes. */
+static double min_entry(const double *p, size_t cnt)
+{
+    double pmin = INFINITY;
+    for (size_t e = 0; e < cnt; e++)
+        pmin = fmin(pmin, p[e]);
+    return pmin;
+}
+
 double ac_t1_t_estimate(const double *p, size_t cnt, double m)
 {
     if (!(m > 0) || cnt == 0)
         return 0;
-    double pmin = INFINITY;
-    for (size_t e = 0; e < cnt; e++)
-        pmin = fmin(pmin, p[e]);
-    double lo = 0, hi = pmin;
+    double lo = 0, hi = min_entry(p, cnt);
+    int lo_set = 0, hi_set = 0;
+    for (int it = 0; it < 64; it++) {
+        double mid = 0.5 * (lo + hi);
+        if ((mid == lo && lo_set) || (mid == hi && hi_set))
+            break;
+        if (phi_fro_approx_below(p, cnt, mid, m))
+            lo = mid, lo_set = 1;
+        else
+            hi = mid, hi_set = 1;
+    }
+    return lo;
+}
+
+double ac_t1_t_estimate_ref(const double *p, size_t cnt, double m)
+{
+    if (!(m > 0) || cnt == 0)
+        return 0;
+    double lo = 0, hi = min_entry(p, cnt);
     for (int it = 0; it < 64; it++) {
         double mid = 0.5 * (lo + hi);
         if (phi_fro_approx(p, cnt, mid) < m)
@@ -325,6 +368,56 @@ double ac_t1_t_estimate(const double *p, size_t cnt, double m)
             hi = mid;
     }
     return lo;
+}
+
+/* Enclosure [*lo, *hi] of phi(x) = -log(1 - x) = sum_k x^k / k for x in
+ * [xl, xh], 0 < xl <= xh <= 1/4, by the series with directed rounding: the
+ * terms are positive (a partial sum is a lower bound), and after term k
+ * the rest is <= (x^k / k)(x + x^2 + ...) <= (x^k / k) / 3. */
+static void phi_series(double xl, double xh, double *lo, double *hi)
+{
+    double pl = xl, ph = xh, sl = xl, sh = xh, th = xh;
+    for (int k = 2; k < 64 && th > 0x1p-60 * sh; k++) {
+        pl = ac_mul_dn(pl, xl);
+        ph = ac_mul_up(ph, xh);
+        th = ac_div_up(ph, (double)k);
+        sl = ac_add_dn(sl, ac_div_dn(pl, (double)k));
+        sh = ac_add_up(sh, th);
+    }
+    *lo = sl > 0 ? sl : 0;
+    *hi = ac_add_up(sh, th);
+}
+
+/* The answer of phi_fro_up(p, cnt, t) < m settled in double where it can
+ * be: 1 yes, 0 no, -1 not settled (MPFR is asked then).  Let x_e = t / p_e
+ * <= 1/4 and V = sqrt(sum_e phi(x_e)^2) exactly.  MPFR's value U (64 bits,
+ * each step rounded away from V, then up to double) has V <= U, and step by
+ * step -- q_e <= x_e (1 + 2^-63), 1 - q_e rounded down by a relative 2^-63,
+ * so |log s_e| <= phi(x_e) + (q_e - x_e) / (1 - q_e) + 2^-62 <= phi(x_e)
+ * (1 + 2^-62) + 2^-62 with x_e <= phi(x_e), the logarithm, the square, the
+ * cnt additions and the square root each by a relative 2^-63, the double
+ * by 2^-52 --
+ *     U <= sqrt(sum_e a_e^2) (1 + (cnt + 8) 2^-62 + 2^-51),
+ *     a_e = phi_hi(x_e) (1 + 2^-60) + 2^-61.
+ * A lower bound on V >= m settles no; that upper bound on U < m, yes. */
+int ac_t1_phi_fro_up_settle(const double *p, size_t cnt, double t, double m)
+{
+    double sl = 0, sh = 0;
+    for (size_t e = 0; e < cnt; e++) {
+        double xh = ac_div_up(t, p[e]), xl = ac_div_dn(t, p[e]), fl, fh;
+        if (!(xh <= 0.25) || !(xl > 0))
+            return -1;
+        phi_series(xl, xh, &fl, &fh);
+        double a = ac_add_up(ac_mul_up(fh, 1 + 0x1p-60), 0x1p-61);
+        sh = ac_add_up(sh, ac_mul_up(a, a));
+        sl = ac_add_dn(sl, ac_mul_dn(fl, fl));
+    }
+    double g = ac_add_up(1.0, ac_add_up(ac_mul_up((double)cnt + 8, 0x1p-62), 0x1p-51));
+    if (ac_mul_up(ac_sqrt_up(sh), g) < m)
+        return 1;
+    if (ac_sqrt_dn(sl) >= m)
+        return 0;
+    return -1;
 }
 
 /* The largest t found with sqrt(sum_e phi(t/p_e)^2) < m certified: no head
@@ -339,6 +432,18 @@ double ac_t1_t_estimate(const double *p, size_t cnt, double m)
 double ac_t1_t_certified(const double *p, size_t cnt, double m)
 {
     double t = ac_t1_t_estimate(p, cnt, m) * (1 - 0x1p-30);
+    for (int k = 0; k < 6 && t > 0; k++, t *= 1 - ldexp(1.0, -20 + 3 * k)) {
+        /* the answer of the MPFR test below, settled in double when it can be */
+        int mp = cnt <= PHI_MPFR_MAX ? ac_t1_phi_fro_up_settle(p, cnt, t, m) : 0;
+        if (mp == 1 || phi_fro_up_d(p, cnt, t) < m || (mp < 0 && phi_fro_up(p, cnt, t) < m))
+            return t;
+    }
+    return 0;
+}
+
+double ac_t1_t_certified_ref(const double *p, size_t cnt, double m)
+{
+    double t = ac_t1_t_estimate_ref(p, cnt, m) * (1 - 0x1p-30);
     for (int k = 0; k < 6 && t > 0; k++, t *= 1 - ldexp(1.0, -20 + 3 * k))
         if (phi_fro_up_d(p, cnt, t) < m || (cnt <= PHI_MPFR_MAX && phi_fro_up(p, cnt, t) < m))
             return t;

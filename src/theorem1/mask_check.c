@@ -1,6 +1,7 @@
 /* mask_check.c — Theorem 1 for masked heads and heads with biases
- * (doc/mathematics.md §3.8): the masked route of ac_t1_check and the head
- * size at a tolerance (ac_t1_threshold_at_tol).
+ * (doc/mathematics.md §3.8): the masked route of ac_t1_check, the head
+ * size at a tolerance (ac_t1_threshold_at_tol), and one instance at several
+ * head sizes (ac_t1_instance: the context below built once and kept).
  *
  * The work that does not depend on dk is done once (mctx_init):
  *   1. the support Omega, the instance validated on it, X with a row of ones
@@ -43,6 +44,17 @@
 
 /* ---- the dk-independent part ------------------------------------------------- */
 
+/* The rank obstruction at one k (t1_masked_lb_rank), once computed: it
+ * depends on k = min(dk, r) alone, and the threshold's bisection and the
+ * checks at other sizes ask for the same k again. */
+typedef struct {
+    int done;
+    double t;
+    int stage;
+    long prec;
+    char method[160];
+} t1_lbk;
+
 typedef struct {
     const ac_t1_opts *o;
     const ac_mat *P;
@@ -69,6 +81,9 @@ typedef struct {
     ac_mat N;                  /* Woerdeman's completion (staircase, r = n), or empty */
     double norm_gap;
     ac_t1_threshold th;        /* exact representability's threshold */
+    t1_lbk *lbk;               /* the rank obstruction at k = 0 .. nlbk - 1, kept once
+                                  computed (meval_lower; NULL: not kept) */
+    size_t nlbk;
 } mctx;
 
 static void mctx_free(mctx *c)
@@ -83,6 +98,7 @@ static void mctx_free(mctx *c)
     ac_mat_free(&c->Xp);
     t1_mthr_free(&c->thr);
     ac_mat_free(&c->N);
+    free(c->lbk);
 }
 
 /* Every visible entry of each column of P is the same double (X = 0). */
@@ -243,6 +259,9 @@ static int mctx_init(mctx *c, ac_t1_result *res, const ac_mat *X, const ac_mat *
     }
     c->norm_gap = t1_normalisation_gap_rows(P);
     exact_threshold(c);
+    /* k = min(dk, r) <= r (or min(d, n) when the rank is not certified) */
+    c->nlbk = (size_t)(r >= 0 ? r : (long)(c->d < n ? c->d : n)) + 1;
+    c->lbk = calloc(c->nlbk, sizeof *c->lbk); /* NULL: nothing kept, each k recomputed */
 out:
     ac_mat_free(&Y);
     ac_imat_free(&YX);
@@ -327,15 +346,21 @@ static void meval_lower(meval *e, const mctx *c, size_t dk)
     e->lower_prec = c->lb_fixed > 0 ? 53 : 0;
     long r = c->r >= 0 ? c->r : (long)(c->d < c->n ? c->d : c->n);
     size_t k = (long)dk < r ? dk : (size_t)r;
-    char m[160];
-    int stg;
-    long prec;
-    double t = r > 0 ? t1_masked_lb_rank(c->P, &c->sup, &c->thr, k, m, sizeof m, &stg, &prec) : 0;
-    if (t > e->dist_lo) {
-        e->dist_lo = t;
-        e->lower_stage = stg;
-        e->lower_prec = prec;
-        snprintf(e->lower_method, sizeof e->lower_method, "%s", m);
+    t1_lbk b = {0, 0, AC_STAGE_NONE, 0, ""}, *kept = c->lbk && k < c->nlbk ? &c->lbk[k] : NULL;
+    if (kept && kept->done)
+        b = *kept;
+    else if (r > 0) {
+        b.t = t1_masked_lb_rank(c->P, &c->sup, &c->thr, k, b.method, sizeof b.method, &b.stage,
+                                &b.prec);
+        b.done = 1;
+        if (kept)
+            *kept = b;
+    }
+    if (b.t > e->dist_lo) {
+        e->dist_lo = b.t;
+        e->lower_stage = b.stage;
+        e->lower_prec = b.prec;
+        snprintf(e->lower_method, sizeof e->lower_method, "%s", b.method);
     }
 }
 
@@ -624,34 +649,30 @@ static void masked_summary(ac_t1_result *res, const mctx *c, const ac_t1_opts *o
                  "%s: exact representability not decided, and no weights were certified", rk);
 }
 
-int ac_t1_route_masked(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X, const ac_mat *P,
-                       const ac_t1_opts *o, ac_err *err)
+/* The masked route on a context built for (X, P): everything after mctx_init
+ * (c->o is the call's options). */
+static int route_masked_ctx(ac_t1_result *res, ac_t1_basis *basis, const mctx *c,
+                            const ac_t1_opts *o, ac_err *err)
 {
-    mctx c;
     meval e;
     size_t dk = res->dk;
     int st;
     memset(&e, 0, sizeof e);
-    res->route = AC_T1_ROUTE_MASKED;
-    res->masked = o->mask != NULL;
-    res->bias = o->bias != 0;
-    if ((st = mctx_init(&c, res, X, P, o, dk, err)))
-        goto out;
-    res->x_scale = c.x_scale;
-    res->nvisible = c.sup.nvis;
-    res->staircase = c.sup.chain;
-    res->nblocks = c.sup.stair.K;
-    support_text(res->support, sizeof res->support, &c);
-    res->norm_gap = c.norm_gap;
-    res->threshold = c.th;
-    if (c.rho > 0)
-        res->rho_lo = c.rho;
-    if (res->sigma_lo > 0 && c.x_scale != 0)
-        res->sigma_lo = fmax(0.0, ac_dn(ldexp(res->sigma_lo, -c.x_scale)));
+    res->x_scale = c->x_scale;
+    res->nvisible = c->sup.nvis;
+    res->staircase = c->sup.chain;
+    res->nblocks = c->sup.stair.K;
+    support_text(res->support, sizeof res->support, c);
+    res->norm_gap = c->norm_gap;
+    res->threshold = c->th;
+    if (c->rho > 0)
+        res->rho_lo = c->rho;
+    if (res->sigma_lo > 0 && c->x_scale != 0)
+        res->sigma_lo = fmax(0.0, ac_dn(ldexp(res->sigma_lo, -c->x_scale)));
     ac_t1_add_step(res, "threshold on Omega (doc/mathematics.md §3.8)",
-                   "least rank of log P + 1c' on Omega", (double)c.thr.tau_lo,
-                   (double)c.thr.tau_hi, c.thr.stage, c.thr.prec, c.thr.method);
-    if ((st = meval_run(&e, &c, dk, o->want_weights, err)))
+                   "least rank of log P + 1c' on Omega", (double)c->thr.tau_lo,
+                   (double)c->thr.tau_hi, c->thr.stage, c->thr.prec, c->thr.method);
+    if ((st = meval_run(&e, c, dk, o->want_weights, err)))
         goto out;
     res->exact = e.exact;
     res->exact_stage = e.exact_stage;
@@ -691,9 +712,22 @@ int ac_t1_route_masked(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X, c
         basis->prec = e.exact_prec;
         snprintf(basis->method, sizeof basis->method, "exact representability on Omega (§3.8)");
     }
-    masked_summary(res, &c, o);
+    masked_summary(res, c, o);
 out:
     meval_free(&e);
+    return st;
+}
+
+int ac_t1_route_masked(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X, const ac_mat *P,
+                       const ac_t1_opts *o, ac_err *err)
+{
+    mctx c;
+    int st;
+    res->route = AC_T1_ROUTE_MASKED;
+    res->masked = o->mask != NULL;
+    res->bias = o->bias != 0;
+    if (!(st = mctx_init(&c, res, X, P, o, res->dk, err)))
+        st = route_masked_ctx(res, basis, &c, o, err);
     mctx_free(&c);
     return st;
 }
@@ -712,30 +746,16 @@ static void record(ac_t1_tol_threshold *t, long dk, ac_verdict v, double lo, dou
     }
 }
 
-int ac_t1_threshold_at_tol(ac_t1_tol_threshold *t, const ac_mat *X, const ac_mat *P, size_t dk_at,
-                           const ac_t1_opts *opts, ac_err *err)
+/* The search of ac_t1_threshold_at_tol on a built context (c->o its options);
+ * t holds the start of tol_start. */
+static int threshold_ctx(ac_t1_tol_threshold *t, const mctx *c, size_t dk_at, ac_err *err)
 {
-    ac_t1_opts defaults;
-    const ac_t1_opts *o = opts ? opts : (ac_t1_opts_default(&defaults), &defaults);
-    ac_t1_result scratch;
-    mctx c;
+    const ac_t1_opts *o = c->o;
     meval e;
-    double t0 = ac_seconds();
-    int st, threads = ac_blas_get_threads();
-    memset(t, 0, sizeof *t);
-    memset(&scratch, 0, sizeof scratch);
+    int st = AC_OK;
     memset(&e, 0, sizeof e);
-    t->lo = 1;
-    t->hi = -1;
-    t->at_verdict = AC_UNDECIDED;
-    t->at_lo = 0;
-    t->at_hi = INFINITY;
-    t->exact_rep = (ac_t1_threshold){-1, -1, 0, 0, 0, ""};
-    ac_blas_set_threads(1); /* the same bits for any thread count (§7) */
-    if ((st = mctx_init(&c, &scratch, X, P, o, 1, err)))
-        goto out;
-    t->exact_rep = c.th;
-    long r = c.r >= 0 ? c.r : (long)(c.d < c.n ? c.d : c.n);
+    t->exact_rep = c->th;
+    long r = c->r >= 0 ? c->r : (long)(c->d < c->n ? c->d : c->n);
     size_t dmax = r > 0 ? (size_t)r : 1;
     t->dk_max = dmax;
     /* lower end: the largest dk whose lower bound exceeds tol (bounds are
@@ -743,7 +763,7 @@ int ac_t1_threshold_at_tol(ac_t1_tol_threshold *t, const ac_mat *X, const ac_mat
     long a = 0, b = (long)dmax + 1; /* REFUTED at a (a = 0: vacuous), not at b */
     while (b - a > 1) {
         long m = (a + b) / 2;
-        if ((st = meval_run(&e, &c, (size_t)m, 0, err)))
+        if ((st = meval_run(&e, c, (size_t)m, 0, err)))
             goto out;
         ac_verdict v = e.dist_lo > o->tol ? AC_REFUTED : AC_UNDECIDED;
         record(t, m, v, e.dist_lo, INFINITY);
@@ -758,11 +778,11 @@ int ac_t1_threshold_at_tol(ac_t1_tol_threshold *t, const ac_mat *X, const ac_mat
      * tol (the exact threshold first: exact representability and a small
      * normalisation gap prove it without weights) */
     long lo = t->lo, hi = -1, left = lo, right = (long)dmax;
-    if (c.th.hi >= lo && !c.th.if_any && !c.th.none && c.th.hi <= (long)dmax &&
-        c.norm_gap <= o->tol)
-        right = c.th.hi, hi = c.th.hi;
+    if (c->th.hi >= lo && !c->th.if_any && !c->th.none && c->th.hi <= (long)dmax &&
+        c->norm_gap <= o->tol)
+        right = c->th.hi, hi = c->th.hi;
     if (hi < 0) { /* is dmax proved at all? */
-        if ((st = meval_run(&e, &c, (size_t)right, 1, err)))
+        if ((st = meval_run(&e, c, (size_t)right, 1, err)))
             goto out;
         record(t, right, e.dist_hi <= o->tol ? AC_PROVED : AC_UNDECIDED, e.dist_lo, e.dist_hi);
         if (e.dist_hi <= o->tol)
@@ -773,7 +793,7 @@ int ac_t1_threshold_at_tol(ac_t1_tol_threshold *t, const ac_mat *X, const ac_mat
         right = hi;
         while (left < right) {
             long m = (left + right) / 2;
-            if ((st = meval_run(&e, &c, (size_t)m, 1, err)))
+            if ((st = meval_run(&e, c, (size_t)m, 1, err)))
                 goto out;
             int proved = e.dist_hi <= o->tol;
             record(t, m, proved ? AC_PROVED : (e.dist_lo > o->tol ? AC_REFUTED : AC_UNDECIDED),
@@ -794,7 +814,7 @@ int ac_t1_threshold_at_tol(ac_t1_tol_threshold *t, const ac_mat *X, const ac_mat
                     : "no size up to dk_max proved");
     if (dk_at > 0) {
         t->dk_at = dk_at;
-        if ((st = meval_run(&e, &c, dk_at, 1, err)))
+        if ((st = meval_run(&e, c, dk_at, 1, err)))
             goto out;
         t->at_lo = e.dist_lo;
         t->at_hi = e.dist_hi;
@@ -812,12 +832,165 @@ int ac_t1_threshold_at_tol(ac_t1_tol_threshold *t, const ac_mat *X, const ac_mat
     }
 out:
     meval_free(&e);
-    mctx_free(&c);
-    ac_t1_result_free(&scratch);
+    return st;
+}
+
+/* ---- one instance at several head sizes (attncheck/theorem1.h) ----------------- */
+
+struct ac_t1_instance {
+    const ac_mat *X, *P;
+    ac_t1_opts o;              /* the options of ac_t1_instance_init (mask, d0 the caller's) */
+    int ready;                 /* c and rank are built */
+    mctx c;                    /* c.o = &o */
+    ac_t1_result rank;         /* what mctx_init certified about X: the rank, its stage,
+                                  method and proof steps (route_masked_instance copies them) */
+};
+
+static void instance_setup(ac_t1_instance *in, const ac_mat *X, const ac_mat *P,
+                           const ac_t1_opts *opts)
+{
+    memset(in, 0, sizeof *in);
+    in->X = X;
+    in->P = P;
+    if (opts)
+        in->o = *opts;
+    else
+        ac_t1_opts_default(&in->o);
+}
+
+static void instance_clear(ac_t1_instance *in)
+{
+    if (in->ready) {
+        mctx_free(&in->c);
+        ac_t1_result_free(&in->rank);
+    }
+    in->ready = 0;
+}
+
+/* The dk-independent work, once (BLAS single-threaded: the same bits for
+ * any thread count, §7); a failure leaves nothing built. */
+static int instance_ready(ac_t1_instance *in, ac_err *err)
+{
+    int st, threads;
+    if (in->ready)
+        return AC_OK;
+    memset(&in->rank, 0, sizeof in->rank);
+    in->rank.rank = -1;
+    in->rank.rank_stage = AC_STAGE_NONE;
+    threads = ac_blas_get_threads();
+    ac_blas_set_threads(1);
+    st = mctx_init(&in->c, &in->rank, in->X, in->P, &in->o, 1, err);
+    ac_blas_set_threads(threads);
+    if (st) {
+        mctx_free(&in->c);
+        ac_t1_result_free(&in->rank);
+        return st;
+    }
+    in->ready = 1;
+    return AC_OK;
+}
+
+static void tol_start(ac_t1_tol_threshold *t)
+{
+    memset(t, 0, sizeof *t);
+    t->lo = 1;
+    t->hi = -1;
+    t->at_verdict = AC_UNDECIDED;
+    t->at_lo = 0;
+    t->at_hi = INFINITY;
+    t->exact_rep = (ac_t1_threshold){-1, -1, 0, 0, 0, ""};
+}
+
+int ac_t1_instance_init(ac_t1_instance **inst, const ac_mat *X, const ac_mat *P,
+                        const ac_t1_opts *opts, ac_err *err)
+{
+    *inst = malloc(sizeof **inst);
+    if (!*inst)
+        return ac_err_set(err, AC_EINTERNAL, "out of memory (a Theorem 1 instance)");
+    instance_setup(*inst, X, P, opts);
+    return AC_OK;
+}
+
+void ac_t1_instance_free(ac_t1_instance *inst)
+{
+    if (!inst)
+        return;
+    instance_clear(inst);
+    free(inst);
+}
+
+int ac_t1_instance_threshold(ac_t1_tol_threshold *t, ac_t1_instance *in, size_t dk_at,
+                             ac_err *err)
+{
+    double t0 = ac_seconds();
+    int st, threads = ac_blas_get_threads();
+    tol_start(t);
+    ac_blas_set_threads(1); /* the same bits for any thread count (§7) */
+    if (!(st = instance_ready(in, err)))
+        st = threshold_ctx(t, &in->c, dk_at, err);
     ac_blas_set_threads(threads);
     t->seconds = ac_seconds() - t0;
     return st;
 }
+
+int ac_t1_threshold_at_tol(ac_t1_tol_threshold *t, const ac_mat *X, const ac_mat *P, size_t dk_at,
+                           const ac_t1_opts *opts, ac_err *err)
+{
+    ac_t1_instance in;
+    instance_setup(&in, X, P, opts);
+    int st = ac_t1_instance_threshold(t, &in, dk_at, err);
+    instance_clear(&in);
+    return st;
+}
+
+/* The options a check may change on an instance: dk, want_weights,
+ * optimize, user_wk, user_wq, wkname, wqname, tol, sched (the per-size
+ * work); the others shaped the dk-independent work and must be the
+ * instance's. */
+static int instance_opts_agree(const ac_t1_opts *a, const ac_t1_opts *b)
+{
+    return a->mask == b->mask && (a->bias != 0) == (b->bias != 0) && a->d0 == b->d0 &&
+           a->nd0 == b->nd0 && a->max_rank_work == b->max_rank_work;
+}
+
+int ac_t1_instance_check(ac_t1_result *res, ac_t1_instance *in, const ac_t1_opts *opts,
+                         ac_err *err)
+{
+    const ac_t1_opts *o = opts ? opts : &in->o;
+    if (!instance_opts_agree(o, &in->o)) {
+        memset(res, 0, sizeof *res);
+        return ac_err_set(err, AC_EUSAGE,
+                          "ac_t1_instance_check: the options differ from the instance's in the "
+                          "mask, bias, d0 or max_rank_work (attncheck/theorem1.h)");
+    }
+    return t1_check_instance(res, in->X, in->P, o, in, err);
+}
+
+int ac_t1_route_masked_instance(ac_t1_result *res, ac_t1_basis *basis, ac_t1_instance *in,
+                                const ac_t1_opts *o, ac_err *err)
+{
+    int st;
+    res->route = AC_T1_ROUTE_MASKED;
+    res->masked = o->mask != NULL;
+    res->bias = o->bias != 0;
+    if ((st = instance_ready(in, err)))
+        return st;
+    /* what mctx_init wrote into res, from the instance: ac_t1_certify_rank's
+     * fields and its proof steps */
+    const ac_t1_result *k = &in->rank;
+    res->rank = k->rank;
+    res->rank_stage = k->rank_stage;
+    res->rank_prec = k->rank_prec;
+    res->sigma_lo = k->sigma_lo;
+    memcpy(res->rank_method, k->rank_method, sizeof res->rank_method);
+    for (size_t i = 0; i < k->nsteps; i++)
+        res->steps[i] = k->steps[i];
+    res->nsteps = k->nsteps;
+    mctx c = in->c;
+    c.o = o; /* the per-size options of this check (instance_opts_agree) */
+    return route_masked_ctx(res, basis, &c, o, err);
+}
+
 
 int ac_t1_append_ones(ac_mat *Xb, const ac_mat *X, ac_err *err)
 {

@@ -42,6 +42,18 @@ double ac_t1_t_estimate(const double *p, size_t cnt, double m);
  * If m <= ||E_e||_F for every head (E = log S - log P on these entries),
  * no head has max|S - P| <= t: dist >= t (doc/mathematics.md §3.6). */
 double ac_t1_t_certified(const double *p, size_t cnt, double m);
+/* Their reference twins (src/theorem1/test/test_dist.c): ac_t1_t_estimate
+ * runs the bisection's 64 steps in full and ac_t1_t_certified asks MPFR
+ * whenever the double logarithm does not certify; the fast ones stop the
+ * bisection at its fixed point, each sum once it passes m, and settle
+ * MPFR's answer in double when a series enclosure of phi does -- the same
+ * t, bit for bit. */
+double ac_t1_t_estimate_ref(const double *p, size_t cnt, double m);
+/* The answer of ac_t1_phi_fro_up(p, cnt, t, 0) < m (MPFR) settled in
+ * double by a series enclosure of phi when every t/p_e <= 1/4 and it
+ * decides: 1 yes, 0 no, -1 not settled (dist_lower.c, with its proof). */
+int ac_t1_phi_fro_up_settle(const double *p, size_t cnt, double t, double m);
+double ac_t1_t_certified_ref(const double *p, size_t cnt, double m);
 
 /* ---- pieces shared with the masked bounds (dist_lower.c; mask_bounds.c) ----
  * om: the support of a masked head (n x n, row = key), NULL: none. */

@@ -44,8 +44,9 @@
  *   mask_construct.c Woerdeman's completion, keys in general position, the
  *                    alternating projection;
  *   mask_bounds.c    lower bounds on dist on rectangles inside the support;
- *   mask_check.c     the masked route and the head size at a tolerance
- *                    (ac_t1_threshold_at_tol);
+ *   mask_check.c     the masked route, the head size at a tolerance
+ *                    (ac_t1_threshold_at_tol) and one instance at several
+ *                    head sizes (ac_t1_instance);
  *   t1_mask.h        the masked route's shared declarations;
  *   t1_impl.h        this header: the routes and the steps they share;
  *   t1_decide.h      route DECIDE's context, and the log-domain residual's
@@ -82,6 +83,12 @@ typedef struct {
     long prec;
     char method[128];
 } ac_t1_basis;
+
+/* ac_t1_check on (X, P) with the instance in (NULL: none) for the masked
+ * route: ac_t1_check is t1_check_instance(..., NULL, ...), and
+ * ac_t1_instance_check passes its instance (check.c). */
+int t1_check_instance(ac_t1_result *res, const ac_mat *X, const ac_mat *P, const ac_t1_opts *o,
+                      ac_t1_instance *in, ac_err *err);
 
 /* Append a proof step to res->steps (ac_step_add). */
 void ac_t1_add_step(ac_t1_result *res, const char *name, const char *quantity, double lo,

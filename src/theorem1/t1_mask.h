@@ -150,5 +150,10 @@ double t1_masked_lb_rank(const ac_mat *P, const t1_support *s, const t1_mthr *t,
  * its support and fills res; basis receives what C(tol) rests on. */
 int ac_t1_route_masked(ac_t1_result *res, ac_t1_basis *basis, const ac_mat *X, const ac_mat *P,
                        const ac_t1_opts *o, ac_err *err);
+/* The same on an instance (attncheck/theorem1.h): its dk-independent work
+ * built once (on the first call) and kept; res receives what that work
+ * certified (the rank of X, its proof steps) as ac_t1_route_masked's does. */
+int ac_t1_route_masked_instance(ac_t1_result *res, ac_t1_basis *basis, ac_t1_instance *in,
+                                const ac_t1_opts *o, ac_err *err);
 
 #endif /* AC_THEOREM1_T1_MASK_H */

@@ -6,13 +6,17 @@
  * (half the gap of P, recomputed here); d = 1 by a dense scan of f(a) in
  * double; soundness: no head (random, scaled, zero, the written one) may have
  * a certified error below dist_lo.  The independent optimisers and the
- * d = 1, n = 2 closed form at 50 digits are in t1_bounds_numpy.py. */
+ * d = 1, n = 2 closed form at 50 digits are in t1_bounds_numpy.py.  The
+ * entrywise t (ac_t1_t_estimate, ac_t1_t_certified) against its reference
+ * twins, bit for bit, and the answers settled in double against MPFR's. */
 #include <config.h>
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "attncheck/theorem1.h"
+#include "theorem1/t1_dist.h"
 #include "testutil.h"
 
 static int check(ac_t1_result *res, const ac_mat *X, const ac_mat *P, size_t dk)
@@ -260,6 +264,102 @@ START_TEST(test_user_head)
 }
 END_TEST
 
+/* ---- the entrywise t against its reference twins -------------------------------- */
+
+/* p (cnt entries, positive) of one kind: 0-2 log-normal of spread 0.1, 1, 4;
+ * 3 all equal; 4 one entry of 1e-12 among log-normal ones; 5 powers of two. */
+static void entries(double *p, size_t cnt, int kind, test_rng *r)
+{
+    static const double spread[] = {0.1, 1.0, 4.0};
+    for (size_t e = 0; e < cnt; e++) {
+        if (kind < 3 || kind == 4)
+            p[e] = exp(spread[kind < 3 ? kind : 1] * test_rng_gauss(r)) / (double)cnt;
+        else if (kind == 3)
+            p[e] = 1.0 / (double)cnt;
+        else
+            p[e] = ldexp(1.0, -1 - (int)(test_rng_unif(r) * 30));
+    }
+    if (kind == 4)
+        p[cnt / 2] = 1e-12;
+}
+
+/* m = sqrt(sum_e phi(t/p_e)^2) in double, the obstruction that t reaches */
+static double m_at(const double *p, size_t cnt, double t)
+{
+    double s = 0;
+    for (size_t e = 0; e < cnt; e++) {
+        double v = log1p(-t / p[e]);
+        s += v * v;
+    }
+    return sqrt(s);
+}
+
+/* ac_t1_t_estimate and ac_t1_t_certified return the t of their reference
+ * twins bit for bit (the bisection stopped at its fixed point, the sums cut
+ * short, MPFR's answer settled in double), over sizes 1 .. 66000 (above
+ * 256^2 no MPFR), spreads from equal entries to 1e-12 beside 1, and m from
+ * t = 1e-9 min p (x tiny) to 0.9 min p (x > 1/4: MPFR); m = 0, < 0, NaN,
+ * +inf.  And the settled answers are MPFR's, near the root where the double
+ * logarithm alone does not decide. */
+START_TEST(test_t_twins)
+{
+    static const size_t sizes[] = {1, 2, 7, 100, 1000, 5000, 66000};
+    static const double fracs[] = {1e-9, 1e-4, 0.01, 0.2, 0.5, 0.9};
+    test_rng r;
+    test_rng_init(&r, 77);
+    size_t settled_yes = 0, settled_no = 0;
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        size_t cnt = sizes[si];
+        double *p = malloc(cnt * sizeof(double));
+        ck_assert(p != NULL);
+        for (int kind = 0; kind < 6; kind++) {
+            if (cnt > 5000 && kind != 1)
+                continue; /* one large case: the reference's 64 full sums */
+            entries(p, cnt, kind, &r);
+            double pmin = INFINITY;
+            for (size_t e = 0; e < cnt; e++)
+                pmin = fmin(pmin, p[e]);
+            for (size_t fi = 0; fi < sizeof fracs / sizeof fracs[0] + 4; fi++) {
+                double m = fi < 6    ? m_at(p, cnt, fracs[fi] * pmin)
+                           : fi == 6 ? 0.0
+                           : fi == 7 ? -1.0
+                           : fi == 8 ? NAN
+                                     : INFINITY;
+                double a = ac_t1_t_estimate(p, cnt, m), b = ac_t1_t_estimate_ref(p, cnt, m);
+                ck_assert_msg(!memcmp(&a, &b, sizeof a), "estimate: cnt %zu kind %d m %a: %a "
+                              "vs %a (seed %llu)", cnt, kind, m, a, b,
+                              (unsigned long long)test_seed_value);
+                a = ac_t1_t_certified(p, cnt, m);
+                b = ac_t1_t_certified_ref(p, cnt, m);
+                ck_assert_msg(!memcmp(&a, &b, sizeof a), "certified: cnt %zu kind %d m %a: %a "
+                              "vs %a (seed %llu)", cnt, kind, m, a, b,
+                              (unsigned long long)test_seed_value);
+                if (fi >= 6 || cnt > 1000 || !(b > 0))
+                    continue;
+                /* near the root (the estimate): t (1 +- 2^-k) */
+                double t0 = ac_t1_t_estimate(p, cnt, m);
+                for (int k = 8; k <= 52; k += 2)
+                    for (int sg = -1; sg <= 1; sg += 2) {
+                        double t = t0 * (1 + sg * ldexp(1.0, -k));
+                        int v = ac_t1_phi_fro_up_settle(p, cnt, t, m);
+                        if (v < 0)
+                            continue;
+                        int ref = ac_t1_phi_fro_up(p, cnt, t, 0) < m;
+                        ck_assert_msg(v == ref, "settled %d, MPFR %d: cnt %zu kind %d t %a m %a "
+                                      "(seed %llu)", v, ref, cnt, kind, t, m,
+                                      (unsigned long long)test_seed_value);
+                        settled_yes += v == 1;
+                        settled_no += v == 0;
+                    }
+            }
+        }
+        free(p);
+    }
+    ck_assert_msg(settled_yes > 10 && settled_no > 10, "settled %zu yes, %zu no", settled_yes,
+                  settled_no);
+}
+END_TEST
+
 int main(void)
 {
     test_seed_init();
@@ -272,6 +372,7 @@ int main(void)
     tcase_add_test(tc, test_soundness_random);
     tcase_add_test(tc, test_representable_found);
     tcase_add_test(tc, test_user_head);
+    tcase_add_test(tc, test_t_twins);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }

@@ -2,8 +2,9 @@
  * (doc/mathematics.md §3.8): the support of a mask, the validation of
  * masked instances, Lemma W's threshold on staircases (causal masks,
  * padding, both, no mask), its range elsewhere (sliding windows), the
- * biased class, the head size at a tolerance, scale invariance and the same
- * bits for any thread count.
+ * biased class, the head size at a tolerance, scale invariance, the same
+ * bits for any thread count, and an instance at several head sizes
+ * answering as the one-shot functions, bit for bit.
  *
  * Oracles: the definition of the support; the generic values of Lemma W
  * (floor(n/2) for a causal mask, min(|V| - 1, n) for padding) that
@@ -602,6 +603,227 @@ START_TEST(test_scale_and_degenerate)
 }
 END_TEST
 
+/* ---- one instance at several head sizes ----------------------------------------- */
+
+/* Bitwise equality of doubles (NaN == NaN, -0 != +0). */
+static int same_d(double a, double b)
+{
+    return memcmp(&a, &b, sizeof a) == 0;
+}
+
+static int same_cert(const ac_cert *a, const ac_cert *b)
+{
+    return a->verdict == b->verdict && !strcmp(a->quantity, b->quantity) && a->rel == b->rel &&
+           same_d(a->tau, b->tau) && a->stage == b->stage && a->prec == b->prec &&
+           a->stages_tried == b->stages_tried && same_d(a->lo, b->lo) && same_d(a->hi, b->hi) &&
+           !strcmp(a->method, b->method); /* not seconds */
+}
+
+static int same_mat(const ac_mat *a, const ac_mat *b)
+{
+    return a->rows == b->rows && a->cols == b->cols && (a->data == NULL) == (b->data == NULL) &&
+           (!a->data || !memcmp(a->data, b->data, a->rows * a->cols * sizeof(double)));
+}
+
+static int same_threshold(const ac_t1_threshold *a, const ac_t1_threshold *b)
+{
+    return a->lo == b->lo && a->hi == b->hi && a->none == b->none && a->if_any == b->if_any &&
+           a->exact == b->exact && !strcmp(a->method, b->method);
+}
+
+/* Every member of two results but the times: which one differs (NULL: none). */
+static const char *result_diff(const ac_t1_result *a, const ac_t1_result *b)
+{
+#define SAME(c, what) \
+    if (!(c))         \
+        return what;
+    SAME(a->verdict == b->verdict && a->route == b->route && a->exact == b->exact, "verdicts");
+    SAME(!strcmp(a->exact_method, b->exact_method), "exact_method");
+    SAME(same_threshold(&a->threshold, &b->threshold), "threshold");
+    SAME(a->x_scale == b->x_scale && a->weights_unusable == b->weights_unusable, "x_scale");
+    SAME(a->d == b->d && a->n == b->n && a->dk == b->dk, "sizes");
+    SAME(a->rank == b->rank && !strcmp(a->rank_method, b->rank_method), "rank");
+    SAME(same_d(a->sigma_lo, b->sigma_lo) && same_d(a->norm_gap, b->norm_gap), "sigma, gap");
+    SAME(same_d(a->rho_lo, b->rho_lo) && same_d(a->rho_hi, b->rho_hi), "rho");
+    SAME(same_d(a->lowrank_lo, b->lowrank_lo) && same_d(a->lowrank_hi, b->lowrank_hi), "lowrank");
+    SAME(same_d(a->dist_lo, b->dist_lo) && same_d(a->dist_hi, b->dist_hi), "dist");
+    SAME(same_cert(&a->cert, &b->cert), "cert");
+    SAME(same_cert(&a->weights_cert, &b->weights_cert), "weights_cert");
+    SAME(same_cert(&a->user_cert, &b->user_cert), "user_cert");
+    SAME(same_mat(&a->Wk, &b->Wk) && same_mat(&a->Wq, &b->Wq), "weights");
+    SAME(a->nsteps == b->nsteps, "nsteps");
+    for (size_t i = 0; i < a->nsteps; i++) {
+        const ac_step *s = &a->steps[i], *t = &b->steps[i];
+        SAME(!strcmp(s->name, t->name) && !strcmp(s->quantity, t->quantity) &&
+                 same_d(s->lo, t->lo) && same_d(s->hi, t->hi) && s->stage == t->stage &&
+                 s->prec == t->prec && !strcmp(s->note, t->note),
+             "a step");
+    }
+    SAME(!strcmp(a->summary, b->summary) && !strcmp(a->lower_method, b->lower_method) &&
+             !strcmp(a->upper_method, b->upper_method) && !strcmp(a->weights_head, b->weights_head),
+         "summary or methods");
+    SAME(a->rank_stage == b->rank_stage && a->rho_stage == b->rho_stage &&
+             a->lowrank_stage == b->lowrank_stage && a->exact_stage == b->exact_stage &&
+             a->lower_stage == b->lower_stage && a->rank_prec == b->rank_prec &&
+             a->rho_prec == b->rho_prec && a->lowrank_prec == b->lowrank_prec &&
+             a->exact_prec == b->exact_prec && a->lower_prec == b->lower_prec,
+         "stages");
+    SAME(a->refute_stage == b->refute_stage && a->refute_prec == b->refute_prec &&
+             !strcmp(a->refute_method, b->refute_method),
+         "refute");
+    SAME(a->refine_iters == b->refine_iters && !strcmp(a->refine_stop, b->refine_stop), "refine");
+    SAME(a->bias == b->bias && a->masked == b->masked && a->nvisible == b->nvisible &&
+             a->staircase == b->staircase && a->nblocks == b->nblocks &&
+             !strcmp(a->support, b->support),
+         "support");
+#undef SAME
+    return NULL;
+}
+
+static int same_tol_threshold(const ac_t1_tol_threshold *a, const ac_t1_tol_threshold *b)
+{
+    int same = a->lo == b->lo && a->hi == b->hi && a->exact == b->exact &&
+               a->dk_max == b->dk_max && !strcmp(a->method, b->method) &&
+               same_threshold(&a->exact_rep, &b->exact_rep) && a->dk_at == b->dk_at &&
+               a->at_verdict == b->at_verdict && same_d(a->at_lo, b->at_lo) &&
+               same_d(a->at_hi, b->at_hi) && !strcmp(a->at_lower, b->at_lower) &&
+               !strcmp(a->at_upper, b->at_upper) && a->nevals == b->nevals;
+    for (size_t q = 0; same && q < a->nevals; q++)
+        same = a->eval[q].dk == b->eval[q].dk && a->eval[q].verdict == b->eval[q].verdict &&
+               same_d(a->eval[q].lo, b->eval[q].lo) && same_d(a->eval[q].hi, b->eval[q].hi);
+    return same;
+}
+
+/* An instance answers as ac_t1_threshold_at_tol and ac_t1_check, bit for
+ * bit, whatever the order of the calls and the sizes asked (again, above
+ * rank X, the user's head, weights or not, BFGS or not), on every class:
+ * causal, sliding window (not a staircase), padding, a boolean pattern, no
+ * mask; biases; rank X = n, rank X < n (d < n, repeated tokens); X at 2^600. */
+START_TEST(test_instance)
+{
+    const size_t n = 10;
+    unsigned char valid[10], keep[100], om[100];
+    for (size_t i = 0; i < n; i++)
+        valid[i] = i % 4 != 2;
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++)
+            keep[i * n + j] = i == j || (i * 7 + j * 3) % 5 != 0;
+    const ac_t1_mask masks[] = {
+        {1, 0, NULL, 0, NULL, 0, "causal"},     {1, 3, NULL, 0, NULL, 0, "window"},
+        {0, 0, valid, n, NULL, 0, "padding"},   {0, 0, NULL, 0, keep, n * n, "pattern"},
+        {1, 0, valid, n, NULL, 0, "causal+pad"}};
+    const size_t nm = sizeof masks / sizeof masks[0];
+    for (size_t cls = 0; cls < 4 * (nm + 1); cls++) {
+        size_t mi = cls % (nm + 1), kind = cls / (nm + 1); /* mi = nm: no mask */
+        const ac_t1_mask *m = mi < nm ? &masks[mi] : NULL;
+        size_t d = kind == 1 ? 4 : n;
+        uint64_t seed = test_seed_value + 900 + cls;
+        ac_mat X = {0}, P = {0};
+        ac_t1_mask full = {0, 0, NULL, 0, NULL, 0, NULL};
+        if (kind == 3 && !m)
+            continue;
+        instance(om, &X, &P, m ? m : &full, d, n, seed);
+        if (kind == 2) /* repeated tokens: rank X < n */
+            for (size_t i = 0; i < d; i++) {
+                AC_MAT(&X, i, 5) = AC_MAT(&X, i, 1);
+                AC_MAT(&X, i, 8) = AC_MAT(&X, i, 3);
+            }
+        if (kind == 3)
+            for (size_t i = 0; i < d * n; i++)
+                X.data[i] = ldexp(X.data[i], 600);
+        ac_t1_opts o;
+        ac_t1_opts_default(&o);
+        o.mask = m;
+        o.bias = (cls & 1) != 0;
+        o.optimize = 0;
+        o.tol = 1e-3;
+        ac_t1_instance *in = NULL;
+        ck_assert(ac_t1_instance_init(&in, &X, &P, &o, NULL) == AC_OK);
+        /* a check first on odd classes (the first call builds), else the threshold */
+        size_t sizes[] = {3, 1, 3, 2 * n, 5, 2};
+        for (int pass = 0; pass < 2; pass++) {
+            if (pass == (int)(cls & 1)) {
+                ac_t1_tol_threshold ta, tb;
+                ck_assert(ac_t1_threshold_at_tol(&ta, &X, &P, 2, &o, NULL) == AC_OK);
+                ck_assert(ac_t1_instance_threshold(&tb, in, 2, NULL) == AC_OK);
+                ck_assert_msg(same_tol_threshold(&ta, &tb), "class %zu: the threshold differs "
+                              "(seed %llu)", cls, (unsigned long long)test_seed_value);
+                continue;
+            }
+            for (size_t q = 0; q < sizeof sizes / sizeof sizes[0]; q++) {
+                ac_t1_opts oc = o;
+                ac_mat uk = {0}, uq = {0};
+                size_t dc = d + (size_t)o.bias;
+                oc.dk = sizes[q];
+                oc.want_weights = q != 4;
+                oc.optimize = q == 5 ? 20 : 0;
+                if (q == 2) { /* the user's head: a scaled identity block */
+                    ac_mat_init(&uk, oc.dk, dc, NULL);
+                    ac_mat_init(&uq, oc.dk, dc, NULL);
+                    for (size_t i = 0; i < oc.dk && i < dc; i++)
+                        AC_MAT(&uk, i, i) = AC_MAT(&uq, i, i) = 0.5;
+                    oc.user_wk = &uk;
+                    oc.user_wq = &uq;
+                }
+                ac_t1_result a, b;
+                ck_assert(ac_t1_check(&a, &X, &P, &oc, NULL) == AC_OK);
+                ck_assert(ac_t1_instance_check(&b, in, &oc, NULL) == AC_OK);
+                const char *what = result_diff(&a, &b);
+                ck_assert_msg(!what, "class %zu, dk %zu: %s differs (seed %llu)", cls, oc.dk,
+                              what, (unsigned long long)test_seed_value);
+                ac_t1_result_free(&a);
+                ac_t1_result_free(&b);
+                ac_mat_free(&uk);
+                ac_mat_free(&uq);
+            }
+        }
+        /* the options that shaped the instance cannot change */
+        ac_t1_opts ob = o;
+        ac_t1_result r;
+        ob.bias = !o.bias;
+        ck_assert(ac_t1_instance_check(&r, in, &ob, NULL) == AC_EUSAGE);
+        ac_t1_result_free(&r);
+        ob = o;
+        ob.mask = mi < nm ? NULL : &masks[0];
+        ck_assert(ac_t1_instance_check(&r, in, &ob, NULL) == AC_EUSAGE);
+        ac_t1_result_free(&r);
+        ac_t1_instance_free(in);
+        ac_mat_free(&X);
+        ac_mat_free(&P);
+    }
+    ac_t1_instance_free(NULL);
+}
+END_TEST
+
+/* An instance reports the errors of the functions it stands for, at its
+ * first call, and again at the next. */
+START_TEST(test_instance_errors)
+{
+    size_t n = 4;
+    unsigned char om[16];
+    ac_t1_mask m = {1, 0, NULL, 0, NULL, 0, NULL};
+    ac_mat X = {0}, P = {0};
+    instance(om, &X, &P, &m, n, n, test_seed_value + 950);
+    AC_MAT(&P, 1, 0) = 0.25; /* above the diagonal: hidden by the causal mask */
+    ac_t1_opts o;
+    mopts(&o, &m, 2);
+    ac_t1_instance *in = NULL;
+    ac_t1_tol_threshold t;
+    ac_t1_result r;
+    ac_err e1 = {0}, e2 = {0}, e3 = {0};
+    ck_assert(ac_t1_instance_init(&in, &X, &P, &o, NULL) == AC_OK);
+    ck_assert(ac_t1_threshold_at_tol(&t, &X, &P, 0, &o, &e1) == AC_EDATA);
+    ck_assert(ac_t1_instance_threshold(&t, in, 0, &e2) == AC_EDATA);
+    ck_assert(ac_t1_instance_check(&r, in, &o, &e3) == AC_EDATA);
+    ac_t1_result_free(&r);
+    ck_assert_msg(!strcmp(e1.msg, e2.msg) && !strcmp(e1.msg, e3.msg), "%s | %s | %s", e1.msg,
+                  e2.msg, e3.msg);
+    ac_t1_instance_free(in);
+    ac_mat_free(&X);
+    ac_mat_free(&P);
+}
+END_TEST
+
 /* The same bits with 1 and 2 threads (BLAS and OpenMP). */
 START_TEST(test_threads)
 {
@@ -649,6 +871,8 @@ int main(void)
     tcase_add_test(tc, test_threshold_at_tol);
     tcase_add_test(tc, test_scale_and_degenerate);
     tcase_add_test(tc, test_threads);
+    tcase_add_test(tc, test_instance);
+    tcase_add_test(tc, test_instance_errors);
     suite_add_tcase(s, tc);
     return test_run_suite(s);
 }
