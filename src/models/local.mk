@@ -18,8 +18,10 @@ src_libattncheck_la_SOURCES += \
 # (its source: NAME.c; its libraries: LDADD, Makefile.am, "tests")
 MODELS_TESTS = \
 	src/models/test/test_models \
+	src/models/test/test_st_convert \
 	src/models/test/test_circuit
 check_PROGRAMS += $(MODELS_TESTS)
 UNIT_TESTS += $(MODELS_TESTS)
 src_models_test_test_models_CFLAGS = $(TEST_CFLAGS)
+src_models_test_test_st_convert_CFLAGS = $(TEST_CFLAGS)
 src_models_test_test_circuit_CFLAGS = $(TEST_CFLAGS)

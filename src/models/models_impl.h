@@ -26,6 +26,9 @@
  *     test_models.c  the readers, the families and the model API on the
  *                    fixtures of tests/models/ (written by
  *                    tests/models_fixtures.py);
+ *     test_st_convert.c the element conversions of st_convert.c against
+ *                    ldexp formulas (every 16-bit pattern, F32's classes,
+ *                    the NaN/Inf flag at every lane);
  *     test_circuit.c the circuits' core route against the full product and
  *                    against exact structure, over classes of factors.
  *

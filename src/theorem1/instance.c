@@ -1,6 +1,7 @@
 /* instance.c — the instances of Theorem 1 (paper 1): validation of (X, P,
- * D0, dk), the column normalisation of P, and generated instances
- * (doc/mathematics.md §3.1, §3.3, §3.7).
+ * D0, dk), the column normalisation of P, generated instances
+ * (doc/mathematics.md §3.1, §3.3, §3.7), and the instance of a head with
+ * biases, X with a row of ones appended (§3.8).
  *
  * Dimension letters: d model width, n tokens, dk head size.  X is d x n (one
  * column per token), P is n x n, positive and column-stochastic.
@@ -9,6 +10,7 @@
 
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
 
 
 #include "attncheck/interval.h"
@@ -263,5 +265,19 @@ int ac_t1_example_paper(ac_mat *X, ac_mat *P, ac_err *err)
     P->data[1] = 0.75;
     P->data[2] = 0.5;
     P->data[3] = 0.25;
+    return AC_OK;
+}
+
+/* A head with q/k biases on X is an unbiased head on [X; 1'] (§3.8). */
+int ac_t1_append_ones(ac_mat *Xb, const ac_mat *X, ac_err *err)
+{
+    size_t d = X->rows, n = X->cols;
+    int st = ac_mat_init(Xb, d + 1, n, err);
+    if (st)
+        return st;
+    if (d > 0 && n > 0)
+        memcpy(Xb->data, X->data, d * n * sizeof(double));
+    for (size_t j = 0; j < n; j++)
+        AC_MAT(Xb, d, j) = 1.0;
     return AC_OK;
 }

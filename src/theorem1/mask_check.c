@@ -990,17 +990,3 @@ int ac_t1_route_masked_instance(ac_t1_result *res, ac_t1_basis *basis, ac_t1_ins
     c.o = o; /* the per-size options of this check (instance_opts_agree) */
     return route_masked_ctx(res, basis, &c, o, err);
 }
-
-
-int ac_t1_append_ones(ac_mat *Xb, const ac_mat *X, ac_err *err)
-{
-    size_t d = X->rows, n = X->cols;
-    int st = ac_mat_init(Xb, d + 1, n, err);
-    if (st)
-        return st;
-    if (d > 0 && n > 0)
-        memcpy(Xb->data, X->data, d * n * sizeof(double));
-    for (size_t j = 0; j < n; j++)
-        AC_MAT(Xb, d, j) = 1.0;
-    return AC_OK;
-}

@@ -9,7 +9,8 @@
  *   result.c         the result: its proof steps, the certificate of the
  *                    weights it writes, freeing it;
  *   instance.c       validation, column normalisation of P, generated
- *                    instances (§3.1, §3.3, §3.7);
+ *                    instances (§3.1, §3.3, §3.7), X with a row of ones
+ *                    for biased heads (ac_t1_append_ones, §3.8);
  *   normgap_rows.c   the normalisation gap of P read row by row over the
  *                    threads (the same bits as instance.c's);
  *   rank_x.c         the scale of X (powers of two) and its certified rank
