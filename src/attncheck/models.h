@@ -293,6 +293,14 @@ typedef struct {
 int ac_model_run(ac_mat *R, const ac_model *m, size_t l, const ac_model_input *in,
                  ac_err *err);
 
+/* R, the residual stream entering block from (n x d, as ac_model_run gave
+ * it for the same input), advanced in place through blocks from .. l - 1:
+ * the same numbers as ac_model_run(R, m, l, in), bit for bit, without
+ * running blocks 0 .. from - 1 again.  AC_EUSAGE when from > l or R is not
+ * n x d; the errors of ac_model_run.  On failure R is freed. */
+int ac_model_run_from(ac_mat *R, const ac_model *m, size_t from, size_t l,
+                      const ac_model_input *in, ac_err *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -489,6 +489,7 @@ int ac_inspect_cmd_run(ac_inspect_result *res, const ac_inspect_request *q,
         o.ndkp = q->dk_prime.n;
         memcpy(o.dkp, q->dk_prime.v, o.ndkp * sizeof o.dkp[0]);
     }
+    size_t rl = 0; /* with --tokens: R is the residual stream entering block rl */
     for (size_t l = l0; l < l1; l++) {
         size_t li = l - l0, a = li * nh, b = a + nh;
         /* this layer's heads: all of the selection, a shard's share, none at a merge */
@@ -513,10 +514,13 @@ int ac_inspect_cmd_run(ac_inspect_result *res, const ac_inspect_request *q,
             goto out;
         }
         if (q->have_tokens) {
+            /* R enters block rl: advance it, or run the model from its embeddings */
             ac_model_input in = {.n = nt, .ids = ids, .keep = res->keep};
-            ac_mat_free(&R);
-            if ((st = ac_model_run(&R, m, l, &in, err)))
+            st = R.data && rl <= l ? ac_model_run_from(&R, m, rl, l, &in, err)
+                                   : (ac_mat_free(&R), ac_model_run(&R, m, l, &in, err));
+            if (st)
                 goto out;
+            rl = l;
         }
         if (q->have_normed) {
             if ((st = ac_mat_copy(&X, &R, err)))

@@ -275,11 +275,10 @@ static int block(double *x, const ac_model *m, size_t l, const ac_model_input *i
     return AC_OK;
 }
 
-int ac_model_run(ac_mat *R, const ac_model *m, size_t l, const ac_model_input *in,
-                 ac_err *err)
+/* What ac_model_run and ac_model_run_from refuse before any work. */
+static int run_check(const ac_model *m, size_t l, const ac_model_input *in, ac_err *err)
 {
     const md_cfg *c = &m->priv->c;
-    *R = (ac_mat){0};
     if (c->fam == AC_MODEL_LAYER)
         return ac_err_set(err, AC_EUSAGE, "an attncheck_layer checkpoint is one layer: it has no "
                           "embeddings to run (give its input)");
@@ -294,31 +293,62 @@ int ac_model_run(ac_mat *R, const ac_model *m, size_t l, const ac_model_input *i
         return ac_err_set(err, AC_EUSAGE, "no tokens to run");
     if (vit && in->keep)
         return ac_err_set(err, AC_EUSAGE, "a ViT takes no attention mask");
-    size_t n = in->n, d = c->d, nd;
-    if (!ac_size_mul(n, d, &nd))
-        return ac_err_set(err, AC_EUSAGE, "%zu tokens of width %zu: too large", n, d);
+    size_t nd;
+    if (!ac_size_mul(in->n, c->d, &nd))
+        return ac_err_set(err, AC_EUSAGE, "%zu tokens of width %zu: too large", in->n, c->d);
     if (vit)
         for (size_t i = 0; i < c->channels * c->image * c->image; i++)
             if (!isfinite(in->pixels[i]))
                 return ac_err_set(err, AC_EDATA, "pixel %zu is not finite", i);
-    int st = ac_mat_init(R, n, d, err);
-    if (st)
-        return st;
+    return AC_OK;
+}
+
+/* x (n x d): the embeddings first when embed, then blocks from .. l - 1,
+ * BLAS single-threaded (the same bits for any thread count). */
+static int run(double *x, const ac_model *m, int embed_first, size_t from, size_t l,
+               const ac_model_input *in, ac_err *err)
+{
+    size_t nd = in->n * m->priv->c.d;
     scratch s = {{0}, {0}};
     double *t1 = malloc((nd + 1) * sizeof *t1), *t2 = malloc((nd + 1) * sizeof *t2);
-    int bt = ac_blas_get_threads();
+    int bt = ac_blas_get_threads(), st = AC_OK;
     ac_blas_set_threads(1);
     if (!t1 || !t2)
         st = ac_err_set(err, AC_EINTERNAL, "out of memory");
-    if (!st)
-        st = embed(R->data, m, in, &s, err);
-    for (size_t j = 0; j < l && !st; j++)
-        st = block(R->data, m, j, in, &s, t1, t2, err);
+    if (!st && embed_first)
+        st = embed(x, m, in, &s, err);
+    for (size_t j = from; j < l && !st; j++)
+        st = block(x, m, j, in, &s, t1, t2, err);
     ac_blas_set_threads(bt);
     for (int i = 0; i < 6; i++)
         free(s.w[i]);
     free(t1);
     free(t2);
+    return st;
+}
+
+int ac_model_run(ac_mat *R, const ac_model *m, size_t l, const ac_model_input *in,
+                 ac_err *err)
+{
+    *R = (ac_mat){0};
+    int st = run_check(m, l, in, err);
+    if (st || (st = ac_mat_init(R, in->n, m->priv->c.d, err)))
+        return st;
+    if ((st = run(R->data, m, 1, 0, l, in, err)))
+        ac_mat_free(R);
+    return st;
+}
+
+int ac_model_run_from(ac_mat *R, const ac_model *m, size_t from, size_t l,
+                      const ac_model_input *in, ac_err *err)
+{
+    int st = run_check(m, l, in, err);
+    if (!st && (from > l || R->rows != in->n || R->cols != m->priv->c.d || !R->data))
+        st = ac_err_set(err, AC_EUSAGE, "the residual stream (%zu x %zu) entering block %zu is not "
+                        "one of %zu tokens of width %zu before block %zu", R->rows, R->cols, from,
+                        in->n, m->priv->c.d, l);
+    if (!st)
+        st = run(R->data, m, 0, from, l, in, err);
     if (st)
         ac_mat_free(R);
     return st;

@@ -684,6 +684,57 @@ START_TEST(test_model_api)
 }
 END_TEST
 
+/* ac_model_run_from: the stream entering block `from`, advanced to block l,
+ * is ac_model_run's to the bit, for every 0 <= from <= l <= layers, on the
+ * token families of tests/models/ with and without padding; and refused
+ * when from > l or R has the wrong shape (R freed). */
+START_TEST(test_model_run_from)
+{
+    static const char *const names[] = {"gpt2", "nanogpt", "bert", "roberta", "distilbert",
+                                        "llama", "mistral", "qwen2"};
+    int32_t ids[6] = {3, 5, 7, 2, 9, 4};
+    unsigned char keep[6] = {1, 1, 1, 1, 0, 0};
+    char dir[700];
+    ac_err e;
+    size_t runs = 0;
+    for (size_t f = 0; f < sizeof names / sizeof names[0]; f++) {
+        ac_model m;
+        if (!fixture(dir, sizeof dir, names[f])) {
+            fprintf(stderr, "test_models: %s missing; skipped\n", dir);
+            continue;
+        }
+        ck_assert_int_eq(ac_model_open(&m, dir, NULL, &e), AC_OK);
+        for (int pad = 0; pad < 2; pad++) {
+            ac_model_input in = {6, ids, NULL, pad ? keep : NULL, NULL};
+            for (size_t l = 0; l <= m.layers; l++) {
+                ac_mat want;
+                ck_assert_int_eq(ac_model_run(&want, &m, l, &in, &e), AC_OK);
+                for (size_t from = 0; from <= l; from++) {
+                    ac_mat R;
+                    ck_assert_int_eq(ac_model_run(&R, &m, from, &in, &e), AC_OK);
+                    ck_assert_int_eq(ac_model_run_from(&R, &m, from, l, &in, &e), AC_OK);
+                    ck_assert_msg(memcmp(R.data, want.data, 6 * m.d * sizeof(double)) == 0,
+                                  "%s pad %d: blocks %zu .. %zu differ", names[f], pad, from, l);
+                    ac_mat_free(&R);
+                    runs++;
+                }
+                ac_mat_free(&want);
+            }
+            ac_mat R;
+            ck_assert_int_eq(ac_model_run(&R, &m, 1, &in, &e), AC_OK);
+            ck_assert_int_eq(ac_model_run_from(&R, &m, 1, 0, &in, &e), AC_EUSAGE);
+            ck_assert_ptr_null(R.data);
+            ck_assert_int_eq(ac_model_run(&R, &m, 0, &in, &e), AC_OK);
+            R.rows = 5;
+            ck_assert_int_eq(ac_model_run_from(&R, &m, 0, 1, &in, &e), AC_EUSAGE);
+            ck_assert_ptr_null(R.data);
+        }
+        ac_model_close(&m);
+    }
+    ck_assert_uint_ge(runs, 8 * 2 * 6);
+}
+END_TEST
+
 static void rm_rf(const char *d)
 {
     char cmd[700];
@@ -716,6 +767,7 @@ int main(void)
     tcase_add_test(tc, test_head_t1);
     tcase_add_test(tc, test_describe);
     tcase_add_test(tc, test_model_api);
+    tcase_add_test(tc, test_model_run_from);
     suite_add_tcase(s, tc);
     int rc = test_run_suite(s);
     rm_rf(g_dir);
