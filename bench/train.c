@@ -127,7 +127,7 @@ int main(int argc, char **argv)
         tok[i] = (int32_t)ac_rng_below(&r, c.vocab);
         tgt[i] = (int32_t)ac_rng_below(&r, c.vocab);
     }
-    ac_nn_batch b = {B, c.max_seq, tok, NULL, tgt, NULL, NULL};
+    ac_nn_batch b = {.B = B, .T = c.max_seq, .tokens = tok, .targets = tgt};
     ac_nn_adamw o = {1e-3, 0.9, 0.999, 1e-8, 0.0};
     double t0 = 0, c0 = 0, loss = 0;
     for (size_t s = 0; s < warm + steps; s++) {
